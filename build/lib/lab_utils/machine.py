@@ -1,0 +1,179 @@
+"""Describe the learner's machine, pick the device to compute on, and wait for it.
+
+``describe()`` is the report every notebook prints after its setup cell; ``lab-utils doctor``
+prints the same report in a terminal.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import platform
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from lab_utils.units import format_bytes
+
+RUNTIMES = ("colab", "runpod", "local")
+
+
+@dataclass(frozen=True)
+class MachineReport:
+    """What this machine offers the course. Sizes in bytes; None where not applicable."""
+
+    python_version: str
+    torch_version: str
+    cuda_available: bool
+    cuda_version: str | None  # CUDA version torch was built with; None for a CPU build
+    device_name: str  # the GPU torch will use, else the CPU model
+    gpu_count: int
+    gpu_memory_bytes: int | None
+    gpu_compute_capability: str | None  # e.g. "9.0" for Hopper
+    cpu_model: str
+    physical_cores: int | None
+    logical_cores: int
+    torch_threads: int
+    ram_bytes: int
+    runtime: str  # "colab" | "runpod" | "local"
+    os_name: str
+
+    def rows(self) -> list[tuple[str, str]]:
+        """The report as (label, human-readable value) pairs, in display order."""
+        gpu = "none (torch sees no CUDA device)"
+        if self.cuda_available:
+            gpu = (
+                f"{self.device_name} x {self.gpu_count}, "
+                f"{format_bytes(self.gpu_memory_bytes)}, "
+                f"compute capability {self.gpu_compute_capability}"
+            )
+        cores = f"{self.logical_cores} logical"
+        if self.physical_cores is not None:
+            cores = f"{self.physical_cores} physical, {cores}"
+        return [
+            ("Runtime", self.runtime),
+            ("Operating system", self.os_name),
+            ("Python", self.python_version),
+            ("PyTorch", self.torch_version),
+            ("CUDA (torch build)", self.cuda_version or "none: a CPU-only build"),
+            ("GPU", gpu),
+            ("CPU", self.cpu_model),
+            ("CPU cores", cores),
+            ("torch threads", str(self.torch_threads)),
+            ("RAM", format_bytes(self.ram_bytes)),
+        ]
+
+    def __str__(self) -> str:
+        rows = self.rows()
+        width = max(len(label) for label, _ in rows)
+        return "\n".join(f"{label:<{width}}  {value}" for label, value in rows)
+
+    def _repr_html_(self) -> str:
+        body = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(label)}</th>"
+            f"<td style='text-align:left'>{html.escape(value)}</td></tr>"
+            for label, value in self.rows()
+        )
+        return f"<table><caption>This machine</caption>{body}</table>"
+
+
+def detect_runtime(environ: dict | None = None) -> str:
+    """'colab', 'runpod' or 'local', from the variables each platform sets in the environment."""
+    env = os.environ if environ is None else environ
+    if "COLAB_RELEASE_TAG" in env or "COLAB_GPU" in env:
+        return "colab"
+    if "RUNPOD_POD_ID" in env:
+        return "runpod"
+    return "local"
+
+
+def cpu_model() -> str:
+    """The CPU's marketing name, e.g. 'AMD EPYC 9684X 96-Core Processor', or a best guess."""
+    if sys.platform.startswith("linux"):
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+                match = re.search(r"^model name\s*:\s*(.+)$", cpuinfo.read(), re.MULTILINE)
+            if match:
+                return match.group(1).strip()
+        except OSError:
+            pass
+    elif sys.platform == "darwin":
+        try:
+            return subprocess.run(
+                ["sysctl", "-n", "machdep.cpu.brand_string"],
+                capture_output=True, text=True, check=True, timeout=5,
+            ).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def describe() -> MachineReport:
+    """Report this machine: Python, torch, CUDA, GPU, CPU, cores, threads, RAM and runtime."""
+    import psutil
+    import torch
+
+    cuda_available = torch.cuda.is_available()
+    gpu_count = torch.cuda.device_count() if cuda_available else 0
+    gpu_memory_bytes = gpu_compute_capability = None
+    device_name = cpu_model()
+    if cuda_available:
+        properties = torch.cuda.get_device_properties(0)
+        device_name = properties.name
+        gpu_memory_bytes = properties.total_memory
+        gpu_compute_capability = f"{properties.major}.{properties.minor}"
+    return MachineReport(
+        python_version=platform.python_version(),
+        torch_version=torch.__version__,
+        cuda_available=cuda_available,
+        cuda_version=torch.version.cuda,
+        device_name=device_name,
+        gpu_count=gpu_count,
+        gpu_memory_bytes=gpu_memory_bytes,
+        gpu_compute_capability=gpu_compute_capability,
+        cpu_model=cpu_model(),
+        physical_cores=psutil.cpu_count(logical=False),
+        logical_cores=psutil.cpu_count(logical=True) or os.cpu_count() or 1,
+        torch_threads=torch.get_num_threads(),
+        ram_bytes=psutil.virtual_memory().total,
+        runtime=detect_runtime(),
+        os_name=f"{platform.system()} {platform.release()}",
+    )
+
+
+def pick_device():
+    """The device to compute on: torch.device('cuda') when a GPU is usable, else 'cpu'."""
+    import torch
+
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def as_device(device):
+    """``device`` (None, a str or a torch.device) as a torch.device; None means pick_device()."""
+    import torch
+
+    if device is None:
+        return pick_device()
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"device must be None, a str or a torch.device, got {type(device).__name__}")
+    try:
+        return torch.device(device)
+    except RuntimeError as error:
+        raise ValueError(f"device={device!r} is not a device torch knows, e.g. 'cpu' or 'cuda:0'") from error
+
+
+def synchronize(device=None) -> None:
+    """Wait until all work queued on ``device`` has finished (a no-op on the CPU).
+
+    GPU kernels run asynchronously: without this, a timer measures the launch, not the work.
+    """
+    import torch
+
+    device = as_device(device)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+    elif device.type != "cpu":
+        raise ValueError(f"device={str(device)!r}: synchronize supports 'cpu', 'cuda' and 'mps'")

@@ -1,0 +1,42 @@
+"""`import lab_utils` and its pure modules must stay instant: no torch until tensors run."""
+
+import subprocess
+import sys
+
+import lab_utils
+
+PURE_MODULES = [f"lab_utils.{name}" for name in lab_utils._SUBMODULES]
+
+
+def imported_modules_after(code: str) -> set:
+    """The names in sys.modules after running ``code`` in a fresh interpreter."""
+    script = f"{code}\nimport sys\nprint('\\n'.join(sys.modules))"
+    output = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    return set(output.split())
+
+
+def test_importing_every_module_does_not_import_torch():
+    modules = imported_modules_after("\n".join(f"import {name}" for name in PURE_MODULES))
+    assert set(PURE_MODULES) <= modules  # the imports really happened
+    assert "torch" not in modules
+
+
+def test_cli_help_does_not_import_torch():
+    modules = imported_modules_after(
+        "from lab_utils import cli\ntry:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass"
+    )
+    assert "lab_utils.cli" in modules
+    assert "torch" not in modules
+
+
+def test_submodules_load_on_attribute_access():
+    assert lab_utils.units.format_bytes(1024) == "1.0 KiB"
+
+
+def test_unknown_attribute_is_an_attribute_error():
+    try:
+        lab_utils.no_such_module
+    except AttributeError as error:
+        assert "no_such_module" in str(error)
+    else:
+        raise AssertionError("lab_utils.no_such_module did not raise AttributeError")

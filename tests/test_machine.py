@@ -1,0 +1,107 @@
+"""machine: the report, runtime detection, device choice and synchronisation."""
+
+import dataclasses
+import platform
+import types
+
+import pytest
+import torch
+
+from lab_utils import machine
+
+
+@pytest.fixture(scope="module")
+def report():
+    return machine.describe()
+
+
+def test_report_matches_this_interpreter_and_torch(report):
+    assert report.python_version == platform.python_version()
+    assert report.torch_version == torch.__version__
+    assert report.cuda_version == torch.version.cuda
+    assert report.cuda_available == torch.cuda.is_available()
+    assert report.torch_threads == torch.get_num_threads()
+
+
+def test_report_sizes_are_plausible(report):
+    assert report.logical_cores >= 1
+    assert report.physical_cores is None or 1 <= report.physical_cores <= report.logical_cores
+    assert report.ram_bytes > 256 * 2**20  # more than 256 MiB: a real machine
+    assert report.cpu_model.strip()
+    assert report.runtime in machine.RUNTIMES
+
+
+def test_report_without_gpu_has_no_gpu_fields(report):
+    if report.cuda_available:
+        pytest.skip("this machine has a GPU")
+    assert report.gpu_count == 0
+    assert report.gpu_memory_bytes is None and report.gpu_compute_capability is None
+    assert report.device_name == report.cpu_model
+
+
+def test_report_is_frozen(report):
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        report.ram_bytes = 0
+
+
+def test_report_renders_as_text_and_html(report):
+    text = str(report)
+    html = report._repr_html_()
+    for label, value in report.rows():
+        assert label in text and value in text
+        assert label in html
+    assert html.startswith("<table>") and html.endswith("</table>")
+    assert len(text.splitlines()) == len(report.rows())
+
+
+def test_report_reads_the_gpu_when_torch_sees_one(monkeypatch):
+    """The GPU branch, exercised on a CPU machine with torch's answers replaced."""
+    properties = types.SimpleNamespace(name="NVIDIA H200", total_memory=150_000_000_000, major=9, minor=0)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: properties)
+    report = machine.describe()
+    assert report.cuda_available and report.gpu_count == 1
+    assert report.device_name == "NVIDIA H200"
+    assert report.gpu_memory_bytes == 150_000_000_000
+    assert report.gpu_compute_capability == "9.0"
+    assert "NVIDIA H200 x 1, 139.7 GiB, compute capability 9.0" in str(report)
+
+
+@pytest.mark.parametrize(
+    "environ, expected",
+    [
+        ({}, "local"),
+        ({"COLAB_RELEASE_TAG": "release-colab_20261101-060000_RC00"}, "colab"),
+        ({"COLAB_GPU": "1"}, "colab"),
+        ({"RUNPOD_POD_ID": "abc123"}, "runpod"),
+        ({"HOME": "/root", "PATH": "/usr/bin"}, "local"),
+    ],
+)
+def test_detect_runtime(environ, expected):
+    assert machine.detect_runtime(environ) == expected
+
+
+def test_pick_device_follows_cuda_availability(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert machine.pick_device() == torch.device("cpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert machine.pick_device() == torch.device("cuda")
+
+
+def test_synchronize_on_cpu_is_a_no_op():
+    assert machine.synchronize("cpu") is None
+    assert machine.synchronize(torch.device("cpu")) is None
+
+
+def test_synchronize_waits_on_the_named_cuda_device(monkeypatch):
+    calls = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: calls.append(device))
+    machine.synchronize("cuda:1")
+    assert calls == [torch.device("cuda:1")]
+
+
+@pytest.mark.parametrize("device, error", [(3, TypeError), ("gpu", ValueError), ("cuda:x", ValueError)])
+def test_bad_devices_are_refused_with_the_parameter_named(device, error):
+    with pytest.raises(error, match="device"):
+        machine.synchronize(device)
