@@ -16,12 +16,13 @@ Standard library only (no torch), so importing it is instant.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import re
 import types
 from collections.abc import Mapping
 from importlib import resources
+
+from lab_utils import lookup
 
 try:
     import tomllib
@@ -36,7 +37,6 @@ DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
 KINDS = ("gpu", "cpu")
 
 _DATA_FILE = "hardware.toml"
-_SEPARATORS = re.compile(r"[\s\-_]+")
 _SOURCE_DATE = re.compile(r"^\d{4}(-(0[1-9]|1[0-2]))?$")
 
 # Keys a [[device]] table may hold, and the type each must have.
@@ -137,11 +137,6 @@ class Spec:
         return self.peak_flops[dtype] / self.bandwidth_bytes_per_s
 
 
-def _key(text: str) -> str:
-    """Lookup key: lower case, with spaces, hyphens and underscores removed."""
-    return _SEPARATORS.sub("", text).casefold()
-
-
 def _check_number(where: str, key: str, value: object, kind: type) -> float | int:
     """Return ``value`` if it is a positive number of the right kind, else raise ValueError."""
     ok_types = (int,) if kind is int else (int, float)
@@ -192,7 +187,7 @@ def _spec_from_table(table: object, index: int, origin: str) -> Spec:
         raise ValueError(f"{where}: key(s) {', '.join(wrong_kind)} do not apply to a {kind}")
 
     aliases = table.get("aliases", [])
-    if not isinstance(aliases, list) or not all(isinstance(a, str) and _key(a) for a in aliases):
+    if not isinstance(aliases, list) or not all(isinstance(a, str) and lookup.key(a) for a in aliases):
         raise ValueError(f"{where}: aliases must be a list of non-empty strings, got {aliases!r}")
     fields["aliases"] = tuple(aliases)
 
@@ -256,7 +251,7 @@ def _parse_catalog(text: str, origin: str = _DATA_FILE) -> tuple[Spec, ...]:
     seen: dict[str, str] = {}
     for spec in specs:
         for spelling in (spec.name, *spec.aliases):
-            key = _key(spelling)
+            key = lookup.key(spelling)
             if key in seen:
                 raise ValueError(
                     f"{origin}: {spelling!r} (of {spec.name!r}) clashes with a name or alias "
@@ -277,7 +272,7 @@ def _load() -> tuple[tuple[Spec, ...], dict[str, Spec]]:
         .read_text(encoding="utf-8")
     )
     specs = _parse_catalog(text, origin=f"lab_utils/data/{_DATA_FILE}")
-    index = {_key(s): spec for spec in specs for s in (spec.name, *spec.aliases)}
+    index = {lookup.key(s): spec for spec in specs for s in (spec.name, *spec.aliases)}
     return specs, index
 
 
@@ -288,19 +283,8 @@ def get(name: str) -> Spec:
     "h100-sxm", "H100_SXM" and the alias "h100" all give the H100 SXM. An unknown name
     raises ValueError listing the closest names.
     """
-    if not isinstance(name, str):
-        raise TypeError(f"name must be a str such as 'H100 SXM', got {type(name).__name__} {name!r}")
     specs, index = _load()
-    key = _key(name)
-    if key in index:
-        return index[key]
-    close = difflib.get_close_matches(key, index, n=6, cutoff=0.6)
-    suggestions = list(dict.fromkeys(index[k].name for k in close))
-    if suggestions:
-        hint = "closest: " + ", ".join(map(repr, suggestions))
-    else:
-        hint = "known: " + ", ".join(repr(s.name) for s in specs)
-    raise ValueError(f"name={name!r} is not in the hardware catalog; {hint}")
+    return lookup.find(name, index, "hardware catalog", [s.name for s in specs])
 
 
 def catalog(kind: str | None = None) -> tuple[Spec, ...]:

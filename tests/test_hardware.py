@@ -9,7 +9,7 @@ import re
 import pytest
 from hypothesis import given, strategies as st
 
-from lab_utils import hardware
+from lab_utils import hardware, lookup
 from lab_utils.hardware import DTYPES, Spec, catalog, get
 
 # facts.md, GPU table: memory (GB), bandwidth (GB/s), FP32, BF16/FP16 tensor (TFLOP/s),
@@ -252,7 +252,7 @@ def test_lookup_spellings(spelling, name):
 
 
 def test_aliases_unique_across_catalog():
-    keys = [hardware._key(s) for spec in catalog() for s in (spec.name, *spec.aliases)]
+    keys = [lookup.key(s) for spec in catalog() for s in (spec.name, *spec.aliases)]
     assert len(keys) == len(set(keys))
 
 

@@ -1,0 +1,136 @@
+"""Small reference models shared by the notebooks: an MLP and a tiny GPT (imports torch).
+
+Small enough to train on a laptop CPU in seconds, built from the same parts as real language
+models, so what a notebook measures on them (FLOPs, memory, tokens/s) scales by formula to
+the models in ``lab_utils/data/llm_configs.toml``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+
+@dataclass(frozen=True)
+class GPTConfig:
+    """Shape of a :class:`TinyGPT`. Sizes in tokens and features."""
+
+    vocab_size: int = 256  # bytes: any text is a valid input, no tokenizer to download
+    seq_len: int = 64  # longest context, in tokens
+    n_layers: int = 2
+    hidden: int = 64
+    n_heads: int = 4
+
+    def __post_init__(self):
+        for name in ("vocab_size", "seq_len", "n_layers", "hidden", "n_heads"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name}={value!r}: must be a positive integer")
+        if self.hidden % self.n_heads:
+            raise ValueError(f"hidden={self.hidden} must be divisible by n_heads={self.n_heads}")
+
+    @property
+    def n_params(self) -> int:
+        """Parameter count: h·v (tied embedding) + s·h (positions) + L·(12h² + 13h) + 2h (final norm).
+
+        The per-layer term is the Ultra-Scale Playbook's count for a GPT block.
+        """
+        h = self.hidden
+        return h * self.vocab_size + self.seq_len * h + self.n_layers * (12 * h * h + 13 * h) + 2 * h
+
+
+class MLP(nn.Module):
+    """Linear layers with GELU between them: sizes (in, hidden..., out)."""
+
+    def __init__(self, sizes):
+        super().__init__()
+        sizes = list(sizes)
+        if len(sizes) < 2 or any(not isinstance(s, int) or s < 1 for s in sizes):
+            raise ValueError(f"sizes={sizes!r}: give at least two positive integers (in, ..., out)")
+        layers = []
+        for index, (n_in, n_out) in enumerate(zip(sizes, sizes[1:])):
+            layers.append(nn.Linear(n_in, n_out))
+            if index < len(sizes) - 2:
+                layers.append(nn.GELU())
+        self.layers = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+class CausalSelfAttention(nn.Module):
+    """Multi-head attention that only looks back; written out so every saved tensor is visible."""
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.n_heads = config.n_heads
+        self.qkv = nn.Linear(config.hidden, 3 * config.hidden)
+        self.proj = nn.Linear(config.hidden, config.hidden)
+        mask = torch.tril(torch.ones(config.seq_len, config.seq_len, dtype=torch.bool))
+        self.register_buffer("mask", mask, persistent=False)
+
+    def forward(self, x):
+        batch, seq, hidden = x.shape
+        head_dim = hidden // self.n_heads
+        q, k, v = self.qkv(x).split(hidden, dim=2)
+        q, k, v = (t.view(batch, seq, self.n_heads, head_dim).transpose(1, 2) for t in (q, k, v))
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(head_dim)
+        scores = scores.masked_fill(~self.mask[:seq, :seq], float("-inf"))
+        out = torch.softmax(scores, dim=-1) @ v
+        return self.proj(out.transpose(1, 2).reshape(batch, seq, hidden))
+
+
+class Block(nn.Module):
+    """One pre-norm transformer block: x + attention(norm(x)), then x + MLP(norm(x))."""
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(config.hidden)
+        self.attention = CausalSelfAttention(config)
+        self.norm2 = nn.LayerNorm(config.hidden)
+        self.mlp = MLP([config.hidden, 4 * config.hidden, config.hidden])
+
+    def forward(self, x):
+        x = x + self.attention(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
+class TinyGPT(nn.Module):
+    """A GPT-style decoder: token and position embeddings, blocks, a tied output layer.
+
+    ``forward(tokens)`` takes int64 token ids of shape (batch, seq) and returns logits of
+    shape (batch, seq, vocab_size).
+    """
+
+    def __init__(self, config: GPTConfig = GPTConfig()):
+        super().__init__()
+        if not isinstance(config, GPTConfig):
+            raise TypeError(f"config must be a GPTConfig, got {type(config).__name__}")
+        self.config = config
+        self.token_embedding = nn.Embedding(config.vocab_size, config.hidden)
+        self.position_embedding = nn.Embedding(config.seq_len, config.hidden)
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
+        self.norm = nn.LayerNorm(config.hidden)
+
+    def forward(self, tokens):
+        if tokens.dim() != 2:
+            raise ValueError(f"tokens must have shape (batch, seq), got {tuple(tokens.shape)}")
+        seq = tokens.shape[1]
+        if seq > self.config.seq_len:
+            raise ValueError(f"sequence length {seq} exceeds config.seq_len={self.config.seq_len}")
+        positions = torch.arange(seq, device=tokens.device)
+        x = self.token_embedding(tokens) + self.position_embedding(positions)
+        for block in self.blocks:
+            x = block(x)
+        return self.norm(x) @ self.token_embedding.weight.T  # tied output layer
+
+
+def random_tokens(config: GPTConfig, batch: int, seed: int = 0):
+    """A (batch, seq_len) int64 tensor of random token ids, reproducible from ``seed``."""
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"batch={batch!r}: must be a positive integer")
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randint(config.vocab_size, (batch, config.seq_len), generator=generator)
