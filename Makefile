@@ -1,32 +1,36 @@
 # The course's verbs. Each sets up .venv first when needed (install with the tested pins).
 #   make lab    open JupyterLab on the course
 #   make book   execute the notebooks and build the website into _build/html
-#   make test   unit tests, nbval over every notebook, and a strict, clean book build
+#   make test   unit tests, nbval over every notebook, a strict, clean book build, and every
+#               page of that build opened in headless Chromium with no internet (test-site)
+#   make linkcheck   check the website's external links (needs internet; not part of make test)
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+SITE_HTML := _build/strict/_build/html
+CHROMIUM ?= chromium
 
-.PHONY: setup lab book test test-unit test-notebooks test-book clean
+.PHONY: setup lab book test test-unit test-notebooks test-book test-site site-deps web-assets linkcheck clean
 
 setup: $(INSTALLED)
 
 $(INSTALLED): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --constraint constraints.txt --editable ".[lab,book,test]"
+	$(BIN)/python -m pip install --quiet --constraint constraints.txt --editable ".[lab,book,serverless,test]"
 	$(BIN)/python -c "import torch; print('installed torch', torch.__version__, '(CUDA build)' if torch.version.cuda else '(CPU build)')"
 	touch $@
 
 lab: $(INSTALLED)
 	$(BIN)/jupyter lab notebooks/00_start_here.ipynb
 
-book: $(INSTALLED)
+book: $(INSTALLED) web-assets
 	$(BIN)/jupyter-book build .
 	@echo "Website: _build/html/index.html"
 
-test: test-unit test-notebooks test-book
+test: test-unit test-notebooks site-deps test-book test-site
 
 test-unit: $(INSTALLED)
 	$(BIN)/python -m pytest tests
@@ -35,9 +39,34 @@ test-notebooks: $(INSTALLED)
 	$(BIN)/python -m pytest $(NBVAL_FLAGS) notebooks
 
 # Strict: warnings are errors, and a fresh output folder so no cached execution hides a failure.
-test-book: $(INSTALLED)
+test-book: $(INSTALLED) web-assets
 	rm -rf _build/strict
 	$(BIN)/jupyter-book build --all --warningiserror --keep-going --path-output _build/strict .
+
+# The browser test (tests/site): every page of the strict build, served on 127.0.0.1 and opened
+# in headless Chromium that can reach nothing else; screenshots in _build/site-test/screenshots.
+# On an existing build: SITE_HTML=_build/strict/_build/html .venv/bin/python -m pytest tests/site
+test-site: $(INSTALLED) site-deps test-book
+	SITE_HTML=$(SITE_HTML) CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests/site
+
+# What test-site needs beyond .venv, installed when missing (Debian/Ubuntu as root, as on CI):
+# Chromium, and npm for the web assets. Elsewhere install them yourself, or set CHROMIUM=.
+site-deps:
+	@command -v $(CHROMIUM) >/dev/null || $(call apt_install,chromium)
+	@command -v npm >/dev/null || $(call apt_install,npm)
+
+apt_install = { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update && apt-get install -y $(1); } \
+	|| { echo "please install $(1) (Debian/Ubuntu: sudo apt-get install $(1))" >&2; exit 1; }
+
+# MathJax and the ipywidgets manager from the npm registry, pinned and checksum-checked
+# (book/_ext/web-assets.lock.json), so the website renders offline; the CDN when not available.
+web-assets:
+	$(PYTHON) book/_ext/web_assets.py
+
+# External links, listed and checked in _build/linkcheck/output.txt. Needs internet; not part of
+# make test, and a failure here does not block anything.
+linkcheck: $(INSTALLED) web-assets
+	$(BIN)/jupyter-book build --builder linkcheck .
 
 clean:
 	rm -rf _build .pytest_cache

@@ -114,6 +114,10 @@ class TinyGPT(nn.Module):
         self.position_embedding = nn.Embedding(config.seq_len, config.hidden)
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
         self.norm = nn.LayerNorm(config.hidden)
+        # GPT-2's initialisation: small embeddings, so the tied output layer starts near a
+        # uniform guess (loss about ln(vocab_size)) instead of tens of nats.
+        for embedding in (self.token_embedding, self.position_embedding):
+            nn.init.normal_(embedding.weight, std=0.02)
 
     def forward(self, tokens):
         if tokens.dim() != 2:
@@ -134,3 +138,83 @@ def random_tokens(config: GPTConfig, batch: int, seed: int = 0):
         raise ValueError(f"batch={batch!r}: must be a positive integer")
     generator = torch.Generator().manual_seed(seed)
     return torch.randint(config.vocab_size, (batch, config.seq_len), generator=generator)
+
+
+class LoRALinear(nn.Module):
+    """A frozen ``nn.Linear`` plus a trainable low-rank update (LoRA, Hu et al., arXiv 2106.09685).
+
+    ``y = base(x) + scale · x Aᵀ Bᵀ`` with A of shape (rank, in), B of shape (out, rank) and
+    ``scale = alpha / rank``. B starts at zero, so a fresh adapter leaves the model unchanged;
+    A starts as ``nn.Linear`` weights do (Hugging Face peft's default; the paper draws it
+    from a Gaussian).
+    """
+
+    def __init__(self, base: nn.Linear, rank: int = 4, alpha: float = 8.0):
+        super().__init__()
+        if not isinstance(base, nn.Linear):
+            raise TypeError(f"base must be an nn.Linear, got {type(base).__name__}")
+        if isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= min(base.in_features, base.out_features):
+            raise ValueError(
+                f"rank={rank!r}: must be an integer from 1 to min(in, out) = "
+                f"{min(base.in_features, base.out_features)}"
+            )
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha) or alpha <= 0:
+            raise ValueError(f"alpha={alpha!r}: must be a finite number > 0")
+        self.base = base
+        self.rank = rank
+        self.scale = alpha / rank
+        for parameter in base.parameters():
+            parameter.requires_grad_(False)
+        factory = {"device": base.weight.device, "dtype": base.weight.dtype}
+        self.lora_a = nn.Parameter(torch.empty(rank, base.in_features, **factory))
+        self.lora_b = nn.Parameter(torch.zeros(base.out_features, rank, **factory))
+        nn.init.kaiming_uniform_(self.lora_a, a=math.sqrt(5))
+
+    def forward(self, x):
+        return self.base(x) + (x @ self.lora_a.T @ self.lora_b.T) * self.scale
+
+    def merged_weight(self):
+        """``W + scale · B A``: the one weight matrix that computes what this layer computes."""
+        with torch.no_grad():
+            return self.base.weight + self.scale * (self.lora_b @ self.lora_a)
+
+    def merge(self) -> nn.Linear:
+        """A plain ``nn.Linear`` holding the merged weight (and the base bias): no extra cost at inference."""
+        merged = nn.Linear(
+            self.base.in_features, self.base.out_features, bias=self.base.bias is not None,
+            device=self.base.weight.device, dtype=self.base.weight.dtype,
+        )
+        with torch.no_grad():
+            merged.weight.copy_(self.merged_weight())
+            if self.base.bias is not None:
+                merged.bias.copy_(self.base.bias)
+        return merged
+
+
+def apply_lora(model: "TinyGPT", rank: int = 4, alpha: float = 8.0) -> "TinyGPT":
+    """Freeze every weight of ``model`` and wrap the linears of its blocks in :class:`LoRALinear`.
+
+    The attention (qkv, proj) and MLP linears get adapters; embeddings, norms and the tied
+    output layer stay frozen. Changes ``model`` in place and returns it.
+    """
+    if not isinstance(model, TinyGPT):
+        raise TypeError(f"model must be a TinyGPT, got {type(model).__name__}")
+    if any(isinstance(module, LoRALinear) for module in model.modules()):
+        raise ValueError("model already has LoRA adapters: apply_lora once per model")
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)
+    for block in model.blocks:
+        for parent in (block.attention, block.mlp.layers):
+            for name, child in list(parent.named_children()):
+                if isinstance(child, nn.Linear):
+                    setattr(parent, name, LoRALinear(child, rank=rank, alpha=alpha))
+    return model
+
+
+def merge_lora(model: nn.Module) -> nn.Module:
+    """Replace every :class:`LoRALinear` in ``model`` by its merged ``nn.Linear``, in place; returns ``model``."""
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, LoRALinear):
+                setattr(parent, name, child.merge())
+    return model

@@ -1,0 +1,464 @@
+"""Scaling out: the cost of an all-reduce, launching ``torchrun`` safely, and checking the ranks.
+
+Formulas (pure arithmetic, no torch), sizes in bytes, times in seconds:
+
+- :func:`ring_all_reduce_bytes`: a ring all-reduce of an n-byte message over N ranks sends
+  (and receives) 2(N-1)/N · n bytes per rank: N-1 reduce-scatter steps and N-1 all-gather
+  steps of n/N bytes each (Patarasuk & Yuan, JPDC 69(2), 2009; Thakur, Rabenseifner & Gropp,
+  IJHPCA 19(1), 2005).
+- :func:`ring_all_reduce_seconds`: the alpha-beta model of the same algorithm,
+  t = 2(N-1)·α + 2(N-1)/N · n/β, with α the latency of one step and β the link bandwidth.
+- :func:`bus_bandwidth_bytes_per_s`: nccl-tests' "bus bandwidth", (n/t) · 2(N-1)/N, which is
+  comparable with a link's bandwidth whatever N is; :func:`fit_all_reduce` fits α and β to
+  measured times.
+- :func:`data_parallel_step`: compute vs communication of one data-parallel step;
+  :func:`choose_backend`: NCCL on GPUs, gloo on CPUs.
+
+Processes: :func:`torchrun_command` builds the launch command (one node on 127.0.0.1, or a
+node of a multi-node job), and :func:`run_torchrun` runs it as a subprocess with a timeout,
+then makes sure that no process it started is left. Inside the launched processes,
+:func:`parameter_digest` fingerprints a model's parameters bit for bit and
+:func:`time_all_reduce` times all-reduces; these two import torch, lazily.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "AllReduceFit", "AllReduceTiming", "Backend", "DataParallelStep", "TorchrunError",
+    "TorchrunResult", "bus_bandwidth_bytes_per_s", "choose_backend", "data_parallel_step",
+    "fit_all_reduce", "parameter_digest", "ring_all_reduce_bytes", "ring_all_reduce_seconds",
+    "run_torchrun", "time_all_reduce", "torchrun_command",
+]
+
+LOOPBACK = "127.0.0.1"
+"""Where single-node runs meet: the rendezvous and the ranks' sockets stay on this machine."""
+
+TORCHRUN = (sys.executable, "-m", "torch.distributed.run")
+"""``torchrun`` with this Python: the same interpreter (and venv) as the caller."""
+
+_MARKER = "LAB_UTILS_TORCHRUN_ID"  # set in every launched process's environment, to find them all
+
+
+# --- argument checks -----------------------------------------------------------------------
+
+def _count(name: str, value, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name}={value!r}: must be an integer >= {minimum}")
+    return value
+
+
+def _number(name: str, value, *, allow_zero: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        raise ValueError(f"{name}={value!r}: must be a finite number {'>= 0' if allow_zero else '> 0'}")
+    return float(value)
+
+
+def _numbers(name: str, values) -> list[float]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise TypeError(f"{name} must be a sequence of numbers, got {type(values).__name__}")
+    return [_number(f"{name}[{index}]", value) for index, value in enumerate(values)]
+
+
+# --- formulas ------------------------------------------------------------------------------
+
+def ring_all_reduce_bytes(message_bytes, n_ranks: int) -> float:
+    """Bytes each rank sends (and receives) in a ring all-reduce: 2(N-1)/N · n.
+
+    Reduce-scatter then all-gather, N-1 steps each, n/N bytes per step (Patarasuk & Yuan 2009).
+    Tends to 2n as N grows: the traffic per rank hardly depends on the number of ranks.
+    """
+    message_bytes = _number("message_bytes", message_bytes, allow_zero=True)
+    n_ranks = _count("n_ranks", n_ranks)
+    return 2 * (n_ranks - 1) / n_ranks * message_bytes
+
+
+def ring_all_reduce_seconds(message_bytes, n_ranks: int, *, bandwidth_bytes_per_s, latency_s=0.0) -> float:
+    """Seconds for a ring all-reduce: 2(N-1)·α + 2(N-1)/N · n/β.
+
+    α = ``latency_s``, the fixed cost of one of the 2(N-1) steps; β = ``bandwidth_bytes_per_s``,
+    what one rank can send (and receive at once) over its link. Thakur, Rabenseifner & Gropp
+    (2005), the ring / Rabenseifner cost. One rank: nothing to exchange, 0 s.
+    """
+    bandwidth_bytes_per_s = _number("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    latency_s = _number("latency_s", latency_s, allow_zero=True)
+    steps = 2 * (_count("n_ranks", n_ranks) - 1)
+    return steps * latency_s + ring_all_reduce_bytes(message_bytes, n_ranks) / bandwidth_bytes_per_s
+
+
+def bus_bandwidth_bytes_per_s(message_bytes, seconds, n_ranks: int) -> float:
+    """nccl-tests' bus bandwidth of an all-reduce: algorithm bandwidth n/t times 2(N-1)/N.
+
+    The rate at which each rank's link carried the ring's traffic; for N = 2 it equals n/t.
+    (NVIDIA nccl-tests, doc/PERFORMANCE.md.)
+    """
+    seconds = _number("seconds", seconds)
+    return ring_all_reduce_bytes(message_bytes, n_ranks) / seconds
+
+
+@dataclass(frozen=True)
+class AllReduceFit:
+    """α (``latency_s``, per ring step) and β (``bandwidth_bytes_per_s``) fitted to timings."""
+
+    latency_s: float
+    bandwidth_bytes_per_s: float
+    n_ranks: int
+
+    def seconds(self, message_bytes) -> float:
+        """The fitted model's time for an all-reduce of ``message_bytes`` over ``n_ranks``."""
+        return ring_all_reduce_seconds(message_bytes, self.n_ranks, latency_s=self.latency_s,
+                                       bandwidth_bytes_per_s=self.bandwidth_bytes_per_s)
+
+
+def fit_all_reduce(message_bytes, seconds, n_ranks: int) -> AllReduceFit:
+    """Fit t = 2(N-1)·α + 2(N-1)/N · n/β to measured all-reduce times (relative least squares).
+
+    Each point is weighted by 1/t², so small messages (latency) and large ones (bandwidth)
+    count alike. A negative intercept is clamped to α = 0.
+    """
+    sizes = _numbers("message_bytes", message_bytes)
+    times = _numbers("seconds", seconds)
+    n_ranks = _count("n_ranks", n_ranks, minimum=2)
+    if len(sizes) != len(times):
+        raise ValueError(f"message_bytes has {len(sizes)} values but seconds has {len(times)}")
+    if len(set(sizes)) < 2:
+        raise ValueError(f"message_bytes={sizes!r}: need at least two different sizes to fit a line")
+    xs = [ring_all_reduce_bytes(size, n_ranks) for size in sizes]
+    weights = [1 / t**2 for t in times]
+    # Weighted least squares for t = a + b·x.
+    sw = sum(weights)
+    sx = sum(w * x for w, x in zip(weights, xs))
+    sy = sum(w * t for w, t in zip(weights, times))
+    sxx = sum(w * x * x for w, x in zip(weights, xs))
+    sxy = sum(w * x * t for w, x, t in zip(weights, xs, times))
+    slope = (sw * sxy - sx * sy) / (sw * sxx - sx * sx)
+    intercept = (sy - slope * sx) / sw
+    if intercept < 0:
+        intercept, slope = 0.0, sxy / sxx
+    if slope <= 0:
+        raise ValueError("the times do not grow with the message size: no bandwidth can be fitted")
+    return AllReduceFit(latency_s=intercept / (2 * (n_ranks - 1)), bandwidth_bytes_per_s=1 / slope, n_ranks=n_ranks)
+
+
+@dataclass(frozen=True)
+class DataParallelStep:
+    """One data-parallel training step per rank: ``compute_s`` (forward + backward + update)
+    and ``communication_s`` (the gradient all-reduce)."""
+
+    compute_s: float
+    communication_s: float
+
+    @property
+    def serial_s(self) -> float:
+        """No overlap: the all-reduce starts after the backward pass ends."""
+        return self.compute_s + self.communication_s
+
+    @property
+    def overlapped_s(self) -> float:
+        """Perfect overlap (the best DDP's gradient buckets can do): the longer of the two."""
+        return max(self.compute_s, self.communication_s)
+
+    @property
+    def compute_to_communication(self) -> float:
+        """compute_s / communication_s: above 1, communication can hide behind compute."""
+        return math.inf if self.communication_s == 0 else self.compute_s / self.communication_s
+
+
+def data_parallel_step(compute_s, gradient_bytes, n_ranks: int, *, bandwidth_bytes_per_s,
+                       latency_s=0.0) -> DataParallelStep:
+    """Compute and ring all-reduce time of one data-parallel step (gradients of ``gradient_bytes``)."""
+    return DataParallelStep(
+        compute_s=_number("compute_s", compute_s, allow_zero=True),
+        communication_s=ring_all_reduce_seconds(gradient_bytes, n_ranks, latency_s=latency_s,
+                                                bandwidth_bytes_per_s=bandwidth_bytes_per_s),
+    )
+
+
+@dataclass(frozen=True)
+class Backend:
+    """The torch.distributed backend and device type a rank uses, and why."""
+
+    name: str  # "nccl" | "gloo"
+    device_type: str  # "cuda" | "cpu"
+    reason: str
+
+
+def choose_backend(cuda_device_count: int, local_world_size: int) -> Backend:
+    """NCCL with one GPU per rank when this node has a GPU for every local rank, else gloo on CPU.
+
+    NCCL cannot put two ranks on one GPU, so with fewer GPUs than local ranks the run falls
+    back to gloo on the CPU rather than failing.
+    """
+    cuda_device_count = _count("cuda_device_count", cuda_device_count, minimum=0)
+    local_world_size = _count("local_world_size", local_world_size)
+    if cuda_device_count >= local_world_size:
+        return Backend("nccl", "cuda", f"{cuda_device_count} GPU(s) for {local_world_size} local rank(s)")
+    if cuda_device_count:
+        return Backend("gloo", "cpu", f"only {cuda_device_count} GPU(s) for {local_world_size} local ranks: "
+                                      "NCCL needs one GPU per rank")
+    return Backend("gloo", "cpu", "no GPU")
+
+
+# --- launching torchrun --------------------------------------------------------------------
+
+def torchrun_command(script, script_args: Sequence[str] = (), *, nproc_per_node: int = 2, nnodes: int = 1,
+                     node_rank: int = 0, master_addr: str = LOOPBACK, master_port: int | None = None,
+                     launcher: Sequence[str] = TORCHRUN) -> tuple[str, ...]:
+    """The ``torchrun`` command line for ``script``.
+
+    One node (``nnodes=1``): what ``--standalone`` does (a c10d rendezvous on a free port),
+    but on ``master_addr`` (127.0.0.1) rather than "localhost". Several nodes: the static
+    rendezvous run on every node, ``--nnodes N --node_rank R --master_addr A --master_port P``,
+    with the same script and arguments everywhere. The ranks connect to ``master_addr`` only;
+    torch's TCP store on node 0 takes no bind address and listens on every interface while the
+    run lasts (torch 2.13), so on a shared network keep the port behind a firewall.
+    """
+    nproc_per_node = _count("nproc_per_node", nproc_per_node)
+    nnodes = _count("nnodes", nnodes)
+    node_rank = _count("node_rank", node_rank, minimum=0)
+    if node_rank >= nnodes:
+        raise ValueError(f"node_rank={node_rank!r}: must be below nnodes={nnodes}")
+    if not isinstance(master_addr, str) or not master_addr.strip():
+        raise ValueError(f"master_addr={master_addr!r}: must be a host name or an IP address")
+    if isinstance(script_args, (str, bytes)) or not all(isinstance(a, str) for a in script_args):
+        raise TypeError(f"script_args must be a sequence of str, got {script_args!r}")
+    if isinstance(launcher, str) or not launcher or not all(isinstance(a, str) for a in launcher):
+        raise TypeError(f"launcher must be a non-empty sequence of str, got {launcher!r}")
+    if nnodes == 1:
+        if master_port is not None:
+            _count("master_port", master_port, minimum=0)
+        port = 0 if master_port is None else master_port
+        where = ["--rdzv_backend", "c10d", "--rdzv_endpoint", f"{master_addr}:{port}",
+                 "--rdzv_id", "local", "--local_addr", master_addr]
+    else:
+        if master_port is None:
+            raise ValueError("master_port is required when nnodes > 1: every node must name the same port")
+        if not 1 <= _count("master_port", master_port) <= 65535:
+            raise ValueError(f"master_port={master_port!r}: must be a TCP port from 1 to 65535")
+        where = ["--node_rank", str(node_rank), "--master_addr", master_addr, "--master_port", str(master_port)]
+    return (*launcher, "--nnodes", str(nnodes), "--nproc_per_node", str(nproc_per_node), *where,
+            str(script), *script_args)
+
+
+@dataclass(frozen=True)
+class TorchrunResult:
+    """A finished ``torchrun``: its command, exit status, wall-clock seconds (launch included),
+    combined stdout and stderr, and the ids of processes still alive after the cleanup (none,
+    unless something resisted SIGKILL)."""
+
+    command: tuple[str, ...]
+    returncode: int
+    seconds: float
+    output: str
+    leftover_pids: tuple[int, ...]
+
+
+class TorchrunError(RuntimeError):
+    """torchrun failed or timed out; ``result`` holds what it printed."""
+
+    def __init__(self, message: str, result: TorchrunResult):
+        tail = "\n".join(result.output.strip().splitlines()[-25:])
+        super().__init__(f"{message}\n--- last lines of its output ---\n{tail}")
+        self.result = result
+
+
+def _loopback_interface() -> str | None:
+    """The name of the network interface that holds 127.0.0.1 ('lo' on Linux, 'lo0' on macOS)."""
+    import psutil
+
+    for name, addresses in psutil.net_if_addrs().items():
+        if any(address.address == LOOPBACK for address in addresses):
+            return name
+    return None
+
+
+def _marked_processes(marker: str) -> list:
+    """This user's processes whose environment carries ``marker``: everything a launch started,
+    even a worker whose parent has died."""
+    import psutil
+
+    found = []
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    for process in psutil.process_iter(["uids"]):
+        try:
+            if uid is not None and process.info["uids"] is not None and process.info["uids"].real != uid:
+                continue
+            if process.environ().get(_MARKER) == marker:
+                found.append(process)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def _stop_all(process: subprocess.Popen, marker: str, grace_s: float = 5.0) -> tuple[int, ...]:
+    """Stop ``process``, its children and every process carrying ``marker``; return the ids of
+    those still alive afterwards."""
+    import psutil
+
+    from lab_utils import local_worker
+
+    local_worker.stop(process, grace_s=grace_s)  # SIGTERM to the family, SIGKILL after grace_s
+    stragglers = _marked_processes(marker)  # e.g. a worker whose torchrun died before it
+    for straggler in stragglers:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            straggler.kill()
+    return tuple(p.pid for p in psutil.wait_procs(stragglers, timeout=grace_s)[1])
+
+
+def run_torchrun(script, script_args: Sequence[str] = (), *, nproc_per_node: int = 2, timeout_s: float = 120.0,
+                 cwd=None, env: dict | None = None, check: bool = True, **where) -> TorchrunResult:
+    """Run ``script`` under ``torchrun`` with ``nproc_per_node`` processes and wait for it.
+
+    The command is :func:`torchrun_command` (``where``: ``nnodes``, ``node_rank``,
+    ``master_addr``, ``master_port``, ``launcher``), run in ``cwd`` with the environment plus
+    ``env`` (extra variables). The processes get
+    ``OMP_NUM_THREADS`` = cores / processes (unless ``env`` or the environment sets it), the
+    loopback interface for gloo and NCCL sockets when ``master_addr`` is 127.0.0.1, and the
+    folder holding this ``lab_utils`` on ``PYTHONPATH``. After ``timeout_s`` seconds it is
+    stopped. Whatever happens (success, failure, timeout, an interrupt), every process the
+    launch started is stopped before this returns or raises. With ``check``, a non-zero exit
+    raises :class:`TorchrunError`; a timeout always does.
+    """
+    script = Path(script)
+    if not script.is_file():
+        raise ValueError(f"script={str(script)!r} is not a file")
+    timeout_s = _number("timeout_s", timeout_s)
+    script_args = tuple(script_args) if not isinstance(script_args, (str, bytes)) else script_args
+    command = torchrun_command(script.resolve(), script_args, nproc_per_node=nproc_per_node, **where)
+    if env is not None and not isinstance(env, dict):
+        raise TypeError(f"env must be a dict of extra environment variables or None, got {type(env).__name__}")
+    marker = uuid.uuid4().hex
+    child_env = {**os.environ, **(env or {}), _MARKER: marker}
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        cores = os.cpu_count() or 1
+    child_env.setdefault("OMP_NUM_THREADS", str(max(1, cores // nproc_per_node)))
+    if command[command.index("--nnodes") + 1] == "1" or where.get("master_addr") == LOOPBACK:
+        loopback = _loopback_interface()
+        if loopback:
+            child_env.setdefault("GLOO_SOCKET_IFNAME", loopback)
+            child_env.setdefault("NCCL_SOCKET_IFNAME", loopback)
+    package_root = str(Path(__file__).resolve().parents[1])
+    child_env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, child_env.get("PYTHONPATH")) if p)
+
+    started_s = time.perf_counter()
+    process = subprocess.Popen(command, cwd=cwd, env=child_env, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               start_new_session=True)
+    # Read the output on a thread and wait for the process, not for the end of its output: a
+    # worker that outlived torchrun would hold the pipe open.
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True)
+    reader.start()
+    timed_out = False
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    finally:  # also on KeyboardInterrupt: nothing may outlive the call
+        leftover = _stop_all(process, marker)
+        reader.join(timeout=5)
+        if not reader.is_alive():
+            process.stdout.close()
+    output = "".join(lines)
+    result = TorchrunResult(command=command, returncode=process.returncode, seconds=time.perf_counter() - started_s,
+                            output=output, leftover_pids=leftover)
+    if timed_out:
+        raise TorchrunError(f"torchrun did not finish within timeout_s={timeout_s:g}; every process was stopped",
+                            result)
+    if check and result.returncode != 0:
+        raise TorchrunError(f"torchrun exited with status {result.returncode}", result)
+    return result
+
+
+# --- inside the launched processes (torch) -------------------------------------------------
+
+def parameter_digest(module) -> str:
+    """SHA-256 of every parameter's bytes, in ``named_parameters`` order: equal digests mean
+    bit-identical parameters (names, shapes and dtypes included)."""
+    import torch
+
+    if not isinstance(module, torch.nn.Module):
+        raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
+    digest = hashlib.sha256()
+    for name, parameter in module.named_parameters():
+        values = parameter.detach().to("cpu").contiguous().reshape(-1)
+        digest.update(f"{name}:{tuple(parameter.shape)}:{parameter.dtype};".encode())
+        digest.update(values.view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class AllReduceTiming:
+    """Seconds of one all-reduce of ``message_bytes`` (fp32 values) over ``n_ranks`` ranks:
+    median and fastest of the repeats, each the slowest rank's time."""
+
+    message_bytes: int
+    median_s: float
+    min_s: float
+    n_ranks: int
+
+    @property
+    def bus_bandwidth_bytes_per_s(self) -> float:
+        return bus_bandwidth_bytes_per_s(self.message_bytes, self.median_s, self.n_ranks)
+
+
+def time_all_reduce(sizes_bytes, *, repeats: int = 5, device=None) -> tuple[AllReduceTiming, ...]:
+    """Time ``torch.distributed.all_reduce`` for each message size; call it on every rank.
+
+    Needs an initialized process group. Not ``timing.measure``: its adaptive repeat count could
+    differ between ranks, and a collective that one rank calls more often than another hangs.
+    Here every rank makes the same calls: per size, one warm-up, then ``repeats`` timed rounds,
+    each starting at a barrier and counting ``calls`` back-to-back all-reduces (more for small
+    messages, so the clock resolves them). A round's time is the slowest rank's.
+    """
+    import torch
+    import torch.distributed as dist
+
+    from lab_utils import machine
+
+    if not dist.is_available() or not dist.is_initialized():
+        raise RuntimeError("time_all_reduce needs torch.distributed initialized (run it under torchrun)")
+    sizes = [_count(f"sizes_bytes[{i}]", size, minimum=4) for i, size in enumerate(sizes_bytes)]
+    repeats = _count("repeats", repeats)
+    device = machine.as_device("cpu" if device is None else device)
+    n_ranks = dist.get_world_size()
+    results = []
+    for size in sizes:
+        tensor = torch.zeros(size // 4, dtype=torch.float32, device=device)
+        calls = max(1, min(10, 2**18 // size))
+        dist.all_reduce(tensor)  # warm-up: connections, buffers
+        rounds = torch.empty(repeats, dtype=torch.float64)
+        for index in range(repeats):
+            dist.barrier()
+            machine.synchronize(device)
+            started = time.perf_counter()
+            for _ in range(calls):
+                dist.all_reduce(tensor)
+            machine.synchronize(device)
+            rounds[index] = (time.perf_counter() - started) / calls
+        slowest = rounds.to(device)
+        dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+        per_round = slowest.cpu().tolist()
+        results.append(AllReduceTiming(message_bytes=size, median_s=statistics.median(per_round),
+                                       min_s=min(per_round), n_ranks=n_ranks))
+        del tensor
+    return tuple(results)

@@ -1,0 +1,536 @@
+"""From FLOPs to hours to dollars: fine-tuning cost, serving cost per token, API vs self-hosting.
+
+Formulas (sources in each docstring):
+
+- compute: training ≈ 6·N·D FLOPs (forward 2ND, backward 4ND; Kaplan et al., arXiv 2001.08361),
+  LoRA ≈ 4·N·D (frozen weights get no weight gradients; Hu et al., arXiv 2106.09685),
+  inference ≈ 2·N per token;
+- time: hours = FLOPs / (peak FLOP/s x MFU x devices) / 3600 (MFU: model FLOPs utilisation,
+  Chowdhery et al., PaLM, arXiv 2204.02311);
+- serving: decode at batch 1 is bandwidth bound, tokens/s <= bandwidth / bytes of weights;
+  self-hosted $ per 1M tokens = $/h / (tokens/s x 3600) x 1e6;
+- break-even: the monthly token volume at which self-hosting (fine-tune cost included) costs
+  what the API costs.
+
+Prices live in ``lab_utils/data/prices.toml``, each with its date and source; :func:`api_prices`,
+:func:`hourly_prices` and :func:`serverless_prices` hand them out as frozen records. Money in
+US dollars, time in seconds or hours as the names say. Pure Python: no torch.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from dataclasses import dataclass
+from importlib import resources
+
+from lab_utils import hardware, llms, lookup, memory
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+__all__ = [
+    "FLOPS_PER_PARAM_PER_TOKEN", "HOURS_PER_MONTH", "SECONDS_PER_HOUR",
+    "ApiPrice", "FineTuneEstimate", "HourlyPrice", "ServerlessPrice", "ServingCosts", "ServingSetup",
+    "api_cost", "api_price", "api_prices", "blended_price_per_million",
+    "breakeven_tokens_per_month", "cost_per_million_tokens", "decode_tokens_per_s_bound",
+    "fine_tune_estimate", "hourly_price", "hourly_prices", "mixed_tokens_per_s",
+    "range_verdict", "serverless_price", "serverless_prices", "serverless_setup", "serving_costs",
+    "serving_tokens_per_s",
+    "training_flops", "training_hours",
+]
+
+SECONDS_PER_HOUR = 3600.0
+HOURS_PER_MONTH = 730.0
+"""Hours in an average month: 365 x 24 / 12, the month cloud providers bill."""
+
+FLOPS_PER_PARAM_PER_TOKEN = {"full": 6, "lora": 4, "qlora": 4, "inference": 2}
+"""FLOPs per parameter per token: training forward 2 + backward 4 (2 for the input gradients,
+2 for the weight gradients, which LoRA and QLoRA skip for the frozen weights); inference 2.
+QLoRA also dequantizes its 4-bit weights on the fly: more time at the same FLOP count."""
+
+_TRAINING_PRECISION = {"full": "mixed", "lora": "bf16", "qlora": "int4"}  # memory.job_estimate
+
+
+# --- argument checks -----------------------------------------------------------------------
+
+def _number(name: str, value, *, minimum: float = 0.0, strict: bool = True, maximum: float = math.inf) -> float:
+    """``value`` as a float if it is a finite number above ``minimum`` (or equal, when not
+    ``strict``) and at most ``maximum``; else TypeError / ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+    relation = ">" if strict else ">="
+    if not math.isfinite(value) or value < minimum or (strict and value == minimum) or value > maximum:
+        upper = f" and <= {maximum:g}" if math.isfinite(maximum) else ""
+        raise ValueError(f"{name}={value!r}: must be a finite number {relation} {minimum:g}{upper}")
+    return float(value)
+
+
+def _count(name: str, value, *, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name}={value!r}: must be an integer >= {minimum}")
+    return value
+
+
+# --- compute and time ----------------------------------------------------------------------
+
+def training_flops(n_params, n_tokens, method: str = "full") -> float:
+    """FLOPs to process ``n_tokens`` tokens with a model of ``n_params`` parameters.
+
+    method "full": 6·N·D (Kaplan et al., arXiv 2001.08361; GPT-3, 175B x 300B tokens:
+    3.15e23); "lora" and "qlora": 4·N·D; "inference": 2·N·D. Leaves out the attention term
+    (about 12·layers·context·hidden per training token), small for large models.
+    """
+    n_params = _number("n_params", n_params)
+    n_tokens = _number("n_tokens", n_tokens)
+    if method not in FLOPS_PER_PARAM_PER_TOKEN:
+        raise ValueError(f"method={method!r} is not allowed; use one of {tuple(FLOPS_PER_PARAM_PER_TOKEN)}")
+    return FLOPS_PER_PARAM_PER_TOKEN[method] * n_params * n_tokens
+
+
+def training_hours(flops, *, peak_flops, mfu, n_devices: int = 1) -> float:
+    """Wall-clock hours for ``flops`` on ``n_devices`` devices of ``peak_flops`` FLOP/s each,
+    reaching the fraction ``mfu`` (0 < mfu <= 1) of the peak: flops / (peak x mfu x n) / 3600.
+
+    MFU of large runs: PaLM 540B 46%, Llama 3 405B 38-43% (dense BF16 peaks).
+    """
+    flops = _number("flops", flops)
+    peak_flops = _number("peak_flops", peak_flops)
+    mfu = _number("mfu", mfu, maximum=1.0)
+    n_devices = _count("n_devices", n_devices)
+    return flops / (peak_flops * mfu * n_devices) / SECONDS_PER_HOUR
+
+
+# --- serving ---------------------------------------------------------------------------------
+
+def cost_per_million_tokens(price_per_hour, tokens_per_s) -> float:
+    """Dollars per 1M tokens on a machine rented at ``price_per_hour`` that produces
+    ``tokens_per_s``: price / (tokens/s x 3600) x 1e6. $1.12/h at 191 tokens/s: $1.63."""
+    price_per_hour = _number("price_per_hour", price_per_hour, strict=False)
+    tokens_per_s = _number("tokens_per_s", tokens_per_s)
+    return price_per_hour / (tokens_per_s * SECONDS_PER_HOUR) * 1e6
+
+
+def api_cost(input_tokens, output_tokens, *, price_in_per_million, price_out_per_million) -> float:
+    """Dollars an API charges for ``input_tokens`` read and ``output_tokens`` written."""
+    input_tokens = _number("input_tokens", input_tokens, strict=False)
+    output_tokens = _number("output_tokens", output_tokens, strict=False)
+    price_in = _number("price_in_per_million", price_in_per_million, strict=False)
+    price_out = _number("price_out_per_million", price_out_per_million, strict=False)
+    return (input_tokens * price_in + output_tokens * price_out) / 1e6
+
+
+def blended_price_per_million(price_in_per_million, price_out_per_million, output_share) -> float:
+    """Dollars per 1M tokens of traffic in which ``output_share`` (0 to 1) of the tokens are
+    written and the rest read: the API price a workload actually pays per token."""
+    output_share = _number("output_share", output_share, strict=False, maximum=1.0)
+    return api_cost(1e6 * (1 - output_share), 1e6 * output_share,
+                    price_in_per_million=price_in_per_million, price_out_per_million=price_out_per_million)
+
+
+def decode_tokens_per_s_bound(n_params, *, bytes_per_param, bandwidth_bytes_per_s, batch: int = 1,
+                              peak_flops=None) -> float:
+    """Upper bound on generated tokens/s: each decode step reads every weight once and makes
+    one token per sequence of the batch, so tokens/s <= batch x bandwidth / (N x bytes per
+    parameter). With ``peak_flops``, also <= peak / (2·N) (compute bound at large batch).
+
+    KV-cache reads are left out (they add bytes per step that grow with context and batch), so
+    the bound is optimistic at long contexts. Measured: an RTX 4090 decodes a 7B 4-bit model
+    at 191 tokens/s (mlc-ai/llm-perf-bench) against a bound of about 280.
+    """
+    n_params = _number("n_params", n_params)
+    bytes_per_param = _number("bytes_per_param", bytes_per_param)
+    bandwidth = _number("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    batch = _count("batch", batch)
+    bound = batch * bandwidth / (n_params * bytes_per_param)
+    if peak_flops is not None:
+        bound = min(bound, _number("peak_flops", peak_flops) / (FLOPS_PER_PARAM_PER_TOKEN["inference"] * n_params))
+    return bound
+
+
+def mixed_tokens_per_s(*, decode_tokens_per_s, prefill_tokens_per_s, output_share) -> float:
+    """Tokens/s over traffic with ``output_share`` of generated tokens (at the decode rate) and
+    the rest prompt tokens (read at the prefill rate): 1 / (in_share / prefill + out_share / decode)."""
+    decode = _number("decode_tokens_per_s", decode_tokens_per_s)
+    prefill = _number("prefill_tokens_per_s", prefill_tokens_per_s)
+    output_share = _number("output_share", output_share, strict=False, maximum=1.0)
+    return 1.0 / ((1 - output_share) / prefill + output_share / decode)
+
+
+def serving_tokens_per_s(n_params, *, gpu, bytes_per_param=2.0, batch=1, output_share=0.25,
+                         efficiency=1.0, mfu=0.4, dtype="bf16") -> float:
+    """Tokens/s one ``gpu`` (a catalog name or Spec) serves for a model of ``n_params``.
+
+    Generated tokens: ``efficiency`` x :func:`decode_tokens_per_s_bound` at ``batch``, capped by
+    compute at ``mfu`` of the dense ``dtype`` peak; prompt tokens: prefilled at the compute
+    bound, peak x mfu / (2·N). Mixed by :func:`mixed_tokens_per_s` with ``output_share``.
+    """
+    spec = gpu if isinstance(gpu, hardware.Spec) else hardware.get(gpu)
+    if dtype not in spec.peak_flops:
+        raise ValueError(f"dtype={dtype!r}: {spec.name} has peaks for {tuple(spec.peak_flops)}")
+    efficiency = _number("efficiency", efficiency, maximum=1.0)
+    compute = spec.peak_flops[dtype] * _number("mfu", mfu, maximum=1.0)
+    decode = efficiency * decode_tokens_per_s_bound(
+        n_params, bytes_per_param=bytes_per_param, bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s,
+        batch=batch, peak_flops=compute)
+    prefill = compute / (FLOPS_PER_PARAM_PER_TOKEN["inference"] * n_params)
+    return mixed_tokens_per_s(decode_tokens_per_s=decode, prefill_tokens_per_s=prefill, output_share=output_share)
+
+
+@dataclass(frozen=True)
+class ServingSetup:
+    """One replica of a model served on Runpod serverless GPUs: as many GPUs as its weights and
+    KV cache need (``memory.job_estimate``), their tokens/s together (bandwidth adds up under
+    ideal tensor parallelism) and their prices per hour, flex (pay per use) and active."""
+
+    model: str
+    gpu: str
+    gpus_per_replica: int
+    tokens_per_s: float
+    price_per_hour: float
+    always_on_price_per_hour: float
+    price: "ServerlessPrice"
+
+
+def serverless_setup(model, gpu, *, precision="bf16", batch=1, seq_len=4096, output_share=0.25,
+                     efficiency=1.0, mfu=0.4) -> ServingSetup:
+    """Serve ``model`` (an ``llms`` name or LLMConfig) with weights in ``precision`` on the
+    Runpod serverless class of ``gpu``; tokens/s from :func:`serving_tokens_per_s`."""
+    config = model if isinstance(model, llms.LLMConfig) else llms.get(model)
+    spec = gpu if isinstance(gpu, hardware.Spec) else hardware.get(gpu)
+    price = serverless_price(spec.name)
+    needs = memory.job_estimate(config, method="inference", precision=precision, batch=batch, seq_len=seq_len)
+    gpus = memory.gpus_needed(needs.total, spec)
+    per_gpu = serving_tokens_per_s(config.params_per_token, gpu=spec, bytes_per_param=memory.BYTES_PER_VALUE[precision],
+                                   batch=batch, output_share=output_share, efficiency=efficiency, mfu=mfu)
+    return ServingSetup(model=config.name, gpu=spec.name, gpus_per_replica=gpus, tokens_per_s=gpus * per_gpu,
+                        price_per_hour=gpus * price.flex_per_hour,
+                        always_on_price_per_hour=gpus * price.active_per_hour, price=price)
+
+
+@dataclass(frozen=True)
+class ServingCosts:
+    """Dollars per month to serve ``tokens_per_month`` three ways (fine-tune cost amortised
+    into both self-hosted ways): the API; a GPU billed only while it works (pay per use,
+    e.g. serverless flex); enough GPUs kept on all month (always on)."""
+
+    tokens_per_month: float
+    api_per_month: float
+    pay_per_use_per_month: float
+    always_on_per_month: float
+    always_on_gpus: int
+    gpu_hours_per_month: float
+
+    @property
+    def cheapest(self) -> str:
+        """'api', 'pay per use' or 'always on'."""
+        costs = {"api": self.api_per_month, "pay per use": self.pay_per_use_per_month,
+                 "always on": self.always_on_per_month}
+        return min(costs, key=costs.get)
+
+
+def _serving_inputs(api_cost_per_million, price_per_hour, tokens_per_s, fine_tune_cost, amortize_months,
+                    always_on_price_per_hour):
+    api = _number("api_cost_per_million", api_cost_per_million, strict=False)
+    price = _number("price_per_hour", price_per_hour, strict=False)
+    tokens_per_s = _number("tokens_per_s", tokens_per_s)
+    fixed = _number("fine_tune_cost", fine_tune_cost, strict=False) / _number("amortize_months", amortize_months)
+    always_price = price if always_on_price_per_hour is None else _number(
+        "always_on_price_per_hour", always_on_price_per_hour, strict=False)
+    return api, price, tokens_per_s, fixed, always_price
+
+
+def serving_costs(tokens_per_month, *, api_cost_per_million, price_per_hour, tokens_per_s,
+                  fine_tune_cost=0.0, amortize_months=12, always_on_price_per_hour=None) -> ServingCosts:
+    """Monthly cost of ``tokens_per_month`` on an API at ``api_cost_per_million`` (blended:
+    :func:`blended_price_per_million`) and self-hosted on GPUs making ``tokens_per_s`` each
+    (:func:`mixed_tokens_per_s`). Pay per use bills the GPU-seconds used at ``price_per_hour``;
+    always on bills whole GPUs for :data:`HOURS_PER_MONTH` at ``always_on_price_per_hour``
+    (default ``price_per_hour``). ``fine_tune_cost`` is spread over ``amortize_months``."""
+    tokens = _number("tokens_per_month", tokens_per_month, strict=False)
+    api, price, tokens_per_s, fixed, always_price = _serving_inputs(
+        api_cost_per_million, price_per_hour, tokens_per_s, fine_tune_cost, amortize_months,
+        always_on_price_per_hour)
+    gpu_hours = tokens / tokens_per_s / SECONDS_PER_HOUR
+    gpus = max(1, math.ceil(gpu_hours / HOURS_PER_MONTH))
+    return ServingCosts(
+        tokens_per_month=tokens,
+        api_per_month=tokens / 1e6 * api,
+        pay_per_use_per_month=fixed + gpu_hours * price,
+        always_on_per_month=fixed + gpus * HOURS_PER_MONTH * always_price,
+        always_on_gpus=gpus,
+        gpu_hours_per_month=gpu_hours,
+    )
+
+
+def breakeven_tokens_per_month(*, api_cost_per_million, price_per_hour, tokens_per_s, fine_tune_cost=0.0,
+                               amortize_months=12, always_on=False, always_on_price_per_hour=None) -> float:
+    """The fewest tokens per month at which self-hosting costs no more than the API
+    (same inputs as :func:`serving_costs`); ``math.inf`` when it never does.
+
+    Pay per use: both costs grow linearly, so break-even = monthly fine-tune share /
+    (API $ per token - self-hosted $ per token). Always on: the first volume at which the API
+    bill reaches the cost of the GPUs needed for that volume.
+    """
+    api, price, tokens_per_s, fixed, always_price = _serving_inputs(
+        api_cost_per_million, price_per_hour, tokens_per_s, fine_tune_cost, amortize_months,
+        always_on_price_per_hour)
+    if not always_on:
+        self_hosted = cost_per_million_tokens(price, tokens_per_s)
+        if fixed == 0:
+            return 0.0 if self_hosted <= api else math.inf
+        return fixed / (api - self_hosted) * 1e6 if api > self_hosted else math.inf
+    capacity = tokens_per_s * SECONDS_PER_HOUR * HOURS_PER_MONTH  # tokens per GPU-month
+    per_gpu = always_price * HOURS_PER_MONTH
+    if api == 0 or capacity / 1e6 * api <= per_gpu:
+        return math.inf  # a fully used GPU costs more than the API for the same tokens
+    # with k GPUs (up to k x capacity tokens) the bills meet at (fixed + k x per_gpu) / api;
+    # the fewest k for which that volume fits in k GPUs: k >= fixed / (api x capacity - per_gpu)
+    api_per_token = api / 1e6
+    gpus = max(1, math.ceil(fixed / (api_per_token * capacity - per_gpu)))
+    if (fixed + gpus * per_gpu) / api_per_token > gpus * capacity:  # rounding at the boundary
+        gpus += 1
+    return (fixed + gpus * per_gpu) / api_per_token
+
+
+# --- fine-tuning a real model ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FineTuneEstimate:
+    """Hours, GPUs and dollars for one fine-tune of a public model on one catalog GPU type.
+
+    ``n_gpus``: the fewest that hold the job's memory (``memory.job_estimate``, split evenly),
+    unless given. ``hours`` is wall clock on ``n_gpus``; ``gpu_hours`` what is billed.
+    """
+
+    model: str
+    method: str
+    gpu: str
+    n_gpus: int
+    n_tokens: float
+    mfu: float
+    flops: float
+    memory_bytes: float
+    hours: float
+    price_per_gpu_hour: float
+
+    @property
+    def gpu_hours(self) -> float:
+        return self.hours * self.n_gpus
+
+    @property
+    def cost(self) -> float:
+        """Dollars: GPU-hours x price per GPU-hour."""
+        return self.gpu_hours * self.price_per_gpu_hour
+
+
+def fine_tune_estimate(model, n_tokens, *, method="lora", gpu="H100 SXM", mfu=0.4, price_per_gpu_hour,
+                       dtype="bf16", n_gpus=None, seq_len=4096, batch=1, recompute="full",
+                       lora_rank=16) -> FineTuneEstimate:
+    """Estimate a fine-tune of ``model`` (an ``llms`` name or LLMConfig) over ``n_tokens``.
+
+    FLOPs: :func:`training_flops` with the model's parameters per token; time:
+    :func:`training_hours` at the GPU's dense ``dtype`` peak; memory: ``memory.job_estimate``
+    (full: mixed-precision Adam; LoRA: bf16 frozen weights + adapters; QLoRA: 4-bit weights +
+    adapters; activations for ``batch`` x ``seq_len`` with ``recompute``).
+    """
+    config = model if isinstance(model, llms.LLMConfig) else llms.get(model)
+    if method not in _TRAINING_PRECISION:
+        raise ValueError(f"method={method!r} is not allowed; use one of {tuple(_TRAINING_PRECISION)}")
+    spec = gpu if isinstance(gpu, hardware.Spec) else hardware.get(gpu)
+    if dtype not in spec.peak_flops:
+        raise ValueError(f"dtype={dtype!r}: {spec.name} has peaks for {tuple(spec.peak_flops)}")
+    price = _number("price_per_gpu_hour", price_per_gpu_hour, strict=False)
+    estimate = memory.job_estimate(config, method=method, precision=_TRAINING_PRECISION[method], batch=batch,
+                                   seq_len=seq_len, recompute=recompute, lora_rank=lora_rank)
+    n_gpus = memory.gpus_needed(estimate.total, spec) if n_gpus is None else _count("n_gpus", n_gpus)
+    flops = training_flops(config.params_per_token, n_tokens, method)
+    return FineTuneEstimate(
+        model=config.name, method=method, gpu=spec.name, n_gpus=n_gpus, n_tokens=float(n_tokens),
+        mfu=float(mfu), flops=flops, memory_bytes=estimate.total,
+        hours=training_hours(flops, peak_flops=spec.peak_flops[dtype], mfu=mfu, n_devices=n_gpus),
+        price_per_gpu_hour=price,
+    )
+
+
+# --- claim checks ----------------------------------------------------------------------------
+
+def range_verdict(claimed, low, high, tolerance=0.15) -> str:
+    """Compare a claimed figure with the range [low, high] that sourced figures give.
+
+    'consistent' inside the range widened by ``tolerance``; otherwise 'wrong: Nx too low' or
+    'wrong: Nx too high', N measured from the nearer end of the range.
+    """
+    claimed = _number("claimed", claimed)
+    low = _number("low", low)
+    high = _number("high", high, minimum=low, strict=False)
+    tolerance = _number("tolerance", tolerance, strict=False, maximum=1.0)
+    if low * (1 - tolerance) <= claimed <= high * (1 + tolerance):
+        return "consistent"
+    if claimed < low:
+        return f"wrong: {low / claimed:.1f}x too low"
+    return f"wrong: {claimed / high:.1f}x too high"
+
+
+# --- prices ----------------------------------------------------------------------------------
+
+_DATE = re.compile(r"^(\d{4}(-(0[1-9]|1[0-2]))?|undated)$")
+
+
+@dataclass(frozen=True)
+class ApiPrice:
+    """A hosted model's price in dollars per 1M tokens read (input) and written (output)."""
+
+    name: str
+    provider: str
+    input_per_million: float
+    output_per_million: float
+    date: str
+    source: str
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class HourlyPrice:
+    """A machine rented by the hour. ``gpu``: its catalog name (None for a CPU machine or a GPU
+    outside the catalog); ``price_cut_up_to``: a later cut of at most that fraction, on
+    ``price_cut_date``."""
+
+    name: str
+    provider: str
+    kind: str
+    price_per_hour: float
+    date: str
+    source: str
+    n_gpus: int = 0
+    gpu: str | None = None
+    cpu_cores: int | None = None
+    cpu_vcpus: int | None = None
+    price_cut_up_to: float | None = None
+    price_cut_date: str | None = None
+    note: str | None = None
+
+    @property
+    def price_per_gpu_hour(self) -> float:
+        if not self.n_gpus:
+            raise ValueError(f"{self.name} has no GPU")
+        return self.price_per_hour / self.n_gpus
+
+    @property
+    def lowest_price_per_hour(self) -> float:
+        """The price after the largest announced cut (the list price when there was none)."""
+        return self.price_per_hour * (1 - (self.price_cut_up_to or 0.0))
+
+
+@dataclass(frozen=True)
+class ServerlessPrice:
+    """Per-second prices of one serverless GPU class: flex workers (billed while they run)
+    and active workers (always on, discounted). ``gpus``: catalog names of its GPUs."""
+
+    name: str
+    label: str
+    gpus: tuple[str, ...]
+    flex_per_s: float
+    active_per_s: float
+    date: str
+    source: str
+    note: str | None = None
+
+    @property
+    def flex_per_hour(self) -> float:
+        return self.flex_per_s * SECONDS_PER_HOUR
+
+    @property
+    def active_per_hour(self) -> float:
+        return self.active_per_s * SECONDS_PER_HOUR
+
+
+def _record(cls, table: dict, where: str):
+    """``cls(**table)`` after checking the date, the source and the GPU names."""
+    for key in ("name", "date", "source"):
+        if not isinstance(table.get(key), str) or not table[key].strip():
+            raise ValueError(f"{where}: {key} must be a non-empty string, got {table.get(key)!r}")
+    if not _DATE.match(table["date"]):
+        raise ValueError(f"{where}: date must be YYYY, YYYY-MM or 'undated', got {table['date']!r}")
+    for key in ("input_per_million", "output_per_million", "price_per_hour", "flex_per_s", "active_per_s"):
+        if key in table:
+            _number(f"{where}: {key}", table[key], strict=False)
+    table = dict(table)
+    for key in ("aliases", "gpus"):
+        if key in table:
+            table[key] = tuple(table[key])
+    for gpu in (*table.get("gpus", ()), *([table["gpu"]] if table.get("gpu") else [])):
+        if hardware.get(gpu).name != gpu:
+            raise ValueError(f"{where}: GPU {gpu!r} must be spelt as the catalog's name {hardware.get(gpu).name!r}")
+    try:
+        return cls(**table)
+    except TypeError as error:
+        raise ValueError(f"{where}: {error}") from error
+
+
+@functools.cache
+def _prices() -> dict[str, tuple]:
+    text = resources.files("lab_utils").joinpath("data", "prices.toml").read_text(encoding="utf-8")
+    data = tomllib.loads(text)
+    tables = {"api": ApiPrice, "hourly": HourlyPrice, "serverless": ServerlessPrice}
+    return {
+        key: tuple(_record(cls, table, f"lab_utils/data/prices.toml [[{key}]] #{index + 1}")
+                   for index, table in enumerate(data[key]))
+        for key, cls in tables.items()
+    }
+
+
+def _find(kind: str, name: str, what: str):
+    records = _prices()[kind]
+    index = {lookup.key(spelling): record for record in records
+             for spelling in (record.name, *getattr(record, "aliases", ()))}
+    return lookup.find(name, index, what, [record.name for record in records])
+
+
+def api_prices() -> tuple[ApiPrice, ...]:
+    """Every API price in the data, in file order."""
+    return _prices()["api"]
+
+
+def api_price(name: str) -> ApiPrice:
+    """One API's price by name or alias ('Claude Haiku 4.5', 'haiku', 'gpt-4o-mini')."""
+    return _find("api", name, "API prices")
+
+
+def hourly_prices() -> tuple[HourlyPrice, ...]:
+    """Every hourly offer (pods, cloud instances, Colab), in file order."""
+    return _prices()["hourly"]
+
+
+def hourly_price(name: str) -> HourlyPrice:
+    """One hourly offer by name ('Runpod H100 SXM pod', 'AWS p5.48xlarge')."""
+    return _find("hourly", name, "hourly prices")
+
+
+def serverless_prices() -> tuple[ServerlessPrice, ...]:
+    """Every serverless GPU class's per-second prices, cheapest first."""
+    return _prices()["serverless"]
+
+
+def serverless_price(name: str) -> ServerlessPrice:
+    """One serverless class by its name ('Runpod serverless H100') or by a GPU the catalog
+    knows ('H100', 'RTX 4090'): the class that offers that GPU."""
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, got {type(name).__name__} {name!r}")
+    try:
+        return _find("serverless", name, "serverless prices")
+    except ValueError as not_a_class:
+        try:
+            gpu = hardware.get(name).name
+        except ValueError:
+            raise not_a_class from None
+        for record in serverless_prices():
+            if gpu in record.gpus:
+                return record
+        raise ValueError(f"name={name!r}: no serverless price lists the {gpu}; "
+                         f"classes: {', '.join(r.label for r in serverless_prices())}") from None

@@ -1,0 +1,604 @@
+"""What fills accelerator memory: formulas for training and inference, and a measured step.
+
+Formulas (pure arithmetic, no torch), all sizes in bytes per device:
+
+- :func:`training_state_bytes`: weights, gradients and optimizer state, with the ZeRO paper's
+  accounting (Rajbhandari et al., arXiv 1910.02054): mixed-precision Adam keeps 2 + 2 + 12
+  bytes per parameter, and ZeRO stages 1-3 split the last, the last two or all three terms
+  over the data-parallel ranks.
+- :func:`activation_bytes`: what a transformer layer keeps for its backward pass
+  (Korthikanti et al., arXiv 2205.05198); :func:`tiny_gpt_activation_bytes` is the same count
+  for ``lab_utils.models.TinyGPT``.
+- :func:`kv_cache_bytes` and :func:`weight_bytes` for inference; :func:`job_estimate` adds
+  them up for a model of ``lab_utils.llms`` and a job (inference, full fine-tune, LoRA, QLoRA);
+  :func:`fits` and :func:`gpus_needed` compare a total with a GPU from ``lab_utils.hardware``.
+
+Measurements (import torch lazily): :func:`measure_training_step` runs one training step and
+reports what it held, part by part; :func:`budget` caps memory so that running out is a
+lesson, not a crash.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass
+
+from lab_utils import hardware, llms
+
+__all__ = [
+    "BYTES_PER_VALUE", "CUDA_CONTEXT_BYTES", "JOB_METHODS", "RECOMPUTE", "TRAINING_PRECISIONS",
+    "OPTIMIZERS", "BudgetExceeded", "JobEstimate", "StepMemory", "TrainingState",
+    "accelerate_training_bytes", "activation_bytes", "budget", "fits", "gpus_needed",
+    "job_estimate", "kv_cache_bytes", "lora_params", "measure_training_step",
+    "tiny_gpt_activation_bytes", "training_state_bytes", "weight_bytes",
+]
+
+BYTES_PER_VALUE = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": 0.5}
+"""Bytes per stored value. 4-bit formats (NF4, GPTQ, AWQ) also store a scale per block of
+weights, a few percent more (QLoRA, arXiv 2305.14314: NF4 ~0.5 byte per parameter)."""
+
+TRAINING_PRECISIONS = ("mixed", "fp32", "bf16")
+"""mixed: bf16/fp16 weights and gradients with an fp32 master copy (ZeRO's accounting);
+fp32: everything in fp32; bf16: everything, optimizer state included, in bf16."""
+
+OPTIMIZERS = {"adamw": 2, "adam": 2, "sgd_momentum": 1, "sgd": 0}
+"""State tensors each optimizer keeps per parameter (Adam: first and second moments)."""
+
+RECOMPUTE = ("none", "selective", "full")
+
+JOB_METHODS = ("inference", "full", "lora", "qlora")
+
+CUDA_CONTEXT_BYTES = (300 * 2**20, 2 * 2**30)
+"""Memory a GPU process holds beyond its tensors (CUDA context, kernels, allocator slack):
+300 MiB to 2 GiB depending on the GPU and libraries (facts.md, Hugging Face accelerate docs).
+:func:`fits` reserves the upper end by default."""
+
+
+# --- argument checks -----------------------------------------------------------------------
+
+def _positive_int(name: str, value, allow_zero: bool = False) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise ValueError(f"{name}={value!r}: must be a {'non-negative' if allow_zero else 'positive'} integer")
+    return value
+
+
+def _positive_number(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name}={value!r}: must be a finite number > 0")
+    return value
+
+
+def _choice(name: str, value, allowed) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{name}={value!r} is not allowed; use one of {tuple(allowed)}")
+    return value
+
+
+# --- training state ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TrainingState:
+    """Bytes per device for the weights, gradients and optimizer state of one training job.
+
+    ``optimizer_states`` holds everything the optimizer keeps: for mixed precision the fp32
+    master weights and the Adam moments (ZeRO's K = 12 bytes per parameter).
+    """
+
+    params: float
+    grads: float
+    optimizer_states: float
+
+    @property
+    def total(self) -> float:
+        """params + grads + optimizer_states, in bytes."""
+        return self.params + self.grads + self.optimizer_states
+
+
+def _state_bytes_per_param(precision: str, optimizer: str) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer state) bytes per parameter, before any sharding."""
+    moments = OPTIMIZERS[optimizer]
+    if precision == "mixed":
+        return 2, 2, 4 + 4 * moments  # fp32 master copy + fp32 moments
+    value = BYTES_PER_VALUE[precision]  # fp32 or bf16: moments stored like the weights
+    return value, value, value * moments
+
+
+def training_state_bytes(n_params, precision: str = "mixed", optimizer: str = "adamw",
+                         zero_stage: int = 0, data_parallel: int = 1,
+                         fp32_grad_accum: bool = False) -> TrainingState:
+    """Weights, gradients and optimizer state per device, in bytes (activations not included).
+
+    ZeRO accounting (Rajbhandari et al., arXiv 1910.02054, Fig. 1): mixed-precision Adam keeps
+    2Ψ (weights) + 2Ψ (gradients) + KΨ (K = 12: fp32 master, momentum, variance). Stage 1
+    divides the optimizer state by ``data_parallel`` (N_d), stage 2 the gradients too, stage 3
+    the weights too. ``fp32_grad_accum`` adds an fp32 gradient buffer (4 bytes per parameter,
+    Ultra-Scale Playbook), sharded with the gradients.
+    """
+    n_params = _positive_number("n_params", n_params)
+    _choice("precision", precision, TRAINING_PRECISIONS)
+    _choice("optimizer", optimizer, OPTIMIZERS)
+    zero_stage = _positive_int("zero_stage", zero_stage, allow_zero=True)
+    if zero_stage > 3:
+        raise ValueError(f"zero_stage={zero_stage!r}: ZeRO has stages 0 (off), 1, 2 and 3")
+    data_parallel = _positive_int("data_parallel", data_parallel)
+    if not isinstance(fp32_grad_accum, bool):
+        raise TypeError(f"fp32_grad_accum must be True or False, got {fp32_grad_accum!r}")
+    params, grads, states = _state_bytes_per_param(precision, optimizer)
+    if fp32_grad_accum:
+        grads += 4
+    shard = 1 / data_parallel
+    return TrainingState(
+        params=n_params * params * (shard if zero_stage >= 3 else 1),
+        grads=n_params * grads * (shard if zero_stage >= 2 else 1),
+        optimizer_states=n_params * states * (shard if zero_stage >= 1 else 1),
+    )
+
+
+def accelerate_training_bytes(n_params, dtype: str = "float16") -> float:
+    """What Hugging Face accelerate's ``estimate-memory`` prints as "Training using Adam", bytes.
+
+    Reproduces ``estimate_training_usage`` in accelerate/commands/estimate.py: of the model,
+    gradients, optimizer and step sizes it reports the *largest*, not their sum: 8 bytes per
+    parameter for "float16" (mixed precision), 16 for "float32". Activations are left out.
+    """
+    n_params = _positive_number("n_params", n_params)
+    _choice("dtype", dtype, ("float32", "float16"))
+    fp32 = 4 * n_params
+    if dtype == "float32":
+        sizes = {"model": fp32, "gradients": fp32, "optimizer": 2 * fp32, "step": 4 * fp32}
+    else:
+        sizes = {"model": fp32, "gradients": 1.5 * fp32, "optimizer": 2 * fp32, "step": 2 * fp32}
+    return max(sizes.values())
+
+
+# --- activations and KV cache --------------------------------------------------------------
+
+def activation_bytes(*, n_layers, hidden, n_heads, seq_len, batch, recompute: str = "none") -> float:
+    """Bytes the transformer layers keep for the backward pass, 16-bit training.
+
+    Korthikanti et al., arXiv 2205.05198, per layer: s·b·h·(34 + 5·a·s/h) with no
+    recomputation, 34·s·b·h with selective recomputation of the attention core, 2·s·b·h
+    (the layer input) with full recomputation. Transformer layers only: embeddings, the output
+    layer and the loss are not counted. Assumes a GPT layer (4h MLP, multi-head attention,
+    dropout); grouped-query attention and gated MLPs (Llama) change the 34 by some percent.
+    """
+    n_layers, hidden, n_heads, seq_len, batch = (
+        _positive_int(name, value) for name, value in
+        (("n_layers", n_layers), ("hidden", hidden), ("n_heads", n_heads),
+         ("seq_len", seq_len), ("batch", batch)))
+    _choice("recompute", recompute, RECOMPUTE)
+    sbh = seq_len * batch * hidden
+    if recompute == "full":
+        per_layer = 2 * sbh
+    elif recompute == "selective":
+        per_layer = 34 * sbh
+    else:
+        per_layer = 34 * sbh + 5 * n_heads * seq_len * seq_len * batch
+    return float(n_layers * per_layer)
+
+
+def tiny_gpt_activation_bytes(config, batch: int, bytes_per_value: float = 4) -> float:
+    """Bytes ``lab_utils.models.TinyGPT(config)`` saves for backward in one step, predicted.
+
+    Counted from the model's code, values of ``bytes_per_value`` bytes each (4 for fp32), with
+    s = config.seq_len, b = batch, h = hidden, a = n_heads, per block:
+    16·s·b·h values (the two LayerNorm inputs and outputs, 4; query, key and value, 3; the
+    attention output before its projection, 1; the MLP's GELU input and output, 4h each, 8)
+    plus a·s²·b (the softmax output), and 2·s·b·h for the final LayerNorm. The default loss
+    (the sum of the logits) saves nothing.
+
+    Where it differs from Korthikanti's 16-bit Megatron count (:func:`activation_bytes`): no
+    dropout, so no dropout masks (2·s·b·h bytes) and no dropped-out softmax copy and its mask
+    (3·a·s²·b bytes); values in the model's own dtype rather than 2 bytes; and it leaves out
+    the small tensors a measurement also sees: the LayerNorm statistics (4·s·b values per
+    block), the boolean causal mask (s² bytes per block) and the position ids. At 2 bytes per
+    value the per-block count equals Korthikanti's without dropout: 32·s·b·h + 2·a·s²·b.
+    """
+    for name in ("n_layers", "hidden", "n_heads", "seq_len"):
+        if not isinstance(getattr(config, name, None), int):
+            raise TypeError(f"config must have integer n_layers, hidden, n_heads and seq_len "
+                            f"(a models.GPTConfig); {name} is {getattr(config, name, None)!r}")
+    batch = _positive_int("batch", batch)
+    bytes_per_value = _positive_number("bytes_per_value", bytes_per_value)
+    s, h, a = config.seq_len, config.hidden, config.n_heads
+    per_block = 16 * s * batch * h + a * s * s * batch
+    final_norm = 2 * s * batch * h
+    return float(bytes_per_value * (config.n_layers * per_block + final_norm))
+
+
+def kv_cache_bytes(*, n_layers, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_value=2) -> float:
+    """Bytes of the key/value cache: 2 (K and V) x layers x KV heads x head_dim x tokens x bytes.
+
+    ``seq_len`` tokens for each of ``batch`` sequences. Llama-3.1-8B in bf16 (32 layers,
+    8 KV heads of 128): 2·32·8·128·2 = 131,072 bytes = 128 KiB per token.
+    """
+    n_layers, n_kv_heads, head_dim, seq_len, batch = (
+        _positive_int(name, value) for name, value in
+        (("n_layers", n_layers), ("n_kv_heads", n_kv_heads), ("head_dim", head_dim),
+         ("seq_len", seq_len), ("batch", batch)))
+    bytes_per_value = _positive_number("bytes_per_value", bytes_per_value)
+    return float(2 * n_layers * n_kv_heads * head_dim * seq_len * batch * bytes_per_value)
+
+
+def weight_bytes(n_params, precision: str = "bf16") -> float:
+    """Bytes to hold ``n_params`` weights in ``precision`` (a key of :data:`BYTES_PER_VALUE`)."""
+    n_params = _positive_number("n_params", n_params)
+    _choice("precision", precision, BYTES_PER_VALUE)
+    return float(n_params * BYTES_PER_VALUE[precision])
+
+
+def lora_params(model, rank: int = 16) -> int:
+    """Trainable LoRA parameters with rank-``rank`` adapters on the attention projections.
+
+    An adapter on a d_in x d_out weight adds r·(d_in + d_out) parameters (Hu et al., arXiv
+    2106.09685). Adapted here: query and output (h x h), key and value (h x kv_heads·head_dim),
+    in every layer. ``model`` is an ``llms.LLMConfig`` or a name ``llms.get`` knows.
+    """
+    model = _llm(model)
+    rank = _positive_int("rank", rank)
+    if model.n_heads is None or model.n_kv_heads is None:
+        raise ValueError(f"model={model.name!r}: its attention shape (n_heads, n_kv_heads) is not "
+                         f"in lab_utils/data/llm_configs.toml, so its adapters cannot be counted")
+    h, kv = model.hidden, model.n_kv_heads * model.head_dim
+    return model.n_layers * rank * (2 * (h + h) + 2 * (h + kv))
+
+
+# --- a whole job on a real model -----------------------------------------------------------
+
+@dataclass(frozen=True)
+class JobEstimate:
+    """The memory one job needs on one GPU, part by part, in bytes.
+
+    ``parts`` is a tuple of (label, bytes) in drawing order; ``left_out`` names the parts the
+    data cannot estimate for this model (then ``total`` is a lower bound).
+    """
+
+    model: str
+    method: str
+    precision: str
+    batch: int
+    seq_len: int
+    parts: tuple[tuple[str, float], ...]
+    left_out: tuple[str, ...] = ()
+
+    @property
+    def total(self) -> float:
+        """Sum of the parts, in bytes."""
+        return sum(value for _, value in self.parts)
+
+    def part(self, label: str) -> float:
+        """The bytes of one part by its label, 0.0 when the job has no such part."""
+        return dict(self.parts).get(label, 0.0)
+
+
+def _llm(model) -> llms.LLMConfig:
+    if isinstance(model, llms.LLMConfig):
+        return model
+    if isinstance(model, str):
+        return llms.get(model)
+    raise TypeError(f"model must be an llms.LLMConfig or a model name, got {type(model).__name__}")
+
+
+def _precisions_for(method: str) -> tuple[str, ...]:
+    if method == "inference":
+        return tuple(p for p in BYTES_PER_VALUE if p != "fp8")
+    if method == "full":
+        return TRAINING_PRECISIONS
+    if method == "lora":
+        return ("bf16", "fp16", "int8")
+    return ("int4",)  # qlora: NF4 weights
+
+
+def precisions_for(method: str) -> tuple[str, ...]:
+    """The ``precision`` values :func:`job_estimate` accepts for ``method``."""
+    return _precisions_for(_choice("method", method, JOB_METHODS))
+
+
+def job_estimate(model, method: str = "inference", precision: str = "bf16", batch: int = 1,
+                 seq_len: int = 4096, recompute: str = "none", lora_rank: int = 16) -> JobEstimate:
+    """Memory for one job on a public model (``llms.get`` name or LLMConfig), in bytes.
+
+    method "inference": weights in ``precision`` plus a bf16 KV cache for ``batch`` sequences of
+    ``seq_len`` tokens (:func:`kv_cache_bytes`). "full": :func:`training_state_bytes` with Adam
+    in ``precision`` ("mixed", "fp32", "bf16") plus :func:`activation_bytes`. "lora": frozen
+    weights in ``precision`` plus adapters (:func:`lora_params`) trained with mixed-precision
+    Adam (16 bytes each) plus activations. "qlora": the same on 4-bit (NF4) weights.
+    Activations use Korthikanti's GPT-layer count; a mixture of experts holds all its
+    parameters. Parts the data cannot give (no attention shape) are listed in ``left_out``.
+    """
+    model = _llm(model)
+    _choice("method", method, JOB_METHODS)
+    _choice("precision", precision, _precisions_for(method))
+    batch = _positive_int("batch", batch)
+    seq_len = _positive_int("seq_len", seq_len)
+    _choice("recompute", recompute, RECOMPUTE)
+    has_attention_shape = model.n_heads is not None and model.n_kv_heads is not None
+    parts, left_out = [], []
+    if method == "inference":
+        parts.append(("weights", weight_bytes(model.n_params, precision)))
+        if has_attention_shape:
+            parts.append(("KV cache", kv_cache_bytes(
+                n_layers=model.n_layers, n_kv_heads=model.n_kv_heads, head_dim=model.head_dim,
+                seq_len=seq_len, batch=batch)))
+        else:
+            left_out.append("KV cache")
+    else:
+        if method == "full":
+            state = training_state_bytes(model.n_params, precision=precision)
+            parts += [("weights", state.params), ("gradients", state.grads),
+                      ("optimizer states", state.optimizer_states)]
+        else:
+            parts.append(("weights", weight_bytes(model.n_params, precision)))
+            if has_attention_shape:
+                adapters = training_state_bytes(lora_params(model, lora_rank))
+                parts += [("adapters", adapters.params), ("gradients", adapters.grads),
+                          ("optimizer states", adapters.optimizer_states)]
+            else:
+                left_out.append("adapters")
+        if model.n_heads is not None:
+            parts.append(("activations", activation_bytes(
+                n_layers=model.n_layers, hidden=model.hidden, n_heads=model.n_heads,
+                seq_len=seq_len, batch=batch, recompute=recompute)))
+        else:
+            left_out.append("activations")
+    return JobEstimate(model=model.name, method=method, precision=precision, batch=batch,
+                       seq_len=seq_len, parts=tuple(parts), left_out=tuple(left_out))
+
+
+def _gpu(gpu) -> hardware.Spec:
+    spec = hardware.get(gpu) if isinstance(gpu, str) else gpu
+    if not isinstance(spec, hardware.Spec) or spec.kind != "gpu" or not spec.memory_bytes:
+        raise ValueError(f"gpu={gpu!r}: give a GPU from hardware.catalog('gpu') or its name")
+    return spec
+
+
+def _usable_bytes(spec: hardware.Spec, reserve_bytes) -> float:
+    if isinstance(reserve_bytes, bool) or not isinstance(reserve_bytes, (int, float)) or reserve_bytes < 0:
+        raise ValueError(f"reserve_bytes={reserve_bytes!r}: must be a number of bytes >= 0")
+    usable = spec.memory_bytes - reserve_bytes
+    if usable <= 0:
+        raise ValueError(f"reserve_bytes={reserve_bytes!r} leaves nothing of {spec.name}'s "
+                         f"{spec.memory_bytes} bytes")
+    return usable
+
+
+def fits(n_bytes, gpu, reserve_bytes=CUDA_CONTEXT_BYTES[1]) -> bool:
+    """True when ``n_bytes`` fit in one ``gpu`` (a name or Spec) after ``reserve_bytes``.
+
+    Compares with the vendor's nominal memory (``Spec.memory_bytes``) less the CUDA context;
+    fragmentation can make a job that "fits" by a few percent fail in practice.
+    """
+    n_bytes = _positive_number("n_bytes", n_bytes)
+    return n_bytes <= _usable_bytes(_gpu(gpu), reserve_bytes)
+
+
+def gpus_needed(n_bytes, gpu, reserve_bytes=CUDA_CONTEXT_BYTES[1]) -> int:
+    """The fewest ``gpu`` s that could hold ``n_bytes`` if the job split evenly across them.
+
+    A lower bound: ceil(n_bytes / (memory - reserve)). Real splits (tensor or pipeline
+    parallelism, ZeRO-3) add communication buffers and rarely divide evenly.
+    """
+    n_bytes = _positive_number("n_bytes", n_bytes)
+    return math.ceil(n_bytes / _usable_bytes(_gpu(gpu), reserve_bytes))
+
+
+# --- measuring one training step (imports torch lazily) ------------------------------------
+
+@dataclass(frozen=True)
+class StepMemory:
+    """Bytes one measured training step held, part by part.
+
+    params, grads: the tensors themselves (each storage once); optimizer_states: the
+    optimizer's per-parameter state tensors (Adam's moments), zero-dimensional bookkeeping
+    such as Adam's step counts reported apart in optimizer_scalars; activations: bytes the
+    forward pass and the loss saved for backward, each storage once, parameters, buffers and
+    inputs excluded; peak: the most tensor bytes alive at once during the step, parameters
+    included, found by ``peak_method``; device: where the step ran.
+    """
+
+    params: int
+    grads: int
+    optimizer_states: int
+    optimizer_scalars: int
+    activations: int
+    peak: int
+    device: str
+    peak_method: str
+
+
+def _storage_key(tensor) -> int:
+    """An id of the memory behind ``tensor``, shared by all its views (works for fake tensors)."""
+    return tensor.untyped_storage()._cdata
+
+
+def _storage_bytes(tensors) -> int:
+    """Bytes of the distinct storages behind ``tensors``."""
+    sizes = {_storage_key(t): t.untyped_storage().nbytes() for t in tensors}
+    return sum(sizes.values())
+
+
+def _tensors_in(value) -> list:
+    import torch
+    from torch.utils._pytree import tree_flatten
+
+    return [leaf for leaf in tree_flatten(value)[0] if isinstance(leaf, torch.Tensor)]
+
+
+def _live_bytes_mode(limit_bytes=None, device_type=None):
+    """A TorchDispatchMode that follows every tensor storage ops create until it is freed.
+
+    It keeps a weak reference to each new storage (weak, so tracking never keeps memory
+    alive), sums the live ones after every operation and remembers the largest sum. With
+    ``limit_bytes`` it raises :class:`BudgetExceeded` as soon as the sum passes the limit:
+    the overshoot is at most one operation's output. Only storages on ``device_type`` count
+    (None: all). The approach is that of torch.distributed._tools.mem_tracker, without its
+    private API.
+    """
+    from torch.multiprocessing.reductions import StorageWeakRef
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class LiveBytes(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.storages = {}  # key -> (weak reference, bytes)
+            self.current = 0
+            self.peak = 0
+
+        def track(self, tensors) -> None:
+            new = []
+            for tensor in tensors:
+                if device_type is None or tensor.device.type == device_type:
+                    storage = tensor.untyped_storage()
+                    if storage._cdata not in self.storages:
+                        new.append(storage)
+            if not new:  # views and in-place results: the live sum cannot grow
+                return
+            # Forget released storages, so that the sum is exact at this moment. (A weak
+            # reference keeps its storage's address from being reused, so keys stay unique.)
+            dead = [key for key, (ref, _) in self.storages.items() if ref.expired()]
+            for key in dead:
+                self.current -= self.storages.pop(key)[1]
+            for storage in new:
+                if storage._cdata not in self.storages:
+                    self.storages[storage._cdata] = (StorageWeakRef(storage), storage.nbytes())
+                    self.current += storage.nbytes()
+            self.peak = max(self.peak, self.current)
+            if limit_bytes is not None and self.current > limit_bytes:
+                raise BudgetExceeded(limit_bytes, self.current)
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            self.track(_tensors_in(out))
+            return out
+
+    return LiveBytes()
+
+
+class BudgetExceeded(MemoryError):
+    """Raised by :func:`budget` on the CPU when live tensor bytes pass the budget."""
+
+    def __init__(self, budget_bytes: int, live_bytes: int):
+        self.budget_bytes, self.live_bytes = budget_bytes, live_bytes
+        super().__init__(f"tensors created in this block need {live_bytes:,} bytes; "
+                         f"the budget is {budget_bytes:,} bytes")
+
+
+@contextlib.contextmanager
+def budget(limit_bytes, device=None):
+    """Run a block as if the device had only ``limit_bytes`` of memory.
+
+    On CUDA: ``torch.cuda.set_per_process_memory_fraction`` caps PyTorch's caching allocator
+    for the whole process (every tensor on the device counts, the model included); an
+    allocation past the cap raises ``torch.OutOfMemoryError``, the error a full GPU gives.
+    Afterwards the previous fraction is restored and the cache emptied.
+    On the CPU: tensors created inside the block are tracked and :class:`BudgetExceeded` is
+    raised once they pass the limit (checked after each operation), long before the machine's
+    RAM runs out. Create the model inside the block for it to count.
+    """
+    import torch
+
+    from lab_utils import machine
+
+    limit_bytes = _positive_int("limit_bytes", limit_bytes)
+    device = machine.as_device(device)
+    if device.type == "cuda":
+        total = torch.cuda.get_device_properties(device).total_memory
+        if limit_bytes > total:
+            raise ValueError(f"limit_bytes={limit_bytes:,} exceeds the {total:,} bytes of {device}")
+        get_fraction = getattr(torch.cuda, "get_per_process_memory_fraction", None)  # torch >= 2.5
+        before = get_fraction(device) if get_fraction else 1.0
+        torch.cuda.set_per_process_memory_fraction(limit_bytes / total, device)
+        try:
+            yield
+        finally:
+            torch.cuda.set_per_process_memory_fraction(before, device)
+            torch.cuda.empty_cache()
+    else:
+        with _live_bytes_mode(limit_bytes, device_type=device.type):
+            yield
+
+
+def measure_training_step(model, batch, loss_fn=None, optimizer=None) -> StepMemory:
+    """Run one training step of ``model`` on ``batch`` and measure its memory, part by part.
+
+    The step: ``optimizer.zero_grad(set_to_none=True)``; ``output = model(batch)`` (a tuple
+    batch is unpacked as positional arguments); ``loss = loss_fn(output)``, by default
+    ``output.sum()`` (of the first element of a tuple output); ``loss.backward()``;
+    ``optimizer.step()``, by default ``torch.optim.AdamW(model.parameters())``.
+
+    Activations are what the forward pass and the loss save for backward, counted with
+    ``torch.autograd.graph.saved_tensors_hooks``, each storage once, leaving out parameters,
+    buffers and inputs (saving them costs no new memory). The
+    peak on CUDA is ``torch.cuda.max_memory_allocated`` (every tensor on the device, the
+    allocator's rounding included); elsewhere it is found by following every tensor storage
+    from creation to release (see ``_live_bytes_mode``), starting from the parameters,
+    buffers, inputs and optimizer state that exist before the step.
+    """
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    inputs = batch if isinstance(batch, tuple) else (batch,)
+    if not inputs or not all(isinstance(t, torch.Tensor) for t in inputs):
+        raise TypeError(f"batch must be a tensor or a tuple of tensors, got {type(batch).__name__}")
+    if loss_fn is not None and not callable(loss_fn):
+        raise TypeError(f"loss_fn must be None or callable, got {type(loss_fn).__name__}")
+    parameters = list(model.parameters())
+    if not parameters:
+        raise ValueError("model has no parameters to train")
+    if optimizer is None:
+        optimizer = torch.optim.AdamW(parameters)
+    elif not (callable(getattr(optimizer, "step", None)) and callable(getattr(optimizer, "zero_grad", None))):
+        raise TypeError(f"optimizer must have step() and zero_grad(), got {type(optimizer).__name__}")
+    device = parameters[0].device
+
+    optimizer.zero_grad(set_to_none=True)
+    free_to_save = {_storage_key(t) for t in (*parameters, *model.buffers(), *inputs)}
+    saved = {}
+
+    def pack(tensor):
+        key = _storage_key(tensor)
+        if key not in free_to_save:
+            saved[key] = tensor.untyped_storage().nbytes()
+        return tensor
+
+    def step():
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+            output = model(*inputs)
+            first = output[0] if isinstance(output, (tuple, list)) else output
+            loss = first.sum() if loss_fn is None else loss_fn(output)
+        del output, first  # as in a training loop: only what backward saved stays alive
+        loss.backward()
+        optimizer.step()
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        step()
+        torch.cuda.synchronize(device)
+        peak, method = torch.cuda.max_memory_allocated(device), "torch.cuda.max_memory_allocated"
+    else:
+        tracker = _live_bytes_mode(device_type=device.type)
+        with tracker:
+            tracker.track([*parameters, *model.buffers(), *inputs,
+                           *_tensors_in(list(optimizer.state.values()))])
+            step()
+        peak, method = tracker.peak, "tracked tensor lifetimes"
+
+    grads = [p.grad for p in parameters if p.grad is not None]
+    state = _tensors_in([optimizer.state[p] for p in parameters if p in optimizer.state])
+    return StepMemory(
+        params=_storage_bytes(parameters),
+        grads=_storage_bytes(grads),
+        optimizer_states=_storage_bytes([t for t in state if t.dim() > 0]),
+        optimizer_scalars=_storage_bytes([t for t in state if t.dim() == 0]),
+        activations=sum(saved.values()),
+        peak=int(peak),
+        device=str(device),
+        peak_method=method,
+    )

@@ -1,0 +1,168 @@
+"""lab_utils.bench: agrees with independent timers, counts honestly, keeps its budget, refuses bad input.
+
+Timings are noisy on a shared machine, so the agreement tests compare ratios measured
+alternately (tests/alternating.median_ratio); run with -s to see them.
+"""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+import torch.utils.benchmark as benchmark
+
+from alternating import median_ratio
+from lab_utils import bench, roofline
+
+BUSY_HINT = ("measured on a busy machine? Other programs holding cores slow bench's multi-threaded "
+             "calls, and holding the memory bus pushes torch's copy (which reads each destination "
+             "line before writing it) toward 2/3 of memcpy's rate: rerun on a quiet machine")
+
+
+def test_sweep_gflops_of_a_1024_fp32_matmul_agrees_with_torch_benchmark():
+    n = 1024
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    direct = benchmark.Timer(stmt="a @ b", globals={"a": a, "b": b}, num_threads=torch.get_num_threads())
+
+    def sweep_flops_per_s():
+        table = bench.sweep(sizes=(n,), copy_bytes=(), device="cpu", budget_s=30, min_run_time=0.2)
+        return table.best("matmul", "fp32").flops_per_s
+
+    ratio = median_ratio(sweep_flops_per_s,
+                         lambda: roofline.matmul_flops(n, n, n) / direct.blocked_autorange(min_run_time=0.2).median)
+    print(f"\nbench.sweep / torch.utils.benchmark GFLOP/s ratio, 1024x1024 fp32: {ratio:.3f}")
+    assert 0.75 <= ratio <= 1.33, BUSY_HINT
+
+
+def test_copy_bandwidth_agrees_with_numpy_copyto_on_the_same_arrays():
+    src = torch.randn(64 * 2**20)  # 256 MiB, far beyond the caches
+    dst = torch.zeros_like(src)
+    src_np, dst_np = src.numpy(), dst.numpy()  # the same memory
+    numpy_timer = benchmark.Timer(stmt="np.copyto(d, s)", globals={"np": np, "d": dst_np, "s": src_np})
+    moved_bytes = 2 * src_np.nbytes  # read + written, as bench counts
+
+    ratio = median_ratio(lambda: bench.measure_copy(src, dst).bytes_per_s,
+                         lambda: moved_bytes / numpy_timer.blocked_autorange(min_run_time=0.2).median)
+    print(f"\nbench.measure_copy / numpy.copyto bandwidth ratio, 256 MiB: {ratio:.3f}")
+    assert 0.75 <= ratio <= 1.33, BUSY_HINT
+    assert torch.equal(src, dst)
+
+
+def test_rows_count_flops_and_bytes_as_the_roofline_does():
+    table = bench.sweep(sizes=(64, 128), dtypes=("fp32", "bf16"), copy_bytes=(2**20,), device="cpu",
+                        budget_s=30, min_run_time=0.01)
+    assert [(r.kind, r.size, r.dtype) for r in table.rows] == [
+        ("copy", 2**18, "fp32"), ("matmul", 64, "fp32"), ("matmul", 128, "fp32"),
+        ("matmul", 64, "bf16"), ("matmul", 128, "bf16")]
+    assert table.skipped == () and table.device == "cpu" and table.budget_s == 30
+    for row in table.select("matmul"):
+        n, size = row.size, 4 if row.dtype == "fp32" else 2
+        assert row.flops_per_call == 2 * n**3
+        assert row.bytes_per_call == size * 3 * n**2
+        assert row.flops_per_s == pytest.approx(row.flops_per_call / row.seconds)
+        assert row.bytes_per_s == pytest.approx(row.bytes_per_call / row.seconds)
+        assert row.intensity == pytest.approx(n / 6 if row.dtype == "fp32" else n / 3)
+        assert row.seconds > 0 and row.iqr_s >= 0 and row.device == "cpu"
+    copy = table.best("copy")
+    assert copy.bytes_per_call == 2 * 2**20 and copy.flops_per_s == 0 and copy.intensity == 0
+    assert table.best("matmul", "fp16") is None
+    assert [p.intensity for p in table.points()] == [r.intensity for r in table.select("matmul")]
+    assert table.points()[0].label == "fp32 matmul on cpu, measured here"
+    text = str(table)
+    assert "FLOP/s" in text and "n=128" in text and "read + written" in text
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        table.rows[0].seconds = 0.0
+
+
+def test_sweep_skips_what_does_not_fit_its_budget():
+    # 2 x 8192^3 = 1.1e12 FLOPs: seconds on any CPU, so it cannot fit a 1 s budget
+    table = bench.sweep(sizes=(64, 8192), copy_bytes=(), device="cpu", budget_s=1.0, min_run_time=0.01)
+    assert [r.size for r in table.rows] == [64]
+    (skipped,) = table.skipped
+    assert (skipped.kind, skipped.size, skipped.dtype) == ("matmul", 8192, "fp32")
+    assert "budget" in skipped.reason
+    assert table.elapsed_s < 3.0
+    assert "skipped matmul size=8192" in str(table)
+
+
+def test_tf32_is_skipped_on_a_cpu_with_the_reason():
+    table = bench.sweep(sizes=(32,), dtypes=("tf32",), copy_bytes=(), device="cpu", budget_s=5, min_run_time=0.01)
+    assert table.rows == ()
+    assert "CUDA" in table.skipped[0].reason
+
+
+def test_a_case_that_fails_is_skipped_with_the_error_and_the_sweep_goes_on(monkeypatch):
+    real_operands = bench._operands
+
+    def operands(kind, size, dtype, device):
+        if dtype == "fp16":
+            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB\nmore details")
+        return real_operands(kind, size, dtype, device)
+
+    monkeypatch.setattr(bench, "_operands", operands)
+    table = bench.sweep(sizes=(32,), dtypes=("fp16", "fp32"), copy_bytes=(), device="cpu", budget_s=5,
+                        min_run_time=0.01)
+    assert [(r.size, r.dtype) for r in table.rows] == [(32, "fp32")]
+    assert table.skipped == (bench.Skipped("matmul", 32, "fp16", "failed: CUDA out of memory. Tried to allocate 2.00 GiB"),)
+
+
+def test_sweep_restores_the_float32_matmul_precision():
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")
+    try:
+        table = bench.sweep(sizes=(32,), copy_bytes=(), device="cpu", budget_s=5, min_run_time=0.01)
+        assert torch.get_float32_matmul_precision() == "high"
+        assert table.rows[0].dtype == "fp32"  # on a CPU, "high" does not mean TF32
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
+def test_progress_reports_every_case(capsys):
+    events = []
+    bench.sweep(sizes=(16, 32), dtypes=("fp32", "tf32"), copy_bytes=(4096,), device="cpu", budget_s=5,
+                min_run_time=0.01, progress=events.append)
+    assert [(e.done, e.total) for e in events] == [(i, 5) for i in range(1, 6)]
+    assert [e.row is None for e in events] == [False, False, False, True, True]
+    assert all(e.skipped_reason for e in events[3:]) and events[-1].elapsed_s >= events[0].elapsed_s
+
+    bench.sweep(sizes=(16,), copy_bytes=(), device="cpu", budget_s=5, min_run_time=0.01, progress=True)
+    assert capsys.readouterr().out.startswith("[1/1, ")
+
+
+def test_measure_matmul_labels_the_dtype_and_counts_one_product():
+    row = bench.measure_matmul(torch.ones(8, 8, dtype=torch.float16), torch.ones(8, 8, dtype=torch.float16),
+                               min_run_time=0.01)
+    assert (row.kind, row.size, row.dtype, row.flops_per_call, row.bytes_per_call) == ("matmul", 8, "fp16", 1024, 384)
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"sizes": (0,)}, ValueError, "sizes"),
+    ({"sizes": (64.0,)}, TypeError, "sizes"),
+    ({"sizes": 64}, TypeError, "sizes"),
+    ({"copy_bytes": (2,)}, ValueError, "copy_bytes"),
+    ({"dtypes": ("fp64",)}, ValueError, "fp64"),
+    ({"dtypes": "fp32"}, TypeError, "dtypes"),
+    ({"budget_s": 0}, ValueError, "budget_s"),
+    ({"budget_s": float("inf")}, ValueError, "budget_s"),
+    ({"budget_s": "10"}, TypeError, "budget_s"),
+    ({"min_run_time": -1}, ValueError, "min_run_time"),
+    ({"progress": "yes"}, TypeError, "progress"),
+    ({"device": "tpu9"}, ValueError, "device"),
+])
+def test_sweep_refuses_bad_input(kwargs, error, match):
+    arguments = {"sizes": (16,), "copy_bytes": (), "device": "cpu", "budget_s": 1, **kwargs}
+    with pytest.raises(error, match=match):
+        bench.sweep(**arguments)
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: bench.measure_matmul(torch.ones(4, 3), torch.ones(4, 3)), ValueError, "square"),
+    (lambda: bench.measure_matmul(torch.ones(4, 4), torch.ones(4, 4, dtype=torch.float16)), ValueError, "dtype"),
+    (lambda: bench.measure_matmul([[1.0]], torch.ones(1, 1)), TypeError, "a must be a torch.Tensor"),
+    (lambda: bench.measure_copy(torch.ones(4), torch.ones(5)), ValueError, "shape"),
+    (lambda: bench.measure_copy(torch.ones(4, 4).t(), torch.ones(4, 4)), ValueError, "contiguous"),
+    (lambda: bench.measure_copy(torch.ones(4), torch.ones(4), min_run_time=0), ValueError, "min_run_time"),
+])
+def test_measure_refuses_bad_input(call, error, match):
+    with pytest.raises(error, match=match):
+        call()

@@ -1,0 +1,343 @@
+"""economics: the worked examples, the serving and break-even arithmetic, and the price data
+(every price in the course's facts, with its date and source)."""
+
+import dataclasses
+import math
+
+import pytest
+from hypothesis import given, strategies as st
+
+from lab_utils import economics, hardware, llms, memory
+
+H100_BF16 = hardware.get("H100 SXM").peak_flops["bf16"]
+
+
+# --- worked examples (issue 7, "Done when") ---------------------------------------------------
+
+def test_gpt3_training_compute():
+    assert economics.training_flops(175e9, 300e9) == pytest.approx(3.15e23)
+
+
+def test_8b_lora_on_an_h100_at_40_percent_mfu():
+    flops = economics.training_flops(8e9, 10e6, method="lora")
+    assert flops == pytest.approx(3.2e17)
+    hours = economics.training_hours(flops, peak_flops=H100_BF16, mfu=0.4)
+    assert hours == pytest.approx(0.2247, abs=5e-4)
+    assert round(hours, 2) == 0.22
+
+
+def test_cost_per_million_tokens_at_191_tokens_per_s():
+    assert economics.cost_per_million_tokens(1.12, 191) == pytest.approx(1.6289, abs=1e-4)
+
+
+# --- compute and time -------------------------------------------------------------------------
+
+def test_methods_scale_as_6_4_2():
+    flops = {m: economics.training_flops(1e9, 1e6, method=m) for m in ("full", "lora", "qlora", "inference")}
+    assert flops == {"full": 6e15, "lora": 4e15, "qlora": 4e15, "inference": 2e15}
+
+
+def test_hours_divide_over_devices_and_mfu():
+    one = economics.training_hours(3.6e18, peak_flops=1e15, mfu=1.0)
+    assert one == pytest.approx(1.0)
+    assert economics.training_hours(3.6e18, peak_flops=1e15, mfu=0.5, n_devices=4) == pytest.approx(0.5)
+
+
+# --- serving ----------------------------------------------------------------------------------
+
+def test_api_cost_and_blended_price():
+    assert economics.api_cost(2e6, 1e6, price_in_per_million=1.0, price_out_per_million=5.0) == pytest.approx(7.0)
+    assert economics.blended_price_per_million(1.0, 5.0, output_share=0.25) == pytest.approx(2.0)
+    assert economics.blended_price_per_million(1.0, 5.0, output_share=1.0) == pytest.approx(5.0)
+
+
+def test_decode_bound_of_a_7b_4bit_model_on_an_rtx_4090():
+    """Bandwidth / bytes of weights: 1008 GB/s / 3.5 GB = 288 tokens/s, above the 191 measured."""
+    spec = hardware.get("RTX 4090")
+    bound = economics.decode_tokens_per_s_bound(7e9, bytes_per_param=0.5, bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s)
+    assert bound == pytest.approx(288.0)
+    assert 191 < bound
+
+
+def test_decode_bound_grows_with_batch_until_compute_caps_it():
+    kwargs = {"bytes_per_param": 2, "bandwidth_bytes_per_s": 3.35e12}
+    one = economics.decode_tokens_per_s_bound(8e9, **kwargs)
+    assert economics.decode_tokens_per_s_bound(8e9, batch=8, **kwargs) == pytest.approx(8 * one)
+    capped = economics.decode_tokens_per_s_bound(8e9, batch=4096, peak_flops=H100_BF16, **kwargs)
+    assert capped == pytest.approx(H100_BF16 / (2 * 8e9))
+
+
+def test_mixed_tokens_per_s_is_the_harmonic_mix():
+    assert economics.mixed_tokens_per_s(decode_tokens_per_s=100, prefill_tokens_per_s=1000, output_share=1.0) == 100
+    mixed = economics.mixed_tokens_per_s(decode_tokens_per_s=100, prefill_tokens_per_s=300, output_share=0.5)
+    assert mixed == pytest.approx(1 / (0.5 / 300 + 0.5 / 100))  # 150 tokens/s
+
+
+def test_serving_costs_by_hand():
+    # 1e9 tokens at 1000 tokens/s = 277.8 GPU-hours: one always-on GPU (730 h), $2/h.
+    costs = economics.serving_costs(1e9, api_cost_per_million=1.0, price_per_hour=2.0, tokens_per_s=1000,
+                                    fine_tune_cost=120.0, amortize_months=12)
+    assert costs.api_per_month == pytest.approx(1000.0)
+    assert costs.gpu_hours_per_month == pytest.approx(1e6 / 3600)
+    assert costs.pay_per_use_per_month == pytest.approx(10.0 + 2.0 * 1e6 / 3600)
+    assert costs.always_on_gpus == 1
+    assert costs.always_on_per_month == pytest.approx(10.0 + 2.0 * 730)
+    assert costs.cheapest == "pay per use"
+    assert economics.serving_costs(3e9, api_cost_per_million=1.0, price_per_hour=2.0,
+                                   tokens_per_s=1000).always_on_gpus == 2  # 833 GPU-hours
+
+
+def test_pay_per_use_breakeven_is_where_the_costs_meet():
+    kwargs = {"api_cost_per_million": 1.0, "price_per_hour": 2.0, "tokens_per_s": 1000, "fine_tune_cost": 120.0}
+    volume = economics.breakeven_tokens_per_month(**kwargs)
+    self_per_million = economics.cost_per_million_tokens(2.0, 1000)
+    assert volume == pytest.approx(10.0 / (1.0 - self_per_million) * 1e6)
+    at = economics.serving_costs(volume, **kwargs)
+    assert at.pay_per_use_per_month == pytest.approx(at.api_per_month)
+    below = economics.serving_costs(0.9 * volume, **kwargs)
+    assert below.api_per_month < below.pay_per_use_per_month
+
+
+def test_always_on_breakeven_is_where_the_costs_meet():
+    kwargs = {"api_cost_per_million": 1.0, "price_per_hour": 2.0, "tokens_per_s": 1000, "fine_tune_cost": 120.0}
+    volume = economics.breakeven_tokens_per_month(always_on=True, **kwargs)
+    assert volume == pytest.approx((10.0 + 2.0 * 730) * 1e6)
+    at = economics.serving_costs(volume, **kwargs)
+    assert at.always_on_per_month == pytest.approx(at.api_per_month)
+    assert economics.serving_costs(0.99 * volume, **kwargs).cheapest != "always on"
+
+
+def test_always_on_breakeven_beyond_one_gpu():
+    # One GPU makes 1e9 tokens a month and costs $1000 a month; the API charges $1.5 per 1M.
+    kwargs = {"api_cost_per_million": 1.5, "price_per_hour": 1000 / 730, "tokens_per_s": 1e9 / (3600 * 730),
+              "amortize_months": 12, "always_on": True}
+    # fine-tune $400 a month: one GPU, (400 + 1000) / 1.5 = 933M tokens, within its capacity.
+    assert economics.breakeven_tokens_per_month(fine_tune_cost=4800.0, **kwargs) == pytest.approx(1.4e9 / 1.5)
+    # $800 a month: one GPU would need 1200M > 1e9 tokens; two: (800 + 2000) / 1.5 = 1867M.
+    assert economics.breakeven_tokens_per_month(fine_tune_cost=9600.0, **kwargs) == pytest.approx(2.8e9 / 1.5)
+
+
+def test_never_breaks_even_when_a_busy_gpu_costs_more_than_the_api():
+    kwargs = {"api_cost_per_million": 0.1, "price_per_hour": 4.0, "tokens_per_s": 100, "fine_tune_cost": 50.0}
+    assert economics.breakeven_tokens_per_month(**kwargs) == math.inf
+    assert economics.breakeven_tokens_per_month(always_on=True, **kwargs) == math.inf
+
+
+# --- fine-tune estimates on real models -------------------------------------------------------
+
+def test_fine_tune_estimate_combines_flops_memory_and_price():
+    estimate = economics.fine_tune_estimate("Llama-3.1-8B", 10e6, method="lora", gpu="H100",
+                                            mfu=0.4, price_per_gpu_hour=2.69)
+    assert estimate.gpu == "H100 SXM" and estimate.n_gpus == 1
+    assert estimate.flops == pytest.approx(4 * llms.get("Llama-3.1-8B").n_params * 10e6)
+    assert estimate.hours == pytest.approx(economics.training_hours(estimate.flops, peak_flops=H100_BF16, mfu=0.4))
+    assert estimate.cost == pytest.approx(estimate.hours * 2.69)
+
+
+def test_full_fine_tune_of_8b_needs_more_than_one_80gb_gpu():
+    estimate = economics.fine_tune_estimate("Llama-3.1-8B", 1e6, method="full", gpu="H100", price_per_gpu_hour=1.0)
+    assert estimate.memory_bytes > 16 * 8e9  # 16 bytes per parameter, plus activations
+    assert estimate.n_gpus == memory.gpus_needed(estimate.memory_bytes, "H100") >= 2
+    two_gpus = economics.fine_tune_estimate("Llama-3.1-8B", 1e6, method="full", gpu="H100", price_per_gpu_hour=1.0,
+                                            n_gpus=4)
+    assert two_gpus.hours == pytest.approx(estimate.hours * estimate.n_gpus / 4)
+
+
+def test_qlora_fits_a_70b_model_on_one_48gb_gpu():
+    """QLoRA (arXiv 2305.14314) fine-tuned a 65B model on one 48 GB GPU."""
+    estimate = economics.fine_tune_estimate("Llama-3.1-70B", 1e6, method="qlora", gpu="RTX A6000",
+                                            price_per_gpu_hour=1.0, seq_len=2048)
+    assert estimate.n_gpus == 1
+
+
+# --- claim checks -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("claimed, low, high, verdict", [
+    (35.0, 10.76, 49.16, "consistent"),
+    (2.50, 21.76, 43.52, "wrong: 8.7x too low"),
+    (100.0, 10.0, 20.0, "wrong: 5.0x too high"),
+    (11.0, 10.0, 10.0, "consistent"),  # within the 15% tolerance
+])
+def test_range_verdict(claimed, low, high, verdict):
+    assert economics.range_verdict(claimed, low, high) == verdict
+
+
+# --- prices: every price in facts.md, dated and sourced ---------------------------------------
+
+API_FACTS = {  # facts.md, "Prices and compute": $ per 1M tokens in / out
+    "Claude Haiku 4.5": (1, 5, "2026"), "Claude Sonnet 4.5": (3, 15, "2026"), "Claude Opus 4.5": (5, 25, "2026"),
+    "GPT-4o-mini": (0.15, 0.60, "2026-03"), "GPT-4.1": (2, 8, "2026-03"), "GPT-5-mini": (0.25, 2, "2026-03"),
+}
+HOURLY_FACTS = {  # name: (price per hour, GPUs, catalog GPU, date)
+    "Runpod H100 SXM pod": (2.69, 1, "H100 SXM", "2026-05"),
+    "AWS p5.48xlarge": (98.32, 8, "H100 SXM", "2023-07"),
+    "AWS c5.24xlarge": (4.08, 0, None, "undated"),
+    "AWS g4dn.xlarge": (0.526, 1, "T4", "undated"),
+    "AWS g5.xlarge": (1.006, 1, None, "undated"),
+    "Colab free tier": (0.0, 1, "T4", "undated"),
+}
+SERVERLESS_FACTS = {  # facts.md, Runpod serverless $/s (2025-08): flex, active, and flex $/h as printed
+    "16 GB class": (0.00016, 0.00011, None),
+    "L4 / A5000 / RTX 3090": (0.00019, 0.00013, 0.68),
+    "RTX 4090": (0.00031, 0.00021, 1.12),
+    "RTX A6000": (0.00034, 0.00024, 1.22),
+    "L40S": (0.00053, 0.00037, 1.91),
+    "A100 80GB": (0.00076, 0.00060, 2.74),
+    "H100": (0.00116, 0.00093, 4.18),
+    "H200": (0.00155, 0.00124, 5.58),
+}
+
+
+def test_api_prices_match_the_facts():
+    prices = {p.name: (p.input_per_million, p.output_per_million, p.date) for p in economics.api_prices()}
+    assert prices == API_FACTS
+    assert all(p.source for p in economics.api_prices())
+
+
+def test_hourly_prices_match_the_facts():
+    prices = {p.name: (p.price_per_hour, p.n_gpus, p.gpu, p.date) for p in economics.hourly_prices()}
+    assert prices == HOURLY_FACTS
+    p5 = economics.hourly_price("aws p5.48xlarge")
+    assert (p5.price_cut_up_to, p5.price_cut_date) == (0.45, "2025-06")
+    assert p5.lowest_price_per_hour == pytest.approx(98.32 * 0.55)
+    assert p5.price_per_gpu_hour == pytest.approx(12.29)
+    assert economics.hourly_price("AWS c5.24xlarge").cpu_cores == 48
+
+
+def test_serverless_prices_match_the_facts():
+    prices = {p.label: p for p in economics.serverless_prices()}
+    assert set(prices) == set(SERVERLESS_FACTS)
+    for label, (flex, active, flex_per_hour) in SERVERLESS_FACTS.items():
+        assert (prices[label].flex_per_s, prices[label].active_per_s, prices[label].date) == (flex, active, "2025-08")
+        if flex_per_hour is not None:
+            assert round(prices[label].flex_per_hour, 2) == pytest.approx(flex_per_hour, abs=0.005)
+
+
+def test_every_price_names_catalog_gpus_and_carries_a_source():
+    records = (*economics.api_prices(), *economics.hourly_prices(), *economics.serverless_prices())
+    assert all(r.source.strip() and r.date for r in records)
+    for record in (*economics.hourly_prices(), *economics.serverless_prices()):
+        for gpu in (*getattr(record, "gpus", ()), *([record.gpu] if getattr(record, "gpu", None) else [])):
+            assert hardware.get(gpu).name == gpu
+
+
+def test_serverless_price_by_class_or_by_gpu():
+    assert economics.serverless_price("rtx-4090").label == "RTX 4090"
+    assert economics.serverless_price("3090").label == "L4 / A5000 / RTX 3090"
+    assert economics.serverless_price("H100").name == "Runpod serverless H100"
+    assert economics.serverless_price("Runpod serverless H200").gpus == ("H200 SXM",)
+    with pytest.raises(ValueError, match="no serverless price lists the T4"):
+        economics.serverless_price("T4")
+    with pytest.raises(ValueError, match="nowhere"):
+        economics.serverless_price("nowhere")
+
+
+def test_records_are_frozen_and_lookups_forgive_spelling():
+    haiku = economics.api_price("haiku")
+    assert economics.api_price("Claude-Haiku-4.5") is haiku
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        haiku.input_per_million = 0.0
+    with pytest.raises(ValueError, match="gpt-9"):
+        economics.api_price("gpt-9")
+
+
+def test_a_malformed_price_row_is_refused():
+    with pytest.raises(ValueError, match="date"):
+        economics._record(economics.ApiPrice, {"name": "x", "provider": "p", "input_per_million": 1.0,
+                                               "output_per_million": 1.0, "date": "last week",
+                                               "source": "s"}, "test row")
+    with pytest.raises(ValueError, match="catalog's name"):
+        economics._record(economics.ServerlessPrice, {"name": "x", "label": "x", "gpus": ["h100"],
+                                                      "flex_per_s": 1.0, "active_per_s": 1.0,
+                                                      "date": "2025", "source": "s"}, "test row")
+
+
+# --- bad input --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: economics.training_flops(-1, 10), ValueError, "n_params"),
+    (lambda: economics.training_flops(1e9, float("nan")), ValueError, "n_tokens"),
+    (lambda: economics.training_flops(1e9, 10, method="dpo"), ValueError, "method"),
+    (lambda: economics.training_flops("8B", 10), TypeError, "n_params"),
+    (lambda: economics.training_hours(1e18, peak_flops=1e15, mfu=1.5), ValueError, "mfu"),
+    (lambda: economics.training_hours(1e18, peak_flops=0, mfu=0.4), ValueError, "peak_flops"),
+    (lambda: economics.training_hours(1e18, peak_flops=1e15, mfu=0.4, n_devices=0), ValueError, "n_devices"),
+    (lambda: economics.cost_per_million_tokens(1.0, 0), ValueError, "tokens_per_s"),
+    (lambda: economics.cost_per_million_tokens(-1.0, 10), ValueError, "price_per_hour"),
+    (lambda: economics.api_cost(-5, 1, price_in_per_million=1, price_out_per_million=1), ValueError, "input_tokens"),
+    (lambda: economics.blended_price_per_million(1, 1, output_share=2), ValueError, "output_share"),
+    (lambda: economics.decode_tokens_per_s_bound(7e9, bytes_per_param=0, bandwidth_bytes_per_s=1e12), ValueError,
+     "bytes_per_param"),
+    (lambda: economics.decode_tokens_per_s_bound(7e9, bytes_per_param=2, bandwidth_bytes_per_s=1e12, batch=1.5),
+     TypeError, "batch"),
+    (lambda: economics.serving_costs(1e6, api_cost_per_million=1, price_per_hour=1, tokens_per_s=10,
+                                     amortize_months=0), ValueError, "amortize_months"),
+    (lambda: economics.fine_tune_estimate("Llama-3.1-8B", 1e6, method="dpo", price_per_gpu_hour=1), ValueError,
+     "method"),
+    (lambda: economics.fine_tune_estimate("Llama-3.1-8B", 1e6, gpu="T4", dtype="bf16", price_per_gpu_hour=1),
+     ValueError, "dtype"),
+    (lambda: economics.range_verdict(1, 5, 2), ValueError, "high"),
+])
+def test_bad_input_is_refused(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+# --- properties -------------------------------------------------------------------------------
+
+prices = st.floats(min_value=0.01, max_value=1e3)
+rates = st.floats(min_value=1.0, max_value=1e5)
+
+
+@given(price=prices, more=st.floats(min_value=1.0, max_value=10.0), tokens_per_s=rates)
+def test_a_higher_price_never_costs_less(price, more, tokens_per_s):
+    assert economics.cost_per_million_tokens(price * more, tokens_per_s) >= economics.cost_per_million_tokens(
+        price, tokens_per_s)
+
+
+@given(api=st.floats(min_value=0.05, max_value=50), price=prices, tokens_per_s=rates,
+       fine_tune=st.floats(min_value=1.0, max_value=1e5), always_on=st.booleans())
+def test_breakeven_is_where_self_hosting_stops_costing_more(api, price, tokens_per_s, fine_tune, always_on):
+    kwargs = {"api_cost_per_million": api, "price_per_hour": price, "tokens_per_s": tokens_per_s,
+              "fine_tune_cost": fine_tune}
+    volume = economics.breakeven_tokens_per_month(always_on=always_on, **kwargs)
+    if math.isfinite(volume):
+        for factor in (1.0, 0.999):
+            costs = economics.serving_costs(volume * factor, **kwargs)
+            self_hosted = costs.always_on_per_month if always_on else costs.pay_per_use_per_month
+            if factor == 1.0:  # at the volume: no dearer than the API
+                assert self_hosted <= costs.api_per_month * (1 + 1e-9)
+            else:  # just below it: dearer
+                assert costs.api_per_month < self_hosted
+
+
+# --- the calculator (lab_utils.widgets.cost_calculator) ---------------------------------------
+
+def test_cost_calculator_static_figure_is_labelled():
+    import matplotlib.pyplot as plt
+
+    from lab_utils import widgets
+
+    fig = widgets.cost_calculator(model="Llama-3.1-8B", gpu="H100", api="haiku", static=True)
+    ax = fig.axes[0]
+    assert "Llama-3.1-8B" in ax.get_title() and "Claude Haiku 4.5" in ax.get_title()
+    assert ax.get_xlabel().endswith("(tokens)") and ax.get_ylabel().endswith("(US dollars)")
+    assert [line.get_label() for line in ax.get_lines()][:3] == [
+        "API", "self-hosted, pay per use (flex)", "self-hosted, always on (active)"]
+    plt.close(fig)
+
+
+def test_cost_calculator_panel_redraws_and_reports_bad_choices():
+    pytest.importorskip("ipywidgets")
+    import matplotlib.pyplot as plt
+
+    from lab_utils import widgets
+
+    panel = widgets.cost_calculator()
+    panel.controls["gpu"].value = "RTX 4090"
+    panel.controls["model"].value = "Llama-3.1-70B"  # needs several 24 GB cards: still drawn
+    with pytest.raises(ValueError, match="api"):
+        widgets.cost_calculator(api="no such api")
+    with pytest.raises(TypeError, match="static"):
+        widgets.cost_calculator(static="yes")
+    plt.close("all")

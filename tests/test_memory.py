@@ -1,0 +1,300 @@
+"""memory: the ZeRO, Korthikanti and KV-cache formulas, a measured training step, the budget; widgets."""
+
+import math
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+from lab_utils import hardware, llms, memory, models, widgets
+
+CONFIGS = [  # (config, batch): three shapes of the tiny GPT
+    (models.GPTConfig(), 8),
+    (models.GPTConfig(vocab_size=100, seq_len=16, n_layers=1, hidden=32, n_heads=2), 4),
+    (models.GPTConfig(vocab_size=256, seq_len=128, n_layers=4, hidden=128, n_heads=8), 2),
+]
+SMALL = models.GPTConfig(vocab_size=64, seq_len=32, n_layers=2, hidden=32, n_heads=4)
+
+
+def measured(config, batch, dtype=torch.float32, **kwargs):
+    torch.manual_seed(0)
+    model = models.TinyGPT(config).to(dtype)
+    return memory.measure_training_step(model, models.random_tokens(config, batch), **kwargs)
+
+
+# --- formulas --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("stage, gigabytes", [(0, 120.0), (1, 31.4), (2, 16.6), (3, 1.9)])
+def test_zero_paper_figure_1(stage, gigabytes):
+    """Rajbhandari et al., Fig. 1: Ψ = 7.5B, N_d = 64, mixed-precision Adam (K = 12)."""
+    state = memory.training_state_bytes(7.5e9, zero_stage=stage, data_parallel=64)
+    assert round(state.total / 1e9, 1) == gigabytes
+
+
+def test_mixed_precision_adam_is_16_bytes_per_parameter_and_fp32_accumulation_adds_4():
+    state = memory.training_state_bytes(1e9)
+    assert (state.params, state.grads, state.optimizer_states) == (2e9, 2e9, 12e9)
+    assert memory.training_state_bytes(1e9, fp32_grad_accum=True).total == 20e9
+    assert memory.training_state_bytes(1e9, precision="fp32").total == 16e9  # 4 + 4 + 8
+    assert memory.training_state_bytes(1e9, precision="fp32", optimizer="sgd").total == 8e9
+
+
+@given(n_params=st.integers(1, 10**12), data_parallel=st.integers(2, 4096))
+def test_each_zero_stage_saves_memory_and_one_rank_saves_nothing(n_params, data_parallel):
+    totals = [memory.training_state_bytes(n_params, zero_stage=s, data_parallel=data_parallel).total
+              for s in range(4)]
+    assert totals == sorted(totals, reverse=True) and totals[0] > totals[3]
+    assert math.isclose(totals[3] * data_parallel, totals[0])
+    single = {memory.training_state_bytes(n_params, zero_stage=s).total for s in range(4)}
+    assert single == {16 * n_params}
+
+
+def test_llama_3_1_8b_kv_cache_is_128_kib_per_token_in_bf16():
+    llama = llms.get("llama-3.1-8b")
+    per_token = memory.kv_cache_bytes(n_layers=llama.n_layers, n_kv_heads=llama.n_kv_heads,
+                                      head_dim=llama.head_dim, seq_len=1)
+    assert per_token == 128 * 1024
+    assert memory.kv_cache_bytes(n_layers=32, n_kv_heads=8, head_dim=128, seq_len=4096, batch=2) \
+        == 2 * 4096 * per_token
+
+
+def test_korthikanti_activation_formula():
+    s, b, h, a, layers = 2048, 1, 4096, 32, 2
+    shape = dict(n_layers=layers, hidden=h, n_heads=a, seq_len=s, batch=b)
+    assert memory.activation_bytes(**shape) == layers * s * b * h * (34 + 5 * a * s / h)
+    assert memory.activation_bytes(**shape, recompute="selective") == layers * 34 * s * b * h
+    assert memory.activation_bytes(**shape, recompute="full") == layers * 2 * s * b * h
+
+
+def test_tiny_gpt_estimate_at_two_bytes_is_korthikanti_without_dropout():
+    config, batch = CONFIGS[2]
+    s, h, a = config.seq_len, config.hidden, config.n_heads
+    korthikanti = memory.activation_bytes(n_layers=config.n_layers, hidden=h, n_heads=a,
+                                          seq_len=s, batch=batch)
+    dropout = config.n_layers * (2 * s * batch * h + 3 * a * s * s * batch)  # masks and copy
+    final_norm = 2 * 2 * s * batch * h
+    assert memory.tiny_gpt_activation_bytes(config, batch, bytes_per_value=2) == \
+        korthikanti - dropout + final_norm
+
+
+def test_weights_lora_and_job_estimates():
+    llama = llms.get("Llama-3.1-8B")
+    assert memory.weight_bytes(llama.n_params, "bf16") == 16e9
+    assert memory.weight_bytes(llama.n_params, "int4") == 4e9
+    # q, o: 4096 x 4096; k, v: 4096 x 1024; rank 16 in 32 layers
+    assert memory.lora_params(llama, rank=16) == 32 * 16 * (2 * 8192 + 2 * 5120)
+    inference = memory.job_estimate(llama, "inference", "bf16", batch=1, seq_len=8192)
+    assert [label for label, _ in inference.parts] == ["weights", "KV cache"]
+    assert inference.part("KV cache") == 8192 * 128 * 1024
+    full = memory.job_estimate(llama, "full", "mixed", batch=1, seq_len=2048, recompute="full")
+    assert full.total == 16 * llama.n_params + 32 * 2 * 2048 * 4096
+    qlora = memory.job_estimate(llama, "qlora", "int4", batch=1, seq_len=2048, recompute="full")
+    adapters = memory.training_state_bytes(memory.lora_params(llama)).total
+    assert qlora.total == 0.5 * llama.n_params + adapters + 32 * 2 * 2048 * 4096
+    kimi = memory.job_estimate("Kimi K2", "inference", "int4")
+    assert kimi.left_out == ("KV cache",) and kimi.total == 0.5 * 1.04e12
+
+
+def test_fits_and_gpus_needed_use_the_catalog_and_reserve_the_cuda_context():
+    h100 = hardware.get("H100 SXM")
+    reserve = memory.CUDA_CONTEXT_BYTES[1]
+    assert memory.fits(h100.memory_bytes - reserve, h100)
+    assert not memory.fits(h100.memory_bytes - reserve + 1, "H100 SXM")
+    assert memory.fits(h100.memory_bytes, h100, reserve_bytes=0)
+    seventy_b = memory.job_estimate("Llama-3.1-70B", "inference", "bf16", seq_len=1).total
+    assert memory.gpus_needed(seventy_b, "H100 SXM") == 2
+    assert memory.gpus_needed(1, "T4") == 1
+
+
+def test_accelerate_reports_the_largest_part_not_the_sum():
+    n = 8e9
+    assert memory.accelerate_training_bytes(n, "float16") == 8 * n
+    assert memory.accelerate_training_bytes(n, "float32") == 16 * n
+    assert memory.accelerate_training_bytes(n) == memory.training_state_bytes(n).total / 2
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda: memory.training_state_bytes(1e9, precision="fp8"), ValueError, "precision='fp8'"),
+    (lambda: memory.training_state_bytes(1e9, optimizer="lion"), ValueError, "optimizer='lion'"),
+    (lambda: memory.training_state_bytes(1e9, zero_stage=4), ValueError, "zero_stage=4"),
+    (lambda: memory.training_state_bytes(1e9, data_parallel=0), ValueError, "data_parallel=0"),
+    (lambda: memory.training_state_bytes(-1), ValueError, "n_params=-1"),
+    (lambda: memory.training_state_bytes("7B"), TypeError, "n_params"),
+    (lambda: memory.activation_bytes(n_layers=1.5, hidden=8, n_heads=2, seq_len=4, batch=1),
+     TypeError, "n_layers"),
+    (lambda: memory.activation_bytes(n_layers=1, hidden=8, n_heads=2, seq_len=4, batch=1,
+                                     recompute="some"), ValueError, "recompute='some'"),
+    (lambda: memory.kv_cache_bytes(n_layers=1, n_kv_heads=0, head_dim=8, seq_len=4),
+     ValueError, "n_kv_heads=0"),
+    (lambda: memory.job_estimate("Llama-3.1-8B", "full", "int4"), ValueError, "precision='int4'"),
+    (lambda: memory.job_estimate("Llama-3.1-8B", "pretrain"), ValueError, "method='pretrain'"),
+    (lambda: memory.lora_params("Kimi K2"), ValueError, "Kimi K2"),
+    (lambda: memory.fits(1e9, "EPYC 9684X"), ValueError, "gpu="),
+    (lambda: memory.fits(1e9, "T4", reserve_bytes=-1), ValueError, "reserve_bytes=-1"),
+    (lambda: memory.tiny_gpt_activation_bytes(object(), 1), TypeError, "config"),
+    (lambda: memory.measure_training_step("model", torch.zeros(1)), TypeError, "model"),
+    (lambda: memory.measure_training_step(nn.Linear(2, 2), [torch.zeros(2)]), TypeError, "batch"),
+])
+def test_bad_arguments_name_the_parameter(call, error, words):
+    with pytest.raises(error, match=words.replace("(", r"\(").replace(")", r"\)")):
+        call()
+
+
+# --- a measured step -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("config, batch", CONFIGS)
+def test_measured_state_equals_the_formula_and_activations_the_estimate(config, batch):
+    step = measured(config, batch)
+    formula = memory.training_state_bytes(config.n_params, precision="fp32", optimizer="adamw")
+    assert (step.params, step.grads, step.optimizer_states) == \
+        (formula.params, formula.grads, formula.optimizer_states)
+    assert step.optimizer_scalars == 4 * len(list(models.TinyGPT(config).parameters()))  # step counts
+    estimate = memory.tiny_gpt_activation_bytes(config, batch)
+    assert step.activations == pytest.approx(estimate, rel=0.15)
+    assert step.activations >= estimate  # the estimate leaves out only small tensors
+    assert step.params + step.activations <= step.peak <= step.params + step.grads + \
+        step.optimizer_states + step.activations + 4 * batch * config.seq_len * config.vocab_size
+    assert step.peak_method == "tracked tensor lifetimes" and step.device == "cpu"
+
+
+def test_bf16_training_state_and_activations_follow_the_dtype():
+    config, batch = CONFIGS[0]
+    step = measured(config, batch, dtype=torch.bfloat16)
+    formula = memory.training_state_bytes(config.n_params, precision="bf16")
+    assert (step.params, step.grads, step.optimizer_states) == \
+        (formula.params, formula.grads, formula.optimizer_states)
+    estimate = memory.tiny_gpt_activation_bytes(config, batch, bytes_per_value=2)
+    assert step.activations == pytest.approx(estimate, rel=0.15)
+
+
+@pytest.mark.parametrize("momentum, optimizer", [(0.0, "sgd"), (0.9, "sgd_momentum")])
+def test_sgd_state_matches_the_formula(momentum, optimizer):
+    torch.manual_seed(0)
+    model = models.TinyGPT(SMALL)
+    sgd = torch.optim.SGD(model.parameters(), lr=0.1, momentum=momentum)
+    step = memory.measure_training_step(model, models.random_tokens(SMALL, 2), optimizer=sgd)
+    formula = memory.training_state_bytes(SMALL.n_params, precision="fp32", optimizer=optimizer)
+    assert step.optimizer_states == formula.optimizer_states
+
+
+def test_optimizer_state_from_the_first_step_raises_the_second_steps_peak():
+    torch.manual_seed(0)
+    model = models.TinyGPT(SMALL)
+    adamw = torch.optim.AdamW(model.parameters())
+    tokens = models.random_tokens(SMALL, 4)
+    first = memory.measure_training_step(model, tokens, optimizer=adamw)
+    second = memory.measure_training_step(model, tokens, optimizer=adamw)
+    assert second.peak - first.peak == first.optimizer_states + first.optimizer_scalars
+
+
+class Checkpointed(nn.Module):
+    def __init__(self, block):
+        super().__init__()
+        self.block = block
+
+    def forward(self, x):
+        return checkpoint(self.block, x, use_reentrant=False)
+
+
+def test_full_recomputation_keeps_only_each_block_input():
+    config, batch = CONFIGS[2]
+    torch.manual_seed(0)
+    model = models.TinyGPT(config)
+    tokens = models.random_tokens(config, batch)
+    plain = memory.measure_training_step(model, tokens)
+    model.blocks = nn.ModuleList(Checkpointed(block) for block in model.blocks)
+    recomputed = memory.measure_training_step(model, tokens)
+    # Korthikanti, full recomputation: the layer input, 2·s·b·h bytes per layer in 16 bit,
+    # i.e. s·b·h values; plus the final LayerNorm's input and output (2·s·b·h values).
+    korthikanti_values = memory.activation_bytes(
+        n_layers=config.n_layers, hidden=config.hidden, n_heads=config.n_heads,
+        seq_len=config.seq_len, batch=batch, recompute="full") / 2
+    expected = 4 * (korthikanti_values + 2 * config.seq_len * batch * config.hidden)
+    assert recomputed.activations == pytest.approx(expected, rel=0.15)
+    assert recomputed.peak < plain.peak
+
+
+def test_peak_agrees_with_torch_memtracker():
+    mem_tracker = pytest.importorskip("torch.distributed._tools.mem_tracker")
+    config, batch = CONFIGS[2]
+    ours = measured(config, batch)
+    torch.manual_seed(0)
+    model = models.TinyGPT(config)
+    adamw = torch.optim.AdamW(model.parameters())
+    tracker = mem_tracker.MemTracker()
+    tracker.track_external(model, adamw)
+    with tracker:
+        model(models.random_tokens(config, batch)).sum().backward()
+        adamw.step()
+    theirs = tracker.get_tracker_snapshot("peak")[torch.device("cpu")]["Total"]
+    assert ours.peak == pytest.approx(theirs, rel=0.05)
+
+
+def test_meta_device_measures_what_the_cpu_measures_without_allocating():
+    config, batch = CONFIGS[0]
+    on_cpu = measured(config, batch)
+    torch.manual_seed(0)
+    model = models.TinyGPT(config).to("meta")
+    on_meta = memory.measure_training_step(model, models.random_tokens(config, batch).to("meta"))
+    for field in ("params", "grads", "optimizer_states", "activations", "peak"):
+        assert getattr(on_meta, field) == getattr(on_cpu, field), field
+    assert on_meta.device == "meta"
+
+
+def test_tuple_batch_and_custom_loss():
+    model = nn.Bilinear(8, 8, 4)
+    batch = (torch.randn(16, 8), torch.randn(16, 8))
+    step = memory.measure_training_step(model, batch, loss_fn=lambda out: (out ** 2).mean())
+    assert step.params == 4 * (8 * 8 * 4 + 4)
+    assert step.activations > 0  # pow saves the output of the bilinear layer
+
+
+def test_budget_stops_a_step_that_outgrows_it_and_the_next_step_still_runs():
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+    limit = 4 * 2**20
+    with pytest.raises(memory.BudgetExceeded) as caught:
+        with memory.budget(limit, device="cpu"):
+            model = models.TinyGPT(CONFIGS[2][0])
+            memory.measure_training_step(model, models.random_tokens(CONFIGS[2][0], 8))
+    assert caught.value.budget_bytes == limit and caught.value.live_bytes > limit
+    assert isinstance(caught.value, MemoryError)
+    assert _get_current_dispatch_mode() is None  # the tracker is gone
+    with memory.budget(64 * 2**20, device="cpu"):
+        model = models.TinyGPT(SMALL)
+        step = memory.measure_training_step(model, models.random_tokens(SMALL, 2))
+    assert step.peak < 64 * 2**20
+
+
+def test_budget_refuses_a_bad_limit():
+    with pytest.raises(ValueError, match="limit_bytes=0"):
+        with memory.budget(0, device="cpu"):
+            pass
+
+
+# --- the calculator widget -------------------------------------------------------------------
+
+def test_static_calculator_draws_the_estimate_against_every_gpu():
+    fig = widgets.memory_calculator("Llama-3.1-8B", "lora", "bf16", batch=2, seq_len=1024, static=True)
+    ax = fig.axes[0]
+    estimate = memory.job_estimate("Llama-3.1-8B", "lora", "bf16", batch=2, seq_len=1024)
+    assert "Llama-3.1-8B" in ax.get_title()
+    labels = [tick.get_text() for tick in ax.get_yticklabels()]
+    assert labels[1:] == [s.name for s in sorted(hardware.catalog("gpu"), key=lambda s: s.memory_bytes)]
+    widths = sorted(patch.get_width() for patch in ax.patches[:len(estimate.parts)])
+    assert widths == pytest.approx(sorted(value / 1e9 for _, value in estimate.parts))
+    assert ax.get_xlabel().endswith("bytes)") and ax.get_ylabel().endswith(")")
+
+
+def test_live_calculator_offers_only_the_precisions_a_method_allows():
+    panel = widgets.memory_calculator()
+    controls = panel.controls
+    controls["method"].value = "qlora"
+    assert controls["precision"].options == ("int4",) and controls["precision"].value == "int4"
+    controls["method"].value = "full"
+    assert controls["precision"].options == memory.TRAINING_PRECISIONS
+    with pytest.raises(ValueError, match="precision='int4'"):
+        widgets.memory_calculator(method="full", precision="int4")

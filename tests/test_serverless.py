@@ -1,0 +1,167 @@
+"""serverless.simulate on hand-worked cases, its invariants, and the traffic generators."""
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lab_utils import serverless
+
+# service 2 s, cold start 10 s, idle timeout 5 s, $0.001 per worker-second
+BASE = dict(service_s=2.0, cold_start_s=10.0, idle_timeout_s=5.0, max_workers=3, price_per_worker_s=0.001)
+
+
+def run(arrivals, **overrides):
+    return serverless.simulate(arrivals, **{**BASE, **overrides})
+
+
+def test_one_request_pays_a_cold_start_and_the_idle_window():
+    result = run([0.0])
+    assert result.latencies_s == (12.0,)  # cold start 10 + service 2
+    assert result.cold_starts == 1
+    assert result.billed_s == 17  # start 0 -> job ends 12 -> warm until 17
+    assert result.cost == pytest.approx(0.017)
+    assert result.p50_s == result.p95_s == 12.0
+
+
+def test_a_second_request_within_the_idle_window_finds_the_worker_warm():
+    result = run([0.0, 14.0])
+    assert result.latencies_s == (12.0, 2.0)
+    assert result.cold_starts == 1
+    assert result.billed_s == 21  # 0 -> 16 (second job) + 5 idle
+
+
+def test_a_request_exactly_at_the_end_of_the_idle_window_is_still_warm():
+    result = run([0.0, 17.0])
+    assert result.cold_starts == 1
+    assert result.latencies_s == (12.0, 2.0)
+
+
+def test_a_second_request_after_the_idle_window_pays_a_new_cold_start():
+    result = run([0.0, 20.0])
+    assert result.latencies_s == (12.0, 12.0)
+    assert result.cold_starts == 2
+    assert result.billed_s == 17 + 17
+
+
+def test_more_requests_than_workers_wait_first_come_first_served():
+    result = run([0.0, 1.0, 2.0], max_workers=1)
+    assert result.latencies_s == (12.0, 13.0, 14.0)  # jobs end at 12, 14, 16
+    assert result.cold_starts == 1
+    assert result.billed_s == 21
+    assert result.p50_s == 13.0
+    assert result.p95_s == pytest.approx(13.9)  # between 13 and 14, at 0.95 x 2 = 1.9
+
+
+def test_simultaneous_requests_start_workers_up_to_the_limit():
+    result = run([0.0, 0.0, 0.0], max_workers=2)
+    assert result.latencies_s == (12.0, 12.0, 14.0)
+    assert result.cold_starts == 2
+    assert result.billed_s == 17 + 19
+
+
+def test_lifetimes_are_rounded_up_to_whole_seconds_per_worker():
+    result = serverless.simulate([0.0, 0.0], service_s=0.5, cold_start_s=0.2, idle_timeout_s=0.1,
+                                 max_workers=2, price_per_worker_s=1.0)
+    assert result.billed_s == 2  # two lifetimes of 0.8 s, each billed 1 s
+    assert result.cost == 2.0
+
+
+def test_latencies_follow_the_order_of_the_arrivals_given():
+    result = run([20.0, 0.0])
+    assert result.latencies_s == (12.0, 12.0)
+    result = run([14.0, 0.0])
+    assert result.latencies_s == (2.0, 12.0)
+
+
+def test_active_workers_are_warm_from_the_start_and_billed_for_the_period():
+    result = run([5.0], active_workers=1, active_price_per_worker_s=0.0005)
+    assert result.latencies_s == (2.0,)
+    assert result.cold_starts == 0 and result.billed_s == 0
+    assert result.active_billed_s == 7  # until the last job ends at 7 s
+    assert result.cost == pytest.approx(7 * 0.0005)
+    day = run([5.0], active_workers=1, active_price_per_worker_s=0.0005, duration_s=86_400)
+    assert day.active_billed_s == 86_400
+
+
+def test_no_requests_cost_nothing_and_have_no_percentiles():
+    result = run([])
+    assert result.cost == 0 and result.cold_starts == 0 and result.latencies_s == ()
+    assert math.isnan(result.p50_s) and math.isnan(result.p95_s)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    arrivals=st.lists(st.floats(0, 100, allow_nan=False), max_size=30),
+    service=st.floats(0.01, 5), cold=st.floats(0, 20), idle=st.floats(0, 30), workers=st.integers(1, 5),
+)
+def test_invariants(arrivals, service, cold, idle, workers):
+    result = serverless.simulate(arrivals, service_s=service, cold_start_s=cold, idle_timeout_s=idle,
+                                 max_workers=workers, price_per_worker_s=0.002)
+    assert len(result.latencies_s) == len(arrivals)
+    assert all(latency >= service - 1e-9 for latency in result.latencies_s)
+    assert all(latency <= service + cold + 1e-9 for latency in result.latencies_s) or len(arrivals) > workers
+    assert (result.cold_starts >= 1) == bool(arrivals)
+    assert result.cost == pytest.approx(result.billed_s * 0.002)
+    busy_s = len(arrivals) * service + result.cold_starts * cold
+    assert result.billed_s >= busy_s - 1e-6  # every second of work and start-up is paid
+
+
+def test_without_cold_starts_or_limits_every_latency_is_the_service_time():
+    result = serverless.simulate([0, 0.1, 0.2, 5, 5], service_s=1.0, cold_start_s=0.0, idle_timeout_s=0.0,
+                                 max_workers=10, price_per_worker_s=0.0)
+    assert result.latencies_s == (1.0,) * 5
+
+
+@pytest.mark.parametrize(
+    "overrides, error, name",
+    [
+        ({"service_s": 0}, ValueError, "service_s"),
+        ({"cold_start_s": -1}, ValueError, "cold_start_s"),
+        ({"idle_timeout_s": math.inf}, ValueError, "idle_timeout_s"),
+        ({"max_workers": 0}, ValueError, "max_workers"),
+        ({"max_workers": 2.5}, ValueError, "max_workers"),
+        ({"price_per_worker_s": "free"}, TypeError, "price_per_worker_s"),
+        ({"active_workers": 4}, ValueError, "active_workers"),
+    ],
+)
+def test_bad_parameters_are_named(overrides, error, name):
+    with pytest.raises(error, match=name):
+        run([0.0], **overrides)
+
+
+def test_bad_arrival_times_are_refused():
+    with pytest.raises(ValueError, match="arrival_times_s"):
+        run([0.0, -1.0])
+    with pytest.raises(TypeError, match="arrival_times_s"):
+        run(["soon"])
+
+
+def test_pod_cost_bills_each_started_second():
+    assert serverless.pod_cost(2.69, 3600) == pytest.approx(2.69)
+    assert serverless.pod_cost(3.6, 0.5) == pytest.approx(0.001)
+    with pytest.raises(ValueError, match="duration_s"):
+        serverless.pod_cost(1.0, -5)
+
+
+def test_poisson_arrivals_have_the_asked_rate_and_are_reproducible():
+    times = serverless.poisson_arrivals(2.0, 5_000, seed=1)
+    assert len(times) / 5_000 == pytest.approx(2.0, rel=0.05)
+    assert times == serverless.poisson_arrivals(2.0, 5_000, seed=1)
+    assert all(0 <= a < b < 5_000 for a, b in zip(times, times[1:]))
+    assert serverless.poisson_arrivals(0.0, 100) == ()
+
+
+def test_bursty_and_batch_arrivals():
+    bursts = serverless.bursty_arrivals(burst_size=10, burst_every_s=60, duration_s=300, spread_s=2, seed=3)
+    assert len(bursts) == 50
+    assert all(k * 60 <= t <= k * 60 + 2 for k in range(5) for t in bursts[10 * k:10 * k + 10])
+    assert serverless.batch_arrivals(3, start_s=100, spacing_s=0.5) == (100.0, 100.5, 101.0)
+
+
+def test_percentile_matches_linear_interpolation():
+    assert serverless.percentile([1, 2, 3, 4], 50) == 2.5
+    assert serverless.percentile([10], 95) == 10
+    with pytest.raises(ValueError, match="q="):
+        serverless.percentile([1], 101)
