@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from lab_utils import machine, roofline, timing
+from lab_utils import checks, machine, roofline, timing
 from lab_utils.units import format_bytes, format_rate, format_seconds
 
 __all__ = [
@@ -184,11 +184,7 @@ def _check_tensor(name: str, value):
 
 
 def _check_min_run_time(min_run_time) -> float:
-    if isinstance(min_run_time, bool) or not isinstance(min_run_time, (int, float)):
-        raise TypeError(f"min_run_time must be a number of seconds, got {type(min_run_time).__name__}")
-    if not (math.isfinite(min_run_time) and min_run_time > 0):
-        raise ValueError(f"min_run_time={min_run_time!r}: must be a finite number of seconds > 0")
-    return float(min_run_time)
+    return checks.number("min_run_time", min_run_time)
 
 
 def measure_matmul(a, b, *, min_run_time: float = 0.2) -> BenchRow:
@@ -358,10 +354,7 @@ def sweep(*, sizes: Iterable[int] = (256, 512, 1024, 2048), dtypes: Iterable[str
     unknown = [d for d in dtypes if d not in MATMUL_DTYPES]
     if unknown:
         raise ValueError(f"dtypes holds {unknown[0]!r}; allowed: {MATMUL_DTYPES}")
-    if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)):
-        raise TypeError(f"budget_s must be a number of seconds, got {type(budget_s).__name__}")
-    if not (math.isfinite(budget_s) and budget_s > 0):
-        raise ValueError(f"budget_s={budget_s!r}: must be a finite number of seconds > 0")
+    budget_s = checks.number("budget_s", budget_s)
     min_run_time = _check_min_run_time(min_run_time)
     if progress is True:
         report = print

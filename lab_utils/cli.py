@@ -1,44 +1,548 @@
-"""The ``lab-utils`` command line: the course's helpers without opening a notebook."""
+"""The ``lab-utils`` command line: the course's helpers without opening a notebook.
+
+Each sub-command is registered by one small ``_add_<name>(commands)`` function listed in
+:data:`COMMANDS`; adding a command is adding one such function. Bad usage (argparse's, or a
+ValueError/TypeError from ``lab_utils`` naming the parameter) prints one line on stderr and
+exits with status 2, never a traceback. ``memory``, ``cost`` and ``hardware`` import no torch.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
+import os
+import shutil
 import sys
+from pathlib import Path
 
 import lab_utils
 
+JSON_FORMAT = "lab-utils-bench"
+JSON_VERSION = 1
+MIN_RAM_BYTES = 4 * 2**30
+"""Below this the larger notebook experiments may not fit (Colab's CPU runtime has ~12.7 GB)."""
+MIN_FREE_DISK_BYTES = 1.5e9
+"""The README's disk need for the course and its environment."""
+
+
+class UsageError(Exception):
+    """Bad usage found after parsing; the message names the argument and what is allowed."""
+
+
+def _usage_error(parser: argparse.ArgumentParser, message: str):
+    """One line on stderr, exit status 2 (argparse's convention for bad usage)."""
+    parser.exit(2, f"{parser.prog}: error: {' '.join(str(message).split())}\n")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with bad usage on one line: which argument, what is allowed, where help is."""
+
+    def error(self, message: str):
+        _usage_error(self, f"{message} (see {self.prog} --help)")
+
+
+def _formatter(prog: str) -> argparse.HelpFormatter:
+    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
+
+
+def _add_command(commands, name: str, run, *, help: str, examples: str):  # noqa: A002 - argparse's name
+    parser = commands.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".",
+                                 epilog="examples:\n" + examples, formatter_class=_formatter)
+    parser.set_defaults(run=run)
+    return parser
+
+
+def _positive_float(text: str) -> float:
+    """An argparse type: a finite number > 0, written as 8e9 or 8000000000."""
+    from lab_utils import checks
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number (write e.g. 8e9)") from None
+    try:
+        return checks.number("value", value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a finite number > 0") from None
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (value >= 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a finite number >= 0")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be an integer >= 1")
+    return value
+
+
+def _fmt_money(dollars: float) -> str:
+    return "never" if dollars == float("inf") else f"${dollars:,.2f}"
+
+
+# --- doctor ----------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """One thing ``doctor`` found: ``fatal`` when the course cannot run until it is fixed."""
+
+    fatal: bool
+    problem: str
+    fix: str
+
+
+def doctor_findings(report, *, installed: dict[str, bool], free_disk_bytes: float) -> list[Finding]:
+    """What to fix on a machine, from its ``machine.describe()`` report, which optional
+    packages are importable (``installed``: name -> bool) and the free disk in bytes."""
+    from lab_utils.units import format_bytes
+
+    found = []
+    if not report.cuda_available:
+        if report.cuda_version:
+            found.append(Finding(False, f"PyTorch is a CUDA {report.cuda_version} build but sees no GPU",
+                                 "install or update the NVIDIA driver (nvidia-smi must work), or use a "
+                                 "CPU build of torch; the course runs on the CPU meanwhile"))
+        else:
+            found.append(Finding(False, "no GPU: GPU sections will show catalog reference figures",
+                                 "for live GPU numbers switch Colab to a T4 runtime (Runtime > Change "
+                                 "runtime type) or start a Runpod pod (see the Setup page)"))
+    if not installed.get("ipywidgets", False):
+        found.append(Finding(True, "ipywidgets is missing: the notebooks' sliders will not work",
+                             "pip install 'ipywidgets>=8' (make setup installs it)"))
+    if report.runtime == "local" and not installed.get("jupyterlab_widgets", False):
+        found.append(Finding(False, "the Jupyter widget extension (jupyterlab_widgets) is missing",
+                             "pip install jupyterlab_widgets, or run `make lab`, then restart JupyterLab"))
+    if report.ram_bytes < MIN_RAM_BYTES:
+        found.append(Finding(True, f"only {format_bytes(report.ram_bytes)} of RAM; the course needs "
+                                   f"{format_bytes(MIN_RAM_BYTES)}",
+                             "use a machine with more memory, or Colab"))
+    if free_disk_bytes < MIN_FREE_DISK_BYTES:
+        found.append(Finding(True, f"only {format_bytes(free_disk_bytes)} of free disk; the course needs "
+                                   f"{format_bytes(MIN_FREE_DISK_BYTES)}",
+                             "free some disk space, or use Colab"))
+    return found
+
 
 def _doctor(args: argparse.Namespace) -> int:
-    """Print the machine report that every notebook prints after its setup cell."""
-    from lab_utils import machine
+    import importlib.util
 
-    print(machine.describe())
+    try:
+        from lab_utils import machine
+
+        report = machine.describe()
+    except ImportError as error:
+        print(f"cannot describe this machine: {error}")
+        print("FIX: install the course (make setup, or pip install -e .) so that torch imports")
+        print("The course cannot run here yet.")
+        return 1
+    print(report)
+    installed = {name: importlib.util.find_spec(name) is not None for name in ("ipywidgets", "jupyterlab_widgets")}
+    found = doctor_findings(report, installed=installed, free_disk_bytes=shutil.disk_usage(os.getcwd()).free)
+    print()
+    for finding in found:
+        print(f"{'FIX ' if finding.fatal else 'NOTE'}: {finding.problem}\n      -> {finding.fix}")
+    if any(f.fatal for f in found):
+        print("The course cannot run here until the FIX lines are done.")
+        return 1
+    print("The course can run here.")
     return 0
 
 
+def _add_doctor(commands) -> None:
+    _add_command(commands, "doctor", _doctor,
+                 help="report this machine and what to fix; exit 0 when the course can run, 1 when not",
+                 examples="  lab-utils doctor\n  lab-utils doctor && echo ready")
+
+
+# --- bench -----------------------------------------------------------------------------------
+
+def _progress_bar(stream=None):
+    """A function for ``bench.sweep(progress=...)`` drawing one updating bar on stderr."""
+    stream = stream or sys.stderr
+
+    def draw(progress) -> None:
+        width = 24
+        filled = round(width * progress.done / max(progress.total, 1))
+        size = f"{progress.size * 4 / 2**20:g} MiB" if progress.kind == "copy" else f"n={progress.size}"
+        case = f"{progress.kind} {size} {progress.dtype}"
+        end = "\n" if progress.done == progress.total else ""
+        stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {progress.done}/{progress.total} "
+                     f"{progress.elapsed_s:5.1f} s  {case:<24}{end}")
+        stream.flush()
+
+    return draw
+
+
+def measured_roof(rows: list[dict], label: str):
+    """A :class:`roofline.Roof` from bench rows (dicts of ``BenchRow`` fields): best copy
+    bytes/s and best matmul FLOP/s; None without both."""
+    from lab_utils import roofline
+
+    copies = [r for r in rows if r["kind"] == "copy"]
+    products = [r for r in rows if r["kind"] == "matmul"]
+    if not copies or not products:
+        return None
+    best = max(products, key=lambda r: r["flops_per_s"])
+    return roofline.Roof(label, best["flops_per_s"], max(r["bytes_per_s"] for r in copies), best["dtype"])
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from lab_utils import bench, hardware, machine, roofline
+    from lab_utils.units import format_rate
+
+    if args.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise UsageError("argument --device: 'cuda' asked for, but torch sees no CUDA GPU; use --device cpu")
+    device = args.device or str(machine.pick_device())
+    table = bench.sweep(device=device, dtypes=tuple(args.dtypes), budget_s=args.seconds,
+                        progress=_progress_bar())
+    report = machine.describe()
+    rows = [dataclasses.asdict(r) for r in table.rows]
+    if args.json:
+        json.dump({"format": JSON_FORMAT, "version": JSON_VERSION, "machine": dataclasses.asdict(report),
+                   "device": table.device, "budget_s": table.budget_s, "elapsed_s": table.elapsed_s,
+                   "rows": rows, "skipped": [dataclasses.asdict(s) for s in table.skipped]},
+                  sys.stdout, indent=1)
+        print()
+        return 0
+    print(table)
+    roof = measured_roof(rows, f"{report.device_name} (measured here)")
+    if roof is None:
+        print("Too few cases ran for a roofline: give more --seconds.")
+        return 0
+    print(f"\nThis machine, measured here: {format_rate(roof.peak_flops, 'FLOP/s')} ({roof.dtype} matmul), "
+          f"{format_rate(roof.bandwidth_bytes_per_s, 'B/s')} copy; ridge point "
+          f"{roof.peak_flops / roof.bandwidth_bytes_per_s:.1f} FLOP/byte")
+    print("Catalog devices (vendor specification):")
+    for name in roofline.DEFAULT_DEVICES:
+        other = roofline.roof_of(hardware.get(name))
+        print(f"  {name:<16} {format_rate(other.peak_flops, 'FLOP/s'):>14} {other.dtype:<5} "
+              f"{format_rate(other.bandwidth_bytes_per_s, 'B/s'):>11}  "
+              f"{other.peak_flops / roof.peak_flops:8.1f}x the FLOP/s, "
+              f"{other.bandwidth_bytes_per_s / roof.bandwidth_bytes_per_s:6.1f}x the bandwidth")
+    return 0
+
+
+def _add_bench(commands) -> None:
+    parser = _add_command(
+        commands, "bench", _bench,
+        help="time-boxed matmul and copy-bandwidth measurements, placed against catalog devices",
+        examples="  lab-utils bench --seconds 10\n  lab-utils bench --device cuda --dtypes fp32 bf16\n"
+                 "  lab-utils bench --json > alice.json   # for lab-utils compare")
+    parser.add_argument("--device", choices=("cpu", "cuda"), help="default: the GPU when there is one")
+    parser.add_argument("--seconds", type=_positive_float, default=20.0, help="time budget (default 20)")
+    parser.add_argument("--dtypes", nargs="+", default=["fp32"], choices=("fp32", "tf32", "bf16", "fp16"),
+                        help="matmul dtypes (default fp32)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the machine report and every row as JSON on stdout")
+
+
+# --- compare ---------------------------------------------------------------------------------
+
+def _load_result(path: str) -> dict:
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise UsageError(f"argument RESULT: {path!r} does not exist") from None
+    except (OSError, ValueError) as error:
+        raise UsageError(f"argument RESULT: {path!r} is not a JSON file ({error})") from None
+    if not isinstance(data, dict) or data.get("format") != JSON_FORMAT or not isinstance(data.get("rows"), list):
+        raise UsageError(f"argument RESULT: {path!r} is not the output of `lab-utils bench --json`")
+    return data
+
+
+def _compare(args: argparse.Namespace) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from lab_utils import roofline
+
+    points, roofs = [], []
+    for path in args.results:
+        data = _load_result(path)
+        who = f"{Path(path).stem}: {data['machine'].get('device_name', '?')}"
+        try:
+            points += [roofline.Point(f"{who}, {r['dtype']} matmul",
+                                      r["flops_per_call"] / r["bytes_per_call"], r["flops_per_s"])
+                       for r in data["rows"] if r["kind"] == "matmul"]
+            roof = measured_roof(data["rows"], f"{who} (measured)")
+        except (KeyError, TypeError, ZeroDivisionError) as error:
+            raise UsageError(f"argument RESULT: {path!r} has a malformed row ({error!r})") from None
+        if roof is not None:
+            roofs.append(roof)
+        print(f"{who}: {len(data['rows'])} rows" + ("" if roof else " (no roof: too few cases)"))
+    fig, _ = roofline.plot(points, roofs, devices=tuple(args.devices),
+                           title="Class roofline: every machine in the room, measured, and catalog devices")
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(args.output, dpi=120)
+    print(f"wrote {args.output}")
+    return 0
+
+
+def _add_compare(commands) -> None:
+    from lab_utils.roofline import DEFAULT_DEVICES
+
+    parser = _add_command(
+        commands, "compare", _compare,
+        help="draw the class roofline: many `bench --json` results on one figure beside catalog devices",
+        examples="  lab-utils compare results/*.json\n"
+                 "  lab-utils compare alice.json bob.json --output room.png --devices T4 'H100 SXM'")
+    parser.add_argument("results", nargs="+", metavar="RESULT", help="files written by `lab-utils bench --json`")
+    parser.add_argument("--output", type=Path, default=Path("class_roofline.png"),
+                        help="PNG to write (default class_roofline.png)")
+    parser.add_argument("--devices", nargs="*", default=list(DEFAULT_DEVICES), help="catalog devices to draw")
+
+
+# --- hardware --------------------------------------------------------------------------------
+
+def _hardware(args: argparse.Namespace) -> int:
+    from lab_utils import hardware
+    from lab_utils.units import format_bytes, format_rate
+
+    if args.name is None:
+        print(f"{'name':<22} {'kind':<4} {'memory':>10} {'bandwidth':>11}  source date")
+        for spec in hardware.catalog(args.kind):
+            memory = format_bytes(spec.memory_bytes) if spec.memory_bytes else "-"
+            bandwidth = format_rate(spec.bandwidth_bytes_per_s, "B/s") if spec.bandwidth_bytes_per_s else "-"
+            print(f"{spec.name:<22} {spec.kind:<4} {memory:>10} {bandwidth:>11}  {spec.source_date}")
+        print("vendor specifications; `lab-utils hardware NAME` shows one device with its source")
+        return 0
+    spec = hardware.get(args.name)
+    for field in dataclasses.fields(spec):
+        value = getattr(spec, field.name)
+        if field.name == "peak_flops":
+            value = ", ".join(f"{k} {format_rate(v, 'FLOP/s')}" for k, v in value.items()) or None
+        elif field.name == "memory_bytes" and value:
+            value = format_bytes(value)
+        elif field.name == "bandwidth_bytes_per_s" and value:
+            value = format_rate(value, "B/s")
+        elif field.name == "aliases":
+            value = ", ".join(value) or None
+        print(f"{field.name:<30} {'-' if value is None else value}")
+    return 0
+
+
+def _add_hardware(commands) -> None:
+    parser = _add_command(commands, "hardware", _hardware,
+                          help="list the hardware catalog, or show one device with every figure, source and date",
+                          examples="  lab-utils hardware\n  lab-utils hardware --kind gpu\n  lab-utils hardware h100")
+    parser.add_argument("name", nargs="?", help="a device name or alias (forgiving: h100, 'H100 SXM')")
+    parser.add_argument("--kind", choices=("gpu", "cpu"), help="list only GPUs or only CPUs")
+
+
+# --- memory ----------------------------------------------------------------------------------
+
+def _memory(args: argparse.Namespace) -> int:
+    from lab_utils import hardware, memory
+    from lab_utils.units import format_bytes
+
+    if args.model is not None:
+        estimate = memory.job_estimate(args.model, method=args.method, precision=args.precision,
+                                       batch=args.batch, seq_len=args.seq_len)
+        parts, total = estimate.parts, estimate.total
+        print(f"{estimate.model}, {estimate.method} in {estimate.precision}, batch {estimate.batch} "
+              f"x {estimate.seq_len} tokens")
+        for label in estimate.left_out:
+            print(f"  ({label}: left out, the catalog lacks the model's shape)")
+    else:
+        if args.method == "inference":
+            parts = (("weights", memory.weight_bytes(args.params, args.precision)),)
+        elif args.method == "full":
+            state = memory.training_state_bytes(args.params, precision=args.precision)
+            parts = (("weights", state.params), ("gradients", state.grads),
+                     ("optimizer states", state.optimizer_states))
+        else:
+            raise UsageError(f"argument --method: {args.method!r} needs --model (the adapters depend on "
+                             "the model's shape); with --params use inference or full")
+        total = sum(v for _, v in parts)
+        print(f"{args.params:.3g} parameters, {args.method} in {args.precision} "
+              "(weights and training state only: give --model for the KV cache and activations)")
+    for label, value in parts:
+        print(f"  {label:<18} {format_bytes(value):>10}")
+    print(f"  {'total':<18} {format_bytes(total):>10}")
+    print("Catalog GPUs (vendor memory, less a CUDA context):")
+    for spec in hardware.catalog("gpu"):
+        if not spec.memory_bytes:
+            continue
+        n = memory.gpus_needed(total, spec)
+        verdict = "fits on one" if n == 1 else f"needs at least {n} (split evenly)"
+        print(f"  {spec.name:<22} {format_bytes(spec.memory_bytes):>10}  {verdict}")
+    return 0
+
+
+def _add_memory(commands) -> None:
+    parser = _add_command(
+        commands, "memory", _memory,
+        help="memory a model needs, part by part, and which catalog GPUs it fits on",
+        examples="  lab-utils memory --params 8e9\n"
+                 "  lab-utils memory --model llama-3.1-8b --method qlora --precision int4\n"
+                 "  lab-utils memory --model llama-3.1-8b --batch 8 --seq-len 8192")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--params", type=_positive_float, help="parameter count, e.g. 8e9")
+    which.add_argument("--model", help="a public model from the course catalog, e.g. llama-3.1-8b")
+    parser.add_argument("--method", default="inference", choices=("inference", "full", "lora", "qlora"))
+    parser.add_argument("--precision", default=None,
+                        help="bf16, fp16, fp32, int8, int4 (inference); mixed, fp32, bf16 (full); "
+                             "default bf16, mixed for full, int4 for qlora")
+    parser.add_argument("--batch", type=_positive_int, default=1)
+    parser.add_argument("--seq-len", type=_positive_int, default=4096)
+
+
+def _memory_defaults(args: argparse.Namespace) -> None:
+    if getattr(args, "run", None) is _memory and args.precision is None:
+        args.precision = {"full": "mixed", "qlora": "int4"}.get(args.method, "bf16")
+
+
+# --- cost ------------------------------------------------------------------------------------
+
+def _cost_fine_tune(args: argparse.Namespace) -> int:
+    from lab_utils import economics, hardware
+    from lab_utils.units import format_bytes
+
+    price = args.price_per_gpu_hour
+    if price is None:
+        gpu = hardware.get(args.gpu).name
+        offers = [p for p in economics.hourly_prices() if p.gpu == gpu and p.n_gpus]
+        if not offers:
+            raise UsageError(f"argument --price-per-gpu-hour: no hourly price for {args.gpu!r} in the "
+                             "catalog; give one")
+        offer = min(offers, key=lambda p: p.price_per_gpu_hour)
+        price = offer.price_per_gpu_hour
+        print(f"price: {offer.name}, ${price:.2f} per GPU-hour ({offer.source}, {offer.date})")
+    estimate = economics.fine_tune_estimate(args.model, args.tokens, method=args.method, gpu=args.gpu,
+                                            mfu=args.mfu, price_per_gpu_hour=price)
+    print(f"{estimate.model}, {estimate.method} on {estimate.n_tokens:.3g} tokens, "
+          f"{estimate.n_gpus} x {estimate.gpu} at MFU {estimate.mfu:g}")
+    print(f"  compute   {estimate.flops:.3g} FLOP")
+    print(f"  memory    {format_bytes(estimate.memory_bytes)}")
+    print(f"  time      {estimate.hours:.3g} h wall clock, {estimate.gpu_hours:.3g} GPU-hours")
+    print(f"  cost      {_fmt_money(estimate.cost)}")
+    return 0
+
+
+def _cost_serve(args: argparse.Namespace) -> int:
+    from lab_utils import economics
+
+    price, tokens_per_s = args.price_per_hour, args.tokens_per_s
+    if args.model is not None:
+        setup = economics.serverless_setup(args.model, args.gpu, precision=args.precision, batch=args.batch)
+        print(f"{setup.model} on {setup.gpus_per_replica} x {setup.gpu} (serverless flex price, "
+              f"{setup.price.source}, {setup.price.date}); tokens/s from the roofline bound")
+        price = setup.price_per_hour if price is None else price
+        tokens_per_s = setup.tokens_per_s if tokens_per_s is None else tokens_per_s
+    elif price is None or tokens_per_s is None:
+        raise UsageError("arguments --price-per-hour and --tokens-per-s are both needed without --model")
+    print(f"  ${price:.2f}/h at {tokens_per_s:,.0f} tokens/s")
+    print(f"  {_fmt_money(economics.cost_per_million_tokens(price, tokens_per_s))} per 1M tokens "
+          "(fully busy; idle time costs extra)")
+    return 0
+
+
+def _cost_breakeven(args: argparse.Namespace) -> int:
+    from lab_utils import economics
+
+    tokens = economics.breakeven_tokens_per_month(
+        api_cost_per_million=args.api_per_million, price_per_hour=args.price_per_hour,
+        tokens_per_s=args.tokens_per_s, fine_tune_cost=args.fine_tune_cost,
+        amortize_months=args.amortize_months, always_on=args.always_on)
+    way = "always on" if args.always_on else "pay per use"
+    if tokens == float("inf"):
+        print(f"Self-hosting ({way}) never costs less than the API at these prices.")
+    else:
+        print(f"Self-hosting ({way}) costs no more than the API from {tokens:,.0f} tokens per month "
+              f"({tokens / 1e6:,.1f}M).")
+    return 0
+
+
+def _add_cost(commands) -> None:
+    parser = _add_command(
+        commands, "cost", lambda args: _usage_error(parser, "choose a cost: fine-tune, serve or breakeven"),
+        help="fine-tune cost, serving cost per 1M tokens, API vs self-host break-even",
+        examples="  lab-utils cost fine-tune --model llama-3.1-8b --tokens 1e8 --method lora --gpu h100\n"
+                 "  lab-utils cost serve --price-per-hour 2.5 --tokens-per-s 1500\n"
+                 "  lab-utils cost serve --model llama-3.1-8b --gpu 'RTX 4090'\n"
+                 "  lab-utils cost breakeven --api-per-million 0.6 --price-per-hour 2.5 --tokens-per-s 1500")
+    costs = parser.add_subparsers(dest="cost", metavar="COST")
+    fine = _add_command(costs, "fine-tune", _cost_fine_tune, help="hours, GPUs and dollars for one fine-tune",
+                        examples="  lab-utils cost fine-tune --model llama-3.1-8b --tokens 1e8\n"
+                                 "  lab-utils cost fine-tune --model llama-3.1-8b --tokens 1e9 --method full "
+                                 "--gpu 'H100 SXM' --price-per-gpu-hour 3")
+    fine.add_argument("--model", required=True, help="a public model, e.g. llama-3.1-8b")
+    fine.add_argument("--tokens", type=_positive_float, required=True, help="training tokens, e.g. 1e8")
+    fine.add_argument("--method", default="lora", choices=("full", "lora", "qlora"))
+    fine.add_argument("--gpu", default="H100 SXM", help="a catalog GPU (default H100 SXM)")
+    fine.add_argument("--mfu", type=_positive_float, default=0.4, help="model FLOPs utilisation (default 0.4)")
+    fine.add_argument("--price-per-gpu-hour", type=_non_negative_float,
+                      help="default: the cheapest hourly offer for that GPU in the price catalog")
+    serve = _add_command(costs, "serve", _cost_serve, help="dollars per 1M generated tokens on a GPU",
+                         examples="  lab-utils cost serve --price-per-hour 2.5 --tokens-per-s 1500\n"
+                                  "  lab-utils cost serve --model llama-3.1-8b --gpu 'RTX 4090' --batch 8")
+    serve.add_argument("--price-per-hour", type=_non_negative_float)
+    serve.add_argument("--tokens-per-s", type=_positive_float)
+    serve.add_argument("--model", help="estimate tokens/s and price on a serverless GPU class")
+    serve.add_argument("--gpu", default="H100 SXM")
+    serve.add_argument("--precision", default="bf16")
+    serve.add_argument("--batch", type=_positive_int, default=1)
+    even = _add_command(costs, "breakeven", _cost_breakeven,
+                        help="tokens per month above which self-hosting costs no more than the API",
+                        examples="  lab-utils cost breakeven --api-per-million 0.6 --price-per-hour 2.5 "
+                                 "--tokens-per-s 1500\n"
+                                 "  lab-utils cost breakeven --api-per-million 3 --price-per-hour 2.5 "
+                                 "--tokens-per-s 1500 --fine-tune-cost 500 --always-on")
+    even.add_argument("--api-per-million", type=_non_negative_float, required=True, help="API $ per 1M tokens")
+    even.add_argument("--price-per-hour", type=_non_negative_float, required=True, help="GPU $ per hour")
+    even.add_argument("--tokens-per-s", type=_positive_float, required=True, help="self-hosted tokens/s per GPU")
+    even.add_argument("--fine-tune-cost", type=_non_negative_float, default=0.0)
+    even.add_argument("--amortize-months", type=_positive_float, default=12.0)
+    even.add_argument("--always-on", action="store_true", help="bill whole GPUs all month")
+
+
+# --- the parser ------------------------------------------------------------------------------
+
+COMMANDS = (_add_doctor, _add_bench, _add_compare, _add_hardware, _add_memory, _add_cost)
+"""One registering function per sub-command, in --help order; add one to add a command."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser, one sub-command per task."""
-    parser = argparse.ArgumentParser(
+    """The argument parser, one sub-command per function in :data:`COMMANDS`."""
+    parser = _Parser(
         prog="lab-utils",
         description="Helpers for the course 'CPU vs GPU for AI'.",
-        epilog="example: lab-utils doctor",
+        epilog="examples:\n  lab-utils doctor\n  lab-utils memory --model llama-3.1-8b\n"
+               "  lab-utils COMMAND --help",
+        formatter_class=_formatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {lab_utils.__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    doctor = commands.add_parser(
-        "doctor",
-        help="report this machine: Python, torch, CUDA, GPU, CPU, cores, RAM, runtime",
-        description="Report this machine, as the first notebook does.",
-        epilog="example: lab-utils doctor",
-    )
-    doctor.set_defaults(run=_doctor)
+    for add in COMMANDS:
+        add(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one sub-command; returns the exit status (2 for bad usage, from argparse)."""
-    args = build_parser().parse_args(argv)
-    return args.run(args)
+    """Run one sub-command; returns the exit status. Bad usage: one line on stderr, status 2."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _memory_defaults(args)
+    try:
+        return args.run(args)
+    except (UsageError, ValueError, TypeError) as error:
+        _usage_error(parser, error)
+    except KeyboardInterrupt:
+        parser.exit(130, "\ninterrupted\n")
 
 
 if __name__ == "__main__":

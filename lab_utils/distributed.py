@@ -37,6 +37,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from lab_utils import checks
+
 __all__ = [
     "AllReduceFit", "AllReduceTiming", "Backend", "DataParallelStep", "TorchrunError",
     "TorchrunResult", "bus_bandwidth_bytes_per_s", "choose_backend", "data_parallel_step",
@@ -55,26 +57,15 @@ _MARKER = "LAB_UTILS_TORCHRUN_ID"  # set in every launched process's environment
 
 # --- argument checks -----------------------------------------------------------------------
 
-def _count(name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name}={value!r}: must be an integer >= {minimum}")
-    return value
+_count = checks.count
 
 
 def _number(name: str, value, *, allow_zero: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        raise ValueError(f"{name}={value!r}: must be a finite number {'>= 0' if allow_zero else '> 0'}")
-    return float(value)
+    return checks.number(name, value, strict=not allow_zero)
 
 
 def _numbers(name: str, values) -> list[float]:
-    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise TypeError(f"{name} must be a sequence of numbers, got {type(values).__name__}")
-    return [_number(f"{name}[{index}]", value) for index, value in enumerate(values)]
+    return checks.numbers(name, values)
 
 
 # --- formulas ------------------------------------------------------------------------------

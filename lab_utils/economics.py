@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 
-from lab_utils import hardware, llms, lookup, memory
+from lab_utils import checks, hardware, llms, lookup, memory
 
 try:
     import tomllib
@@ -57,24 +57,8 @@ _TRAINING_PRECISION = {"full": "mixed", "lora": "bf16", "qlora": "int4"}  # memo
 
 # --- argument checks -----------------------------------------------------------------------
 
-def _number(name: str, value, *, minimum: float = 0.0, strict: bool = True, maximum: float = math.inf) -> float:
-    """``value`` as a float if it is a finite number above ``minimum`` (or equal, when not
-    ``strict``) and at most ``maximum``; else TypeError / ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
-    relation = ">" if strict else ">="
-    if not math.isfinite(value) or value < minimum or (strict and value == minimum) or value > maximum:
-        upper = f" and <= {maximum:g}" if math.isfinite(maximum) else ""
-        raise ValueError(f"{name}={value!r}: must be a finite number {relation} {minimum:g}{upper}")
-    return float(value)
-
-
-def _count(name: str, value, *, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name}={value!r}: must be an integer >= {minimum}")
-    return value
+_number = checks.number  # shared wording: lab_utils.checks
+_count = checks.count
 
 
 # --- compute and time ----------------------------------------------------------------------

@@ -24,7 +24,7 @@ import contextlib
 import math
 from dataclasses import dataclass
 
-from lab_utils import hardware, llms
+from lab_utils import checks, hardware, llms
 
 __all__ = [
     "BYTES_PER_VALUE", "CUDA_CONTEXT_BYTES", "JOB_METHODS", "RECOMPUTE", "TRAINING_PRECISIONS",
@@ -58,25 +58,14 @@ CUDA_CONTEXT_BYTES = (300 * 2**20, 2 * 2**30)
 # --- argument checks -----------------------------------------------------------------------
 
 def _positive_int(name: str, value, allow_zero: bool = False) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < 0 or (value == 0 and not allow_zero):
-        raise ValueError(f"{name}={value!r}: must be a {'non-negative' if allow_zero else 'positive'} integer")
-    return value
+    return checks.count(name, value, minimum=0 if allow_zero else 1)
 
 
 def _positive_number(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name}={value!r}: must be a finite number > 0")
-    return value
+    return checks.number(name, value)
 
 
-def _choice(name: str, value, allowed) -> str:
-    if not isinstance(value, str) or value not in allowed:
-        raise ValueError(f"{name}={value!r} is not allowed; use one of {tuple(allowed)}")
-    return value
+_choice = checks.choice
 
 
 # --- training state ------------------------------------------------------------------------

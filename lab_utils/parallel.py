@@ -23,6 +23,8 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from lab_utils import checks
+
 __all__ = [
     "AmdahlFit",
     "ThreadScaling",
@@ -39,28 +41,15 @@ MANY_CORES = 8
 
 
 def _check_fraction(parallel_fraction) -> float:
-    if isinstance(parallel_fraction, bool) or not isinstance(parallel_fraction, numbers.Real):
-        raise TypeError(
-            f"parallel_fraction must be a number between 0 and 1, got "
-            f"{type(parallel_fraction).__name__} {parallel_fraction!r}"
-        )
-    if not 0.0 <= parallel_fraction <= 1.0:  # also refuses NaN
-        raise ValueError(f"parallel_fraction={parallel_fraction!r}: must be between 0 and 1")
-    return float(parallel_fraction)
+    return checks.fraction("parallel_fraction", parallel_fraction)
 
 
 def _check_workers(workers, name: str = "workers") -> int:
-    if isinstance(workers, bool) or not isinstance(workers, numbers.Integral):
-        raise TypeError(f"{name} must be an integer >= 1, got {type(workers).__name__} {workers!r}")
-    if workers < 1:
-        raise ValueError(f"{name}={workers!r}: must be an integer >= 1")
-    return int(workers)
+    return checks.count(name, workers)
 
 
 def _as_list(values, name: str) -> list:
-    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise TypeError(f"{name} must be a sequence of numbers, got {type(values).__name__} {values!r}")
-    return list(values)
+    return checks.sequence(name, values)
 
 
 def amdahl_speedup(parallel_fraction: float, workers: int) -> float:

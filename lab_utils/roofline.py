@@ -25,7 +25,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from lab_utils import hardware
+from lab_utils import checks, hardware
 
 __all__ = [
     "DEFAULT_DEVICES", "Point", "Roof", "arithmetic_intensity", "attainable_flops",
@@ -41,21 +41,11 @@ DTYPE_PREFERENCE = ("bf16", "fp16", "fp32")
 
 
 def _check_dimension(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be a positive int (a matrix dimension), got {type(value).__name__} {value!r}")
-    if value < 1:
-        raise ValueError(f"{name}={value!r}: a matrix dimension must be >= 1")
-    return value
+    return checks.count(name, value, what="a positive int (a matrix dimension)")
 
 
 def _check_positive(name: str, value, allow_zero: bool = False, allow_inf: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
-    low_ok = value >= 0 if allow_zero else value > 0
-    if math.isnan(value) or not low_ok or (math.isinf(value) and not allow_inf):
-        allowed = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name}={value!r}: must be a finite number {allowed}")
-    return float(value)
+    return checks.number(name, value, strict=not allow_zero, allow_inf=allow_inf)
 
 
 def matmul_flops(m: int, n: int, k: int) -> int:

@@ -27,8 +27,9 @@ import math
 import time
 from dataclasses import dataclass
 
-from lab_utils import economics, machine
-from lab_utils.economics import SECONDS_PER_HOUR, _count  # the cost formulas' argument checks
+from lab_utils import checks, economics, machine
+from lab_utils.checks import count as _count
+from lab_utils.economics import SECONDS_PER_HOUR
 
 __all__ = [
     "PCIE_TRANSFERS_PER_S_PER_LANE", "OffloadFloor", "Route", "Mix",
@@ -46,7 +47,7 @@ _SHARE_TOLERANCE = 1e-9
 
 def _number(name: str, value, *, strict: bool = False, maximum: float = math.inf) -> float:
     """``value`` as a float if it is a finite number >= 0 (> 0 when ``strict``) and <= ``maximum``."""
-    return economics._number(name, value, strict=strict, maximum=maximum)
+    return checks.number(name, value, strict=strict, maximum=maximum)
 
 
 def _seconds_tuple(name: str, values) -> tuple[float, ...]:

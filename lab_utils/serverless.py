@@ -21,6 +21,8 @@ import math
 import random
 from dataclasses import dataclass
 
+from lab_utils import checks
+
 
 @dataclass(frozen=True)
 class SimulationResult:
@@ -49,18 +51,10 @@ def percentile(values, q: float) -> float:
 
 
 def _check_number(name: str, value, *, minimum: float, strict: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
-    if not math.isfinite(value) or value < minimum or (strict and value == minimum):
-        relation = ">" if strict else ">="
-        raise ValueError(f"{name}={value!r}: must be a finite number {relation} {minimum}")
-    return float(value)
+    return checks.number(name, value, minimum=minimum, strict=strict)
 
 
-def _check_count(name: str, value, *, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name}={value!r}: must be an integer >= {minimum}")
-    return value
+_check_count = checks.count
 
 
 class _Worker:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from itertools import accumulate
 
-from lab_utils import economics, hardware, llms, memory, plots
+from lab_utils import advisor, economics, hardware, llms, memory, plots
 from lab_utils.units import format_bytes, format_rate
 
 _BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -222,3 +222,55 @@ def cost_calculator(model: str = "Llama-3.1-8B", gpu: str = "H100 SXM", api: str
     }
     names = list(controls)
     return _live_panel(_cost_figure, controls, [names[:4], names[4:7], names[7:]])
+
+
+# --- which hardware for my job? (notebook 08) -----------------------------------------------
+
+_JOB_TOKENS = (1e6, 1e7, 1e8, 1e9, 1e10)
+_REQUESTS_PER_DAY = (10, 100, 1_000, 10_000, 100_000, 1_000_000)
+
+
+def _advisor_figure(job, model, method, n_tokens, requests_per_day):
+    """``advisor.chart`` of the ranking for a fine-tune or a serving job, the verdict beneath."""
+    if job == "fine-tune":
+        advice = advisor.fine_tune(model, n_tokens, method=method)
+    else:
+        advice = advisor.serve(model, requests_per_day)
+    fig, _ = advisor.chart(advice)
+    fig.text(0.01, 0.01, advice.verdict, fontsize=8, wrap=True)
+    fig.subplots_adjust(bottom=0.2)
+    return fig
+
+
+def job_advisor(job: str = "fine-tune", model: str = "Llama-3.1-8B", method: str = "lora",
+                n_tokens: float = 1e7, requests_per_day: float = 1_000, static: bool = False):
+    """Which hardware for my job? ``advisor.fine_tune`` or ``advisor.serve`` (their default
+    assumptions) drawn as cost against time, one point per working option.
+
+    Controls: job ("fine-tune" or "serve"), model (``llms.catalog()``), fine-tune method and
+    tokens, requests per day. ``static=True`` returns the matplotlib figure for these inputs;
+    otherwise an ipywidgets panel.
+    """
+    if not isinstance(static, bool):
+        raise TypeError(f"static must be True or False, got {static!r}")
+    if job not in ("fine-tune", "serve"):
+        raise ValueError(f"job={job!r} is not allowed; use 'fine-tune' or 'serve'")
+    values = {"job": job, "model": model, "method": method, "n_tokens": n_tokens, "requests_per_day": requests_per_day}
+    if static:
+        return _advisor_figure(**values)
+
+    import ipywidgets as w
+    import matplotlib.pyplot as plt
+
+    plt.close(_advisor_figure(**values))  # bad starting values fail here, naming the parameter
+    controls = {
+        "job": w.Dropdown(options=("fine-tune", "serve"), value=job, description="job"),
+        "model": w.Dropdown(options=[config.name for config in llms.catalog()], value=llms.get(model).name,
+                            description="model"),
+        "method": w.Dropdown(options=("full", "lora", "qlora"), value=method, description="method"),
+        "n_tokens": w.SelectionSlider(options=sorted({*_JOB_TOKENS, n_tokens}), value=n_tokens,
+                                      description="FT tokens"),
+        "requests_per_day": w.SelectionSlider(options=sorted({*_REQUESTS_PER_DAY, requests_per_day}),
+                                              value=requests_per_day, description="requests/day"),
+    }
+    return _live_panel(_advisor_figure, controls, [("job", "model"), ("method", "n_tokens", "requests_per_day")])

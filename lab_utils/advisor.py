@@ -1,0 +1,555 @@
+"""Which hardware for my job? Every option that could do it, ranked by cost then time.
+
+Three kinds of job: :func:`fine_tune` (a catalog LLM or a parameter count, tokens, method
+full / LoRA / QLoRA), :func:`serve` (a model, requests per day, tokens in and out per request,
+a latency target) and :func:`train` (a dense network, optionally with a sparse embedding table,
+as in a recommender). Each returns an :class:`Advice`: one :class:`Option` per CPU server,
+catalog GPU (alone or several of it in one server), serverless GPU class and, for serving,
+paid API, with whether it fits, how many devices, hours, dollars, the price's source and date,
+the bound that limits it, and for an option that cannot work, why.
+
+No arithmetic of its own beyond adding up: memory from ``lab_utils.memory`` (job_estimate,
+training_state_bytes, fits, gpus_needed), time from ``lab_utils.economics`` (training_flops,
+training_hours, decode_tokens_per_s_bound, serving_tokens_per_s), serverless from
+``lab_utils.serverless.simulate``, prices from ``lab_utils/data/prices.toml`` with their dates.
+
+Prices: a GPU is priced by its cheapest hourly offer in the data (per GPU); a catalog GPU with no
+hourly offer by its Runpod serverless *active* rate x 3600, labelled so; a GPU with neither is
+listed as "no price in the data" and never given an invented one. A CPU server is priced per
+core from the CPU offer ``cpu_offer`` (default AWS c5.24xlarge) scaled to the catalog CPU's core
+count, labelled as that assumption. Everything here is an estimate from vendor specifications
+and list prices, not a measurement. Pure Python: no torch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from lab_utils import checks, economics, hardware, llms, memory, serverless
+from lab_utils.units import format_seconds
+
+__all__ = ["BOUNDS", "Advice", "Option", "chart", "fine_tune", "serve", "train"]
+
+BOUNDS = ("memory", "compute", "bandwidth", "cold starts", "price")
+"""What limits an option: it does not fit (memory), FLOP/s, bytes/s, serverless cold starts,
+or the price of the smallest rental (the device idles most of the time)."""
+
+_SECONDS_PER_DAY = 86_400.0
+_SECONDS_PER_MONTH = economics.HOURS_PER_MONTH * economics.SECONDS_PER_HOUR
+_METHODS = ("full", "lora", "qlora")
+_METHOD_PRECISION = {"full": "mixed", "lora": "bf16", "qlora": "int4"}  # memory.job_estimate precisions
+_GPU_DTYPES = ("bf16", "fp16")  # the first one a GPU has is its training / serving peak
+_CPU_DTYPE = "fp32"  # catalog CPUs publish an fp32 peak only
+
+
+@dataclass(frozen=True)
+class Option:
+    """One way to run the job. Money in US dollars; ``cost`` is for the whole job (training)
+    or per month (serving), None when it cannot be priced.
+
+    ``hours``: wall-clock hours of the job (training), or device-hours billed per month
+    (serving; None for an API). ``latency_s``: seconds per request (serving: p95 for
+    serverless, the estimate for a busy server); None for training. ``why``: None when the
+    option works, else the reason it cannot.
+    """
+
+    name: str
+    kind: str  # "cpu" | "gpu" | "serverless" | "api"
+    fits: bool
+    n_devices: int
+    hours: float | None
+    cost: float | None
+    price_per_hour: float | None
+    price_source: str
+    price_date: str
+    bound: str
+    why: str | None = None
+    latency_s: float | None = None
+    memory_bytes: float | None = None
+
+    @property
+    def works(self) -> bool:
+        return self.why is None
+
+
+@dataclass(frozen=True)
+class Advice:
+    """The options for one job, working ones first, each group by cost then time.
+
+    ``period``: what ``Option.cost`` covers ("job" or "month"); ``assumptions``: the
+    (name, value) pairs the estimate used, to print beside the answer.
+    """
+
+    job: str
+    period: str
+    options: tuple[Option, ...]
+    assumptions: tuple[tuple[str, object], ...]
+
+    @property
+    def best(self) -> Option | None:
+        """The cheapest working option (None when nothing works)."""
+        return next((o for o in self.options if o.works and o.cost is not None), None)
+
+    def option(self, name: str) -> Option:
+        """One option by its exact name."""
+        for o in self.options:
+            if o.name == name:
+                return o
+        raise ValueError(f"name={name!r} is not an option here; options: {[o.name for o in self.options]}")
+
+    @property
+    def verdict(self) -> str:
+        """The answer in one plain sentence: 'an API', 'a CPU', 'a GPU', 'serverless GPUs'."""
+        best = self.best
+        if best is None:
+            return f"{self.job}: no option works under these assumptions."
+        words = {"api": "an API", "cpu": "a CPU", "gpu": "a GPU" if best.n_devices == 1 else "GPUs",
+                 "serverless": "serverless GPUs"}[best.kind]
+        return (f"{self.job}: the answer is {words} — {best.name}, ${best.cost:,.2f} per {self.period} "
+                f"(price {best.price_date}, {best.price_source}).")
+
+    def table(self, limit: int | None = None) -> str:
+        """The ranking as a fixed-width text table (what the notebook and ``lab-utils pick`` print)."""
+        rows = [("#", "option", "n", "fits", "time", f"$ per {self.period}", "bound", "price date",
+                 "why not")]
+        for rank, o in enumerate(self.options[:limit], start=1):
+            if self.period == "month":
+                time = "-" if o.latency_s is None else format_seconds(o.latency_s)
+            else:
+                time = "-" if o.hours is None else format_seconds(o.hours * 3600)
+            cost = "no price" if o.cost is None else f"{o.cost:,.2f}"
+            rows.append((str(rank), o.name, str(o.n_devices), "yes" if o.fits else "no", time, cost, o.bound,
+                         o.price_date, o.why or ""))
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+        lines = ["  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths)) + "  " + row[-1] for row in rows]
+        note = "time: request latency" if self.period == "month" else "time: wall clock of the job"
+        return "\n".join(line.rstrip() for line in lines) + f"\n({note}; estimates from vendor specs and list prices)"
+
+    def to_dict(self) -> dict:
+        """Plain data for JSON."""
+        from dataclasses import asdict
+        return {"job": self.job, "period": self.period, "verdict": self.verdict,
+                "assumptions": {k: v for k, v in self.assumptions},
+                "options": [dict(asdict(o), works=o.works) for o in self.options]}
+
+
+# --- prices ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Price:
+    per_hour: float | None
+    source: str
+    date: str
+
+
+def _gpu_price(spec: hardware.Spec) -> _Price:
+    """Cheapest hourly offer per GPU for ``spec``; else the serverless active rate x 3600."""
+    offers = [p for p in economics.hourly_prices()
+              if p.gpu == spec.name and p.n_gpus and p.price_per_hour > 0 and p.kind != "notebook"]
+    if offers:
+        offer = min(offers, key=lambda p: p.price_per_gpu_hour)
+        return _Price(offer.price_per_gpu_hour, f"{offer.name} ({offer.source})", offer.date)
+    for price in economics.serverless_prices():
+        if spec.name in price.gpus:
+            return _Price(price.active_per_hour, f"{price.name} active rate x 3600 (no hourly offer in the data)",
+                          price.date)
+    return _Price(None, "no price in lab_utils/data/prices.toml", "-")
+
+
+def _cpu_price(spec: hardware.Spec, cpu_offer: str) -> _Price:
+    offer = economics.hourly_price(cpu_offer)
+    if offer.n_gpus or not offer.cpu_cores:
+        raise ValueError(f"cpu_offer={cpu_offer!r}: pick a CPU-only offer with a core count, e.g. 'AWS c5.24xlarge'")
+    if not spec.cores:
+        return _Price(None, "no core count in the catalog to scale a price", "-")
+    return _Price(offer.price_per_hour / offer.cpu_cores * spec.cores,
+                  f"{offer.name} per-core price x {spec.cores} cores (assumption: a different CPU; {offer.source})",
+                  offer.date)
+
+
+def _peak(spec: hardware.Spec) -> tuple[str, float | None]:
+    dtypes = (_CPU_DTYPE,) if spec.kind == "cpu" else _GPU_DTYPES
+    for dtype in dtypes:
+        if dtype in spec.peak_flops:
+            return dtype, spec.peak_flops[dtype]
+    return dtypes[0], None
+
+
+def _devices_needed(n_bytes: float, spec: hardware.Spec) -> int:
+    """GPUs to hold ``n_bytes`` (memory.gpus_needed); a CPU server holds it or not (1 or 0)."""
+    if spec.kind == "gpu":
+        return memory.gpus_needed(n_bytes, spec)
+    return 1 if n_bytes <= spec.memory_bytes else 0
+
+
+def _hardware(include_cpus: bool):
+    """Every catalog GPU, and the catalog CPUs with a published peak (a server to rent; the
+    Colab CPU runtime, with none, is left out)."""
+    cpus = tuple(s for s in hardware.catalog("cpu") if s.peak_flops) if include_cpus else ()
+    return hardware.catalog("gpu") + cpus
+
+
+def _rank(options) -> tuple[Option, ...]:
+    def key(o: Option):
+        time = o.latency_s if o.latency_s is not None else (o.hours if o.hours is not None else math.inf)
+        return (not o.works, o.cost is None, o.cost if o.cost is not None else math.inf, time, o.name)
+    return tuple(sorted(options, key=key))
+
+
+def _not_possible(name, kind, spec_or_none, fits, n, bytes_, bound, why, price=None):
+    price = price or _Price(None, "-", "-")
+    return Option(name=name, kind=kind, fits=fits, n_devices=n, hours=None, cost=None,
+                  price_per_hour=price.per_hour, price_source=price.source, price_date=price.date,
+                  bound=bound, why=why, memory_bytes=bytes_)
+
+
+def _common(mfu, cpu_mfu, max_devices, cpu_offer):
+    mfu = checks.number("mfu", mfu, maximum=1.0)
+    cpu_mfu = checks.number("cpu_mfu", cpu_mfu, maximum=1.0)
+    max_devices = checks.count("max_devices", max_devices)
+    if not isinstance(cpu_offer, str):
+        raise TypeError(f"cpu_offer must be a str naming an hourly offer, got {type(cpu_offer).__name__}")
+    economics.hourly_price(cpu_offer)  # an unknown name fails here, listing the offers
+    return mfu, cpu_mfu, max_devices
+
+
+def _model(model, name="model"):
+    """An LLMConfig for a catalog name, or None with the parameter count for a bare number."""
+    if isinstance(model, str):
+        return llms.get(model), None
+    if isinstance(model, llms.LLMConfig):
+        return model, None
+    return None, checks.number(name, model)
+
+
+# --- time-bound jobs: one fine-tune or training run -----------------------------------------
+
+def _run_options(label, memory_bytes, flops, bytes_moved, specs, *, mfu, cpu_mfu, max_devices, cpu_offer,
+                 bandwidth_efficiency):
+    """Options for a job of ``flops`` that moves ``bytes_moved`` and must hold ``memory_bytes``:
+    hours = max(FLOPs / (peak x MFU x n), bytes / (bandwidth x efficiency x n)) / 3600."""
+    options = []
+    for spec in specs:
+        kind = spec.kind
+        price = _cpu_price(spec, cpu_offer) if kind == "cpu" else _gpu_price(spec)
+        dtype, peak = _peak(spec)
+        n = _devices_needed(memory_bytes, spec)
+        if n == 0:
+            options.append(_not_possible(spec.name, kind, spec, False, 1, memory_bytes, "memory",
+                                         "does not fit in one server's memory", price))
+            continue
+        if n > max_devices:
+            options.append(_not_possible(f"{n} x {spec.name}", kind, spec, False, n, memory_bytes, "memory",
+                                         f"needs {n} GPUs to hold the job: more than one server of "
+                                         f"{max_devices} (max_devices)", price))
+            continue
+        name = spec.name if n == 1 else f"{n} x {spec.name}"
+        if peak is None or (bytes_moved and not spec.bandwidth_bytes_per_s):
+            options.append(_not_possible(name, kind, spec, True, n, memory_bytes, "compute",
+                                         "the catalog has no peak or bandwidth to estimate its speed", price))
+            continue
+        compute_h = economics.training_hours(flops, peak_flops=peak, mfu=cpu_mfu if kind == "cpu" else mfu,
+                                             n_devices=n)
+        bandwidth_h = (bytes_moved / (spec.bandwidth_bytes_per_s * bandwidth_efficiency * n) /
+                       economics.SECONDS_PER_HOUR) if bytes_moved else 0.0
+        hours = max(compute_h, bandwidth_h)
+        bound = "bandwidth" if bandwidth_h > compute_h else "compute"
+        why = None if price.per_hour is not None else "no price in the data for this device"
+        options.append(Option(name=name, kind=kind, fits=True, n_devices=n, hours=hours,
+                              cost=None if price.per_hour is None else hours * n * price.per_hour,
+                              price_per_hour=price.per_hour, price_source=price.source, price_date=price.date,
+                              bound=bound, why=why, memory_bytes=memory_bytes))
+    return Advice(job=label, period="job", options=_rank(options), assumptions=())
+
+
+def fine_tune(model, n_tokens, *, method: str = "lora", mfu: float = 0.4, cpu_mfu: float = 0.4,
+              seq_len: int = 4096, batch: int = 1, recompute: str = "full", lora_rank: int = 16,
+              max_devices: int = 8, cpu_offer: str = "AWS c5.24xlarge", include_cpus: bool = True) -> Advice:
+    """Rank the hardware for one fine-tune of ``model`` (an ``llms`` name or a parameter count)
+    over ``n_tokens`` tokens with ``method`` "full", "lora" or "qlora".
+
+    Memory: ``memory.job_estimate`` (full: mixed-precision Adam, 16 bytes per parameter; LoRA:
+    bf16 weights + adapters; QLoRA: 4-bit weights + adapters; activations of ``batch`` x
+    ``seq_len`` with ``recompute``). For a bare parameter count only the weights and, for full,
+    the optimizer state are known: the total is a lower bound. FLOPs: ``economics.training_flops``
+    (6ND full, 4ND LoRA/QLoRA); hours at ``mfu`` of the dense bf16 (fp16) peak on GPUs, ``cpu_mfu``
+    of the fp32 peak on CPUs.
+
+    Defaults: ``mfu`` 0.4 (large runs reach 0.38-0.46: PaLM, Llama 3); ``cpu_mfu`` 0.4 is
+    generous (real CPU training frameworks reach less); ``max_devices`` 8 GPUs, one server;
+    ``recompute`` "full" (activation checkpointing, as fine-tuning scripts use); GPUs split the
+    job evenly and scale perfectly (a lower bound on hours).
+    """
+    method = checks.choice("method", method, _METHODS)
+    mfu, cpu_mfu, max_devices = _common(mfu, cpu_mfu, max_devices, cpu_offer)
+    n_tokens = checks.number("n_tokens", n_tokens)
+    config, n_params = _model(model)
+    if config is not None:
+        estimate = memory.job_estimate(config, method=method, precision=_METHOD_PRECISION[method], batch=batch,
+                                       seq_len=seq_len, recompute=recompute, lora_rank=lora_rank)
+        memory_bytes, n_compute, label = estimate.total, config.params_per_token, config.name
+    elif method == "full":
+        memory_bytes = memory.training_state_bytes(n_params).total
+        n_compute, label = n_params, f"{n_params:.3g}-parameter model"
+    else:
+        memory_bytes = memory.weight_bytes(n_params, _METHOD_PRECISION[method])
+        n_compute, label = n_params, f"{n_params:.3g}-parameter model"
+    flops = economics.training_flops(n_compute, n_tokens, method)
+    advice = _run_options(f"{method} fine-tune of {label} on {n_tokens:.3g} tokens", memory_bytes, flops, 0.0,
+                          _hardware(include_cpus), mfu=mfu, cpu_mfu=cpu_mfu, max_devices=max_devices,
+                          cpu_offer=cpu_offer, bandwidth_efficiency=1.0)
+    return Advice(advice.job, advice.period, advice.options,
+                  (("method", method), ("mfu", mfu), ("cpu_mfu", cpu_mfu), ("seq_len", seq_len), ("batch", batch),
+                   ("recompute", recompute), ("max_devices", max_devices), ("memory_bytes", memory_bytes),
+                   ("flops", flops)))
+
+
+def train(dense_params, n_examples, *, tokens_per_example: int = 1, embedding_params: float = 0,
+          lookups_per_example: int = 0, embedding_dim: int = 128, embedding_bytes_per_param: float = 8.0,
+          mfu: float = 0.4, cpu_mfu: float = 0.4, gather_efficiency: float = 0.5, max_devices: int = 8,
+          cpu_offer: str = "AWS c5.24xlarge", include_cpus: bool = True) -> Advice:
+    """Rank the hardware for a training run: a dense network of ``dense_params`` parameters over
+    ``n_examples`` examples (x ``tokens_per_example``), plus, for a sparse model such as a
+    recommender, an embedding table of ``embedding_params`` values read ``lookups_per_example``
+    rows of ``embedding_dim`` at a time.
+
+    Dense part: 6·N·D FLOPs (``economics.training_flops``), mixed-precision Adam state
+    (``memory.training_state_bytes``). Embedding table: ``embedding_bytes_per_param`` bytes per
+    value (default 8: an fp32 weight plus one fp32 optimizer value, as row-wise Adagrad keeps
+    about; Adam would need 12); each lookup reads its row and reads and writes it again in the
+    update (3 x dim x 4 bytes), at ``gather_efficiency`` (default 0.5) of the memory bandwidth,
+    because random rows use memory far worse than streaming. Activations and the all-to-all
+    between GPUs holding shards of the table are left out: hours are a lower bound.
+    """
+    mfu, cpu_mfu, max_devices = _common(mfu, cpu_mfu, max_devices, cpu_offer)
+    dense_params = checks.number("dense_params", dense_params)
+    n_examples = checks.number("n_examples", n_examples)
+    tokens_per_example = checks.count("tokens_per_example", tokens_per_example)
+    embedding_params = checks.number("embedding_params", embedding_params, strict=False)
+    lookups = checks.count("lookups_per_example", lookups_per_example, minimum=0)
+    embedding_dim = checks.count("embedding_dim", embedding_dim)
+    embedding_bytes_per_param = checks.number("embedding_bytes_per_param", embedding_bytes_per_param)
+    gather_efficiency = checks.number("gather_efficiency", gather_efficiency, maximum=1.0)
+    if embedding_params and not lookups:
+        raise ValueError("lookups_per_example=0: a model with an embedding table must look rows up (give >= 1)")
+    if lookups and not embedding_params:
+        raise ValueError("embedding_params=0: lookups_per_example needs an embedding table (give its size)")
+    memory_bytes = memory.training_state_bytes(dense_params).total + embedding_params * embedding_bytes_per_param
+    flops = economics.training_flops(dense_params, n_examples * tokens_per_example, "full")
+    bytes_moved = n_examples * lookups * 3 * embedding_dim * memory.BYTES_PER_VALUE["fp32"]
+    kind = "sparse" if embedding_params else "dense"
+    advice = _run_options(f"{kind} training run, {dense_params:.3g} dense parameters"
+                          + (f" + {embedding_params:.3g}-value embedding table" if embedding_params else "")
+                          + f", {n_examples:.3g} examples", memory_bytes, flops, bytes_moved, _hardware(include_cpus),
+                          mfu=mfu, cpu_mfu=cpu_mfu, max_devices=max_devices, cpu_offer=cpu_offer,
+                          bandwidth_efficiency=gather_efficiency)
+    return Advice(advice.job, advice.period, advice.options,
+                  (("mfu", mfu), ("cpu_mfu", cpu_mfu), ("gather_efficiency", gather_efficiency),
+                   ("embedding_bytes_per_param", embedding_bytes_per_param), ("max_devices", max_devices),
+                   ("memory_bytes", memory_bytes), ("flops", flops), ("bytes_moved", bytes_moved)))
+
+
+# --- serving: a monthly bill ----------------------------------------------------------------
+
+def _request_seconds(n_params, bytes_per_param, spec, n, *, batch, mfu, efficiency, input_tokens, output_tokens):
+    """Seconds for one request on ``n`` devices at ``batch``: prompt at the compute bound
+    (2·N FLOPs per token at ``mfu``), output at the decode bound per sequence
+    (``economics.decode_tokens_per_s_bound`` / batch x ``efficiency``). Returns (prefill, decode)."""
+    dtype, peak = _peak(spec)
+    compute = peak * mfu * n
+    prefill_s = input_tokens * economics.FLOPS_PER_PARAM_PER_TOKEN["inference"] * n_params / compute
+    decode = economics.decode_tokens_per_s_bound(n_params, bytes_per_param=bytes_per_param,
+                                                 bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s * n, batch=batch,
+                                                 peak_flops=compute)
+    decode_s = output_tokens / (decode * efficiency / batch)
+    return prefill_s, decode_s
+
+
+def serve(model, requests_per_day, *, input_tokens: int = 500, output_tokens: int = 200,
+          latency_target_s: float = 10.0, precision: str = "bf16", batch: int = 8, utilisation: float = 0.5,
+          mfu: float = 0.4, cpu_mfu: float = 0.4, efficiency: float = 0.7, max_devices: int = 8,
+          cpu_offer: str = "AWS c5.24xlarge", cold_start_s: float = 60.0, idle_timeout_s: float = 5.0,
+          max_workers: int = 10, max_simulated_requests: int = 5000, seed: int = 0,
+          include_cpus: bool = True) -> Advice:
+    """Rank the ways to serve ``model`` (an ``llms`` name) for ``requests_per_day`` requests of
+    ``input_tokens`` in and ``output_tokens`` out, each within ``latency_target_s``; cost per month.
+
+    Always-on servers (CPU, each GPU): replicas holding the weights and KV cache
+    (``memory.job_estimate``, ``memory.gpus_needed``), enough of them that the average load uses
+    at most ``utilisation`` of their throughput (``economics.serving_tokens_per_s`` at ``batch``),
+    billed :data:`economics.HOURS_PER_MONTH` hours. Serverless (Runpod flex): one request at a time
+    per worker, Poisson arrivals simulated by ``serverless.simulate`` over a window of at most
+    ``max_simulated_requests`` requests (or a day) and scaled to a month; the class is timed on its
+    slowest catalog GPU. APIs: ``economics.api_cost`` of the month's tokens (a different model:
+    compare quality yourself).
+
+    Defaults (assumptions, not measurements): ``batch`` 8 concurrent sequences; ``utilisation``
+    0.5 (headroom for peaks); ``efficiency`` 0.7 of the decode bandwidth bound (the 4090 reaches
+    191 of ~280 tokens/s in mlc-ai/llm-perf-bench); ``mfu`` 0.4 for prompt processing;
+    ``cold_start_s`` 60 s (container start plus loading ~16 GB of weights; measure yours);
+    ``idle_timeout_s`` 5 s (Runpod's default); ``max_workers`` 10.
+    """
+    mfu, cpu_mfu, max_devices = _common(mfu, cpu_mfu, max_devices, cpu_offer)
+    if not isinstance(model, (str, llms.LLMConfig)):
+        raise TypeError(f"model must be a model name from lab_utils.llms, got {type(model).__name__} {model!r}")
+    config = llms.get(model) if isinstance(model, str) else model
+    requests_per_day = checks.number("requests_per_day", requests_per_day)
+    input_tokens = checks.count("input_tokens", input_tokens, minimum=0)
+    output_tokens = checks.count("output_tokens", output_tokens)
+    latency_target_s = checks.number("latency_target_s", latency_target_s)
+    checks.choice("precision", precision, memory.precisions_for("inference"))
+    batch = checks.count("batch", batch)
+    utilisation = checks.number("utilisation", utilisation, maximum=1.0)
+    efficiency = checks.number("efficiency", efficiency, maximum=1.0)
+    cold_start_s = checks.number("cold_start_s", cold_start_s, strict=False)
+    idle_timeout_s = checks.number("idle_timeout_s", idle_timeout_s, strict=False)
+    max_workers = checks.count("max_workers", max_workers)
+    max_simulated_requests = checks.count("max_simulated_requests", max_simulated_requests, minimum=10)
+
+    n_params, bytes_per_param = config.params_per_token, memory.BYTES_PER_VALUE[precision]
+    tokens_per_request = input_tokens + output_tokens
+    output_share = output_tokens / tokens_per_request
+    needed_tokens_per_s = requests_per_day * tokens_per_request / _SECONDS_PER_DAY
+    tokens_per_month = needed_tokens_per_s * _SECONDS_PER_MONTH
+    seq_len = tokens_per_request
+    busy = memory.job_estimate(config, method="inference", precision=precision, batch=batch, seq_len=seq_len).total
+    single = memory.job_estimate(config, method="inference", precision=precision, batch=1, seq_len=seq_len).total
+    options = []
+
+    for spec in _hardware(include_cpus):
+        kind = spec.kind
+        price = _cpu_price(spec, cpu_offer) if kind == "cpu" else _gpu_price(spec)
+        per_replica = _devices_needed(busy, spec)
+        if per_replica == 0 or per_replica > max_devices:
+            n = max(per_replica, 1)
+            why = ("does not fit in one server's memory" if per_replica == 0 else
+                   f"needs {per_replica} GPUs per replica: more than one server of {max_devices} (max_devices)")
+            options.append(_not_possible(spec.name if n == 1 else f"{n} x {spec.name}", kind, spec, False, n,
+                                         busy, "memory", why, price))
+            continue
+        dtype, peak = _peak(spec)
+        if peak is None or not spec.bandwidth_bytes_per_s:
+            options.append(_not_possible(spec.name, kind, spec, True, per_replica, busy, "compute",
+                                         "the catalog has no peak or bandwidth to estimate its speed", price))
+            continue
+        device_mfu = cpu_mfu if kind == "cpu" else mfu
+        throughput = per_replica * economics.serving_tokens_per_s(
+            n_params, gpu=spec, bytes_per_param=bytes_per_param, batch=batch, output_share=output_share,
+            efficiency=efficiency, mfu=device_mfu, dtype=dtype)
+        replicas = max(1, math.ceil(needed_tokens_per_s / (throughput * utilisation)))
+        n = replicas * per_replica
+        prefill_s, decode_s = _request_seconds(n_params, bytes_per_param, spec, per_replica, batch=batch,
+                                               mfu=device_mfu, efficiency=efficiency, input_tokens=input_tokens,
+                                               output_tokens=output_tokens)
+        latency = prefill_s + decode_s
+        load = needed_tokens_per_s / (throughput * n / per_replica)
+        speed_bound = "bandwidth" if decode_s >= prefill_s else "compute"
+        bound = "price" if replicas == 1 and load < utilisation / 2 else speed_bound
+        name = spec.name if n == 1 else f"{n} x {spec.name}"
+        why = None
+        if latency > latency_target_s:
+            why, bound = f"a request takes {format_seconds(latency, 2)} at batch {batch} > the target", speed_bound
+        elif price.per_hour is None:
+            why = "no price in the data for this device"
+        cost = None if price.per_hour is None else n * price.per_hour * economics.HOURS_PER_MONTH
+        options.append(Option(name=f"{name} always on", kind=kind, fits=True, n_devices=n,
+                              hours=n * economics.HOURS_PER_MONTH, cost=cost, price_per_hour=price.per_hour,
+                              price_source=price.source, price_date=price.date, bound=bound, why=why,
+                              latency_s=latency, memory_bytes=busy))
+
+    # serverless: each worker serves one request at a time (batch 1)
+    rate_per_s = requests_per_day / _SECONDS_PER_DAY
+    window_s = min(_SECONDS_PER_DAY, max_simulated_requests / rate_per_s)
+    arrivals = serverless.poisson_arrivals(rate_per_s, window_s, seed=seed)
+    for price in economics.serverless_prices():
+        specs = [hardware.get(gpu) for gpu in price.gpus]
+        if not specs:
+            options.append(_not_possible(price.name, "serverless", None, False, 0, single, "memory",
+                                         "its GPUs are not in the hardware catalog: speed and memory unknown",
+                                         _Price(price.flex_per_hour, "flex rate x 3600", price.date)))
+            continue
+        spec = min(specs, key=lambda s: s.bandwidth_bytes_per_s)  # the slowest GPU of the class
+        per_worker = memory.gpus_needed(single, spec)
+        label = price.name if per_worker == 1 else f"{price.name}, {per_worker} GPUs per worker"
+        flex = _Price(price.flex_per_hour * per_worker, f"{price.name} flex, {price.source}", price.date)
+        if per_worker > max_devices:
+            options.append(_not_possible(label, "serverless", spec, False, per_worker, single, "memory",
+                                         f"needs {per_worker} GPUs per worker (> max_devices)", flex))
+            continue
+        prefill_s, decode_s = _request_seconds(n_params, bytes_per_param, spec, per_worker, batch=1, mfu=mfu,
+                                               efficiency=efficiency, input_tokens=input_tokens,
+                                               output_tokens=output_tokens)
+        service_s = prefill_s + decode_s
+        result = serverless.simulate(arrivals, service_s=service_s, cold_start_s=cold_start_s,
+                                     idle_timeout_s=idle_timeout_s, max_workers=max_workers,
+                                     price_per_worker_s=price.flex_per_s * per_worker)
+        scale = _SECONDS_PER_MONTH / window_s
+        p95 = result.p95_s if arrivals else service_s
+        bound = "cold starts" if p95 > 1.5 * service_s else ("bandwidth" if decode_s >= prefill_s else "compute")
+        why = None
+        if p95 > latency_target_s:
+            why = f"p95 latency {format_seconds(p95, 2)} > the target ({result.cold_starts} cold starts simulated)"
+        options.append(Option(name=label, kind="serverless", fits=True, n_devices=per_worker,
+                              hours=result.billed_s * scale / 3600, cost=result.cost * scale,
+                              price_per_hour=flex.per_hour, price_source=flex.source, price_date=flex.date,
+                              bound=bound, why=why, latency_s=p95, memory_bytes=single))
+
+    for api in economics.api_prices():
+        cost = economics.api_cost(tokens_per_month * (1 - output_share), tokens_per_month * output_share,
+                                  price_in_per_million=api.input_per_million,
+                                  price_out_per_million=api.output_per_million)
+        options.append(Option(name=f"API: {api.name}", kind="api", fits=True, n_devices=0, hours=None, cost=cost,
+                              price_per_hour=None, price_source=f"{api.provider}: {api.source}", price_date=api.date,
+                              bound="price", latency_s=None))
+
+    job = (f"serving {config.name}, {requests_per_day:,.0f} requests/day x ({input_tokens} in + {output_tokens} out) "
+           f"tokens = {tokens_per_month:.3g} tokens/month")
+    return Advice(job, "month", _rank(options),
+                  (("precision", precision), ("batch", batch), ("utilisation", utilisation), ("mfu", mfu),
+                   ("efficiency", efficiency), ("cold_start_s", cold_start_s), ("idle_timeout_s", idle_timeout_s),
+                   ("max_workers", max_workers), ("latency_target_s", latency_target_s),
+                   ("tokens_per_month", tokens_per_month), ("simulated_window_s", window_s)))
+
+
+# --- the picture ------------------------------------------------------------------------------
+
+_BOUND_MARKERS = {"compute": "o", "bandwidth": "s", "memory": "x", "cold starts": "^", "price": "D"}
+_KIND_COLOURS = {"cpu": "vermillion", "gpu": "blue", "serverless": "orange", "api": "green"}
+
+
+def chart(advice: Advice, title: str | None = None):
+    """Cost against time for every working, priced option: colour = kind of option, marker =
+    limiting bound, log axes. Serving: request latency (APIs, with no latency estimate, as a
+    horizontal line at their cost). Returns (fig, ax)."""
+    from lab_utils import plots
+
+    serving = advice.period == "month"
+    xlabel = "request latency (s)" if serving else "wall-clock time of the job (h)"
+    fig, ax = plots.figure(title or advice.job, xlabel, f"cost per {advice.period} (US dollars)", figsize=(8.5, 5.0))
+    drawn_kinds, drawn_bounds = set(), set()
+    for o in advice.options:
+        if not o.works or o.cost is None:
+            continue
+        colour = plots.PALETTE[_KIND_COLOURS[o.kind]]
+        if o.kind == "api":
+            ax.axhline(o.cost, color=colour, linewidth=0.8, linestyle="--", alpha=0.6)
+            ax.annotate(o.name, (0.99, o.cost), xycoords=("axes fraction", "data"), ha="right", va="bottom",
+                        fontsize=7, color=colour)
+            drawn_kinds.add(o.kind)
+            continue
+        x = o.latency_s if serving else o.hours
+        ax.scatter([x], [o.cost], marker=_BOUND_MARKERS[o.bound], color=colour, s=45)
+        ax.annotate(o.name.replace(" always on", ""), (x, o.cost), xytext=(4, 3), textcoords="offset points",
+                    fontsize=7)
+        drawn_kinds.add(o.kind)
+        drawn_bounds.add(o.bound)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    for kind in sorted(drawn_kinds):
+        ax.scatter([], [], color=plots.PALETTE[_KIND_COLOURS[kind]], marker="o", label=kind)
+    for bound in sorted(drawn_bounds):
+        ax.scatter([], [], color="grey", marker=_BOUND_MARKERS[bound], label=f"bound: {bound}")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    fig.subplots_adjust(right=0.78)
+    return fig, ax

@@ -1,0 +1,195 @@
+"""lab_utils.advisor: rankings checked by hand against the catalog and the dated prices."""
+
+import dataclasses
+import math
+
+import pytest
+
+from lab_utils import advisor, economics, hardware, llms, memory
+
+H100_POD = economics.hourly_price("Runpod H100 SXM pod")
+SONNET = economics.api_price("Claude Sonnet 4.5")
+IN, OUT = 500, 200  # tokens per request in the serving tests
+
+
+def _requests_per_day(tokens_per_month):
+    return tokens_per_month / (economics.HOURS_PER_MONTH / 24) / (IN + OUT)
+
+
+def _cheap_serverless(**kwargs):
+    return dict(max_simulated_requests=200, **kwargs)
+
+
+# --- fine-tune -------------------------------------------------------------------------------
+
+def test_a_model_that_fits_no_24_gb_card_is_never_offered_on_one():
+    job = memory.job_estimate("Llama-3.1-70B", method="lora", precision="bf16", seq_len=4096, recompute="full")
+    small = [s for s in hardware.catalog("gpu") if s.memory_bytes == 24e9]
+    assert small and not any(memory.fits(job.total, s) for s in small)  # the premise, from memory.fits
+    advice = advisor.fine_tune("Llama-3.1-70B", 1e7, method="lora")
+    for option in advice.options:
+        device = option.name.removesuffix(" always on").split(" x ")[-1]
+        for spec in small:
+            if option.name in (spec.name, f"{spec.name} always on"):
+                pytest.fail(f"{option.name} offered alone for a job of {job.total:.3g} bytes")
+            if device == spec.name and option.works:
+                assert option.n_devices >= memory.gpus_needed(job.total, spec) > 1
+
+
+def test_serving_a_70b_model_puts_it_on_several_24_gb_gpus_or_none():
+    advice = advisor.serve("Llama-3.1-70B", 1000, **_cheap_serverless())
+    small = [o for o in advice.options if "24 GB" in o.name or "RTX 4090" in o.name or "RTX 3090" in o.name]
+    assert len(small) == 4  # 3090, 4090 always on; the 24 GB and RTX 4090 serverless classes
+    for option in small:
+        assert option.n_devices > 1 or not option.fits
+
+
+def test_fine_tune_hours_and_cost_are_the_economics_formulas():
+    advice = advisor.fine_tune("Llama-3.1-8B", 1e8, method="lora", mfu=0.5)
+    h100 = advice.option("H100 SXM")
+    config = llms.get("Llama-3.1-8B")
+    hours = 4 * config.n_params * 1e8 / (hardware.get("H100 SXM").peak_flops["bf16"] * 0.5) / 3600
+    assert h100.hours == pytest.approx(hours)
+    assert h100.cost == pytest.approx(hours * H100_POD.price_per_hour)
+    assert (h100.price_date, h100.bound, h100.n_devices) == (H100_POD.date, "compute", 1)
+
+
+def test_full_fine_tune_of_a_parameter_count_needs_16_bytes_per_parameter():
+    n = 7e9  # 112 GB of weights, gradients and Adam state: two 80 GB GPUs
+    advice = advisor.fine_tune(n, 1e6, method="full", include_cpus=False)
+    assert advice.option("2 x H100 SXM").memory_bytes == pytest.approx(16 * n)
+    assert advice.option("2 x H100 SXM").n_devices == 2
+
+
+def test_options_are_ranked_working_first_then_by_cost():
+    advice = advisor.fine_tune("Llama-3.1-8B", 1e7)
+    working = [o for o in advice.options if o.works]
+    assert advice.options[:len(working)] == tuple(working)
+    costs = [o.cost for o in working]
+    assert costs == sorted(costs)
+    assert advice.best == working[0]
+
+
+def test_a_gpu_without_any_price_in_the_data_is_listed_without_one():
+    priced = {p.gpu for p in economics.hourly_prices()} | {g for p in economics.serverless_prices() for g in p.gpus}
+    unpriced = [s.name for s in hardware.catalog("gpu") if s.name not in priced]
+    assert unpriced  # e.g. the A10 and the H100 PCIe
+    advice = advisor.fine_tune("Llama-3.1-8B", 1e7, include_cpus=False)
+    for name in unpriced:
+        option = next(o for o in advice.options if o.name.split(" x ")[-1] == name)
+        assert option.cost is None and not option.works and "no price" in option.why
+
+
+def test_gpus_without_an_hourly_offer_are_priced_at_the_serverless_active_rate():
+    advice = advisor.fine_tune("Llama-3.1-8B", 1e7, include_cpus=False)
+    l40s = advice.option("L40S")
+    assert l40s.price_per_hour == pytest.approx(economics.serverless_price("L40S").active_per_s * 3600)
+    assert "active rate x 3600" in l40s.price_source
+
+
+# --- serving: API against an always-on H100 ---------------------------------------------------
+
+def test_a_million_tokens_a_month_is_cheaper_on_an_api_than_on_an_always_on_h100():
+    advice = advisor.serve("Llama-3.1-8B", _requests_per_day(1e6), input_tokens=IN, output_tokens=OUT,
+                           **_cheap_serverless())
+    h100 = advice.option("H100 SXM always on")
+    assert h100.cost == pytest.approx(H100_POD.price_per_hour * economics.HOURS_PER_MONTH)
+    for api in economics.api_prices():
+        assert advice.option(f"API: {api.name}").cost < h100.cost
+    assert advice.best.kind == "api" and "an API" in advice.verdict
+
+
+def test_above_the_break_even_volume_the_h100_beats_the_api():
+    blended = (IN * SONNET.input_per_million + OUT * SONNET.output_per_million) / (IN + OUT)  # $ per 1M
+    pod_month = H100_POD.price_per_hour * economics.HOURS_PER_MONTH
+    break_even = pod_month / blended * 1e6  # tokens a month at which Sonnet costs one pod-month
+    below = advisor.serve("Llama-3.1-8B", _requests_per_day(break_even / 2), input_tokens=IN, output_tokens=OUT,
+                          **_cheap_serverless())
+    above = advisor.serve("Llama-3.1-8B", _requests_per_day(break_even * 2), input_tokens=IN, output_tokens=OUT,
+                          **_cheap_serverless())
+    assert below.option("API: Claude Sonnet 4.5").cost < below.option("H100 SXM always on").cost
+    assert above.option("H100 SXM always on").n_devices == 1  # one pod carries this volume
+    assert above.option("H100 SXM always on").cost < above.option("API: Claude Sonnet 4.5").cost
+    assert above.option("API: Claude Sonnet 4.5").cost == pytest.approx(2 * pod_month)
+
+
+def test_serverless_option_uses_the_simulation_and_reports_cold_starts():
+    advice = advisor.serve("Llama-3.1-8B", 50, cold_start_s=120.0, latency_target_s=30.0, **_cheap_serverless())
+    option = advice.option("Runpod serverless H100")
+    assert option.bound == "cold starts" and not option.works and option.latency_s > 120
+    warm = advisor.serve("Llama-3.1-8B", 50, cold_start_s=0.0, latency_target_s=30.0, **_cheap_serverless())
+    assert warm.option("Runpod serverless H100").works
+
+
+def test_options_are_frozen_records():
+    option = advisor.fine_tune("GPT-2 small", 1e6).options[0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        option.cost = 0.0
+
+
+# --- sparse training -------------------------------------------------------------------------
+
+def test_an_embedding_table_too_big_for_one_gpu_server_leaves_the_cpu():
+    values = 200e9  # x 8 bytes = 1.6 TB: more than 8 x 141 GB, less than a CPU server's memory
+    advice = advisor.train(2e6, 1e8, embedding_params=values, lookups_per_example=30)
+    assert advice.best.kind == "cpu" and "a CPU" in advice.verdict
+    assert all(not o.works for o in advice.options if o.kind == "gpu")
+    assert all(o.bound == "memory" for o in advice.options if o.kind == "gpu")
+
+
+def test_gather_bound_training_is_limited_by_bandwidth():
+    advice = advisor.train(1e5, 1e9, embedding_params=1e9, lookups_per_example=100, include_cpus=False)
+    assert advice.option("H100 SXM").bound == "bandwidth"
+    spec = hardware.get("H100 SXM")
+    seconds = 1e9 * 100 * 3 * 128 * 4 / (spec.bandwidth_bytes_per_s * 0.5)
+    assert advice.option("H100 SXM").hours == pytest.approx(seconds / 3600)
+
+
+# --- bad job descriptions --------------------------------------------------------------------
+
+@pytest.mark.parametrize("call, error, name", [
+    (lambda: advisor.fine_tune("Llama-3.1-8B", 1e7, method="dpo"), ValueError, "method"),
+    (lambda: advisor.fine_tune("Llama-3.1-8B", -5), ValueError, "n_tokens"),
+    (lambda: advisor.fine_tune("Llama-3.1-8B", "many"), TypeError, "n_tokens"),
+    (lambda: advisor.fine_tune(-1, 1e7), ValueError, "model"),
+    (lambda: advisor.fine_tune("Llama-3.1-8B", 1e7, mfu=1.5), ValueError, "mfu"),
+    (lambda: advisor.fine_tune("Llama-3.1-8B", 1e7, max_devices=0), ValueError, "max_devices"),
+    (lambda: advisor.serve("Llama-3.1-8B", 0), ValueError, "requests_per_day"),
+    (lambda: advisor.serve(8e9, 100), TypeError, "model"),
+    (lambda: advisor.serve("Llama-3.1-8B", 100, latency_target_s=-1), ValueError, "latency_target_s"),
+    (lambda: advisor.serve("Llama-3.1-8B", 100, output_tokens=0), ValueError, "output_tokens"),
+    (lambda: advisor.serve("Llama-3.1-8B", 100, utilisation=0), ValueError, "utilisation"),
+    (lambda: advisor.serve("Llama-3.1-8B", 100, precision="fp9"), ValueError, "precision"),
+    (lambda: advisor.train(1e6, 1e6, embedding_params=1e9), ValueError, "lookups_per_example"),
+    (lambda: advisor.train(1e6, 1e6, lookups_per_example=3), ValueError, "embedding_params"),
+    (lambda: advisor.train(1e6, 1e6, cpu_offer="AWS g4dn.xlarge"), ValueError, "cpu_offer"),
+])
+def test_bad_job_descriptions_name_the_parameter(call, error, name):
+    with pytest.raises(error, match=name):
+        call()
+
+
+def test_unknown_model_is_refused_with_the_catalog():
+    with pytest.raises(ValueError, match="Llama"):
+        advisor.serve("Llama-9", 100)
+
+
+def test_table_and_json_view():
+    advice = advisor.fine_tune("Llama-3.1-8B", 1e7)
+    text = advice.table()
+    assert text.splitlines()[1].startswith("1   " + advice.best.name)
+    data = advice.to_dict()
+    assert data["options"][0]["name"] == advice.best.name and data["options"][0]["works"]
+    assert math.isclose(data["assumptions"]["mfu"], 0.4)
+
+
+def test_chart_marks_every_working_option():
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    advice = advisor.fine_tune("Llama-3.1-8B", 1e7)
+    fig, ax = advisor.chart(advice)
+    points = sum(len(c.get_offsets()) for c in ax.collections)
+    assert points == sum(o.works for o in advice.options)
+    assert ax.get_xscale() == "log" and "(h)" in ax.get_xlabel()
+    plt.close(fig)

@@ -1,0 +1,180 @@
+"""The ``lab-utils`` command line, driven through a subprocess as a user would run it."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lab_utils import cli, machine
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*args, timeout=120):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
+    return subprocess.run([sys.executable, "-m", "lab_utils.cli", *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout, env=env, cwd=ROOT)
+
+
+def assert_bad_usage(result, *words):
+    """Exit 2, one line on stderr naming what was wrong, no traceback, nothing on stdout."""
+    assert result.returncode == 2, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("lab-utils") and "error:" in lines[0]
+    assert "Traceback" not in result.stderr and result.stdout == ""
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+
+
+@pytest.mark.parametrize("command", ["", "doctor", "bench", "compare", "hardware", "memory", "cost",
+                                     "cost fine-tune", "cost serve", "cost breakeven"])
+def test_every_command_has_help_with_examples(command):
+    result = run(*command.split(), "--help")
+    assert result.returncode == 0, result.stderr
+    assert "usage: lab-utils" in result.stdout and "examples:" in result.stdout
+    assert "lab-utils " + command in result.stdout.split("examples:")[1]
+
+
+def test_doctor_reports_and_exit_status_says_whether_the_course_can_run():
+    result = run("doctor")
+    assert "PyTorch" in result.stdout and "RAM" in result.stdout
+    if result.returncode == 0:
+        assert "The course can run here." in result.stdout and "FIX" not in result.stdout
+    else:
+        assert result.returncode == 1 and "FIX" in result.stdout and "cannot run" in result.stdout
+
+
+def _report(**changes):
+    return machine.MachineReport(**{**vars(machine.describe()), **changes})
+
+
+def test_doctor_findings_say_what_to_fix():
+    everything = {"ipywidgets": True, "jupyterlab_widgets": True}
+    fine = _report(cuda_available=True, cuda_version="12.4", ram_bytes=16 * 2**30, runtime="colab")
+    assert cli.doctor_findings(fine, installed=everything, free_disk_bytes=1e11) == []
+    no_gpu = cli.doctor_findings(_report(cuda_available=False, cuda_version=None, ram_bytes=16 * 2**30),
+                                 installed=everything, free_disk_bytes=1e11)
+    assert [f.fatal for f in no_gpu] == [False] and "Colab" in no_gpu[0].fix
+    no_driver = cli.doctor_findings(_report(cuda_available=False, cuda_version="12.4", ram_bytes=16 * 2**30),
+                                    installed=everything, free_disk_bytes=1e11)
+    assert "driver" in no_driver[0].fix and not no_driver[0].fatal
+    broken = cli.doctor_findings(_report(ram_bytes=2**30, runtime="local"), installed={},
+                                 free_disk_bytes=1e8)
+    fatal = [f.problem for f in broken if f.fatal]
+    assert any("ipywidgets" in p for p in fatal) and any("RAM" in p for p in fatal)
+    assert any("disk" in p for p in fatal)
+    assert any("jupyterlab_widgets" in f.problem and not f.fatal for f in broken)
+
+
+@pytest.mark.parametrize("args, words", [
+    ([], ["COMMAND"]),
+    (["no-such-command"], ["no-such-command"]),
+    (["doctor", "--bogus"], ["--bogus"]),
+    (["memory"], ["--params", "--model"]),
+    (["memory", "--params", "-1"], ["--params", "> 0"]),
+    (["memory", "--params", "nan"], ["--params"]),
+    (["memory", "--params", "lots"], ["--params", "number"]),
+    (["memory", "--params", "8e9", "--model", "llama-3.1-8b"], ["not allowed with"]),
+    (["memory", "--model", "gpt-9"], ["gpt-9"]),
+    (["memory", "--params", "8e9", "--precision", "fp9"], ["precision='fp9'", "bf16"]),
+    (["memory", "--params", "8e9", "--method", "lora"], ["--method", "--model"]),
+    (["memory", "--model", "llama-3.1-8b", "--batch", "0"], ["--batch", ">= 1"]),
+    (["cost"], ["fine-tune", "serve", "breakeven"]),
+    (["cost", "fine-tune", "--model", "llama-3.1-8b"], ["--tokens"]),
+    (["cost", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--gpu", "Z80"], ["Z80"]),
+    (["cost", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--mfu", "2"], ["mfu=2", "<= 1"]),
+    (["cost", "serve", "--price-per-hour", "2"], ["--tokens-per-s"]),
+    (["cost", "serve", "--price-per-hour", "-2", "--tokens-per-s", "10"], ["--price-per-hour", ">= 0"]),
+    (["cost", "breakeven", "--api-per-million", "inf", "--price-per-hour", "1", "--tokens-per-s", "1"],
+     ["--api-per-million"]),
+    (["hardware", "Z80"], ["Z80"]),
+    (["hardware", "--kind", "tpu"], ["--kind", "gpu"]),
+    (["bench", "--seconds", "0"], ["--seconds", "> 0"]),
+    (["bench", "--device", "tpu"], ["--device", "cpu"]),
+    (["bench", "--dtypes", "fp64"], ["--dtypes", "fp32"]),
+    (["compare"], ["RESULT"]),
+    (["compare", "nowhere.json"], ["nowhere.json", "does not exist"]),
+])
+def test_bad_usage_is_one_line_and_status_2(args, words):
+    assert_bad_usage(run(*args), *words)
+
+
+def test_compare_refuses_a_file_that_is_not_a_bench_result(tmp_path):
+    (tmp_path / "notes.json").write_text('{"hello": 1}')
+    (tmp_path / "broken.json").write_text("{")
+    assert_bad_usage(run("compare", tmp_path / "notes.json"), "notes.json", "bench --json")
+    assert_bad_usage(run("compare", tmp_path / "broken.json"), "broken.json", "JSON")
+
+
+def test_memory_breakdown_and_gpus():
+    result = run("memory", "--model", "llama-3.1-8b", "--method", "lora", "--batch", "2", "--seq-len", "1024")
+    assert result.returncode == 0, result.stderr
+    for word in ("weights", "adapters", "optimizer states", "activations", "total", "H100 SXM", "T4"):
+        assert word in result.stdout
+    params = run("memory", "--params", "8e9")
+    assert params.returncode == 0 and "fits on one" in params.stdout and "needs at least 2" in params.stdout
+
+
+def test_memory_and_cost_do_not_import_torch():
+    for args in (["memory", "--model", "llama-3.1-8b"], ["cost", "serve", "--model", "llama-3.1-8b"],
+                 ["cost", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8"], ["hardware", "T4"]):
+        code = ("import sys; from lab_utils import cli; status = cli.main(%r); "
+                "assert 'torch' not in sys.modules, 'torch was imported'; sys.exit(status)" % args)
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                                env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=60)
+        assert result.returncode == 0, (args, result.stderr)
+
+
+def test_cost_commands_agree_with_economics():
+    from lab_utils import economics
+
+    serve = run("cost", "serve", "--price-per-hour", "2.5", "--tokens-per-s", "1500")
+    assert serve.returncode == 0
+    assert f"${economics.cost_per_million_tokens(2.5, 1500):,.2f} per 1M tokens" in serve.stdout
+    even = run("cost", "breakeven", "--api-per-million", "0.6", "--price-per-hour", "2.5",
+               "--tokens-per-s", "1500", "--fine-tune-cost", "500")
+    tokens = economics.breakeven_tokens_per_month(api_cost_per_million=0.6, price_per_hour=2.5,
+                                                  tokens_per_s=1500, fine_tune_cost=500)
+    assert even.returncode == 0 and f"{tokens:,.0f} tokens per month" in even.stdout
+    never = run("cost", "breakeven", "--api-per-million", "0.01", "--price-per-hour", "2.5", "--tokens-per-s", "10")
+    assert "never" in never.stdout
+    fine = run("cost", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--price-per-gpu-hour", "2")
+    estimate = economics.fine_tune_estimate("llama-3.1-8b", 1e8, price_per_gpu_hour=2)
+    assert fine.returncode == 0 and f"${estimate.cost:,.2f}" in fine.stdout
+
+
+def test_hardware_lists_and_shows_sources():
+    from lab_utils import hardware
+
+    listing = run("hardware")
+    assert listing.returncode == 0
+    assert all(spec.name in listing.stdout for spec in hardware.catalog())
+    one = run("hardware", "h100")
+    spec = hardware.get("h100")
+    assert one.returncode == 0 and spec.source in one.stdout and spec.source_date in one.stdout
+
+
+def test_bench_json_then_compare_draws_the_class_roofline(tmp_path):
+    result = run("bench", "--device", "cpu", "--seconds", "3", "--json", timeout=180)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["format"] == cli.JSON_FORMAT and data["device"] == "cpu"
+    assert data["machine"]["python_version"] and data["machine"]["cpu_model"]
+    assert {row["kind"] for row in data["rows"]} == {"copy", "matmul"}
+    assert all(row["flops_per_s"] > 0 for row in data["rows"] if row["kind"] == "matmul")
+    assert "]" in result.stderr  # the progress bar went to stderr, not into the JSON
+    first = tmp_path / "alice.json"
+    first.write_text(result.stdout)
+    second = dict(data, machine=dict(data["machine"], device_name="another laptop"))
+    second["rows"] = [dict(row, flops_per_s=row["flops_per_s"] / 2, bytes_per_s=row["bytes_per_s"] / 2)
+                      for row in data["rows"]]
+    (tmp_path / "bob.json").write_text(json.dumps(second))
+    png = tmp_path / "room" / "class.png"
+    drawn = run("compare", first, tmp_path / "bob.json", "--output", png, "--devices", "T4", "H100 SXM")
+    assert drawn.returncode == 0, drawn.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "alice" in drawn.stdout and "bob" in drawn.stdout
