@@ -546,10 +546,11 @@ def chart(advice: Advice, title: str | None = None):
         drawn_bounds.add(o.bound)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.margins(x=0.25, y=0.25)  # room for the labels at the edges
     for kind in sorted(drawn_kinds):
         ax.scatter([], [], color=plots.PALETTE[_KIND_COLOURS[kind]], marker="o", label=kind)
     for bound in sorted(drawn_bounds):
         ax.scatter([], [], color="grey", marker=_BOUND_MARKERS[bound], label=f"bound: {bound}")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.04, 1.0), fontsize=8)
     fig.subplots_adjust(right=0.78)
     return fig, ax

@@ -421,9 +421,10 @@ def _cost_fine_tune(args: argparse.Namespace) -> int:
                              "catalog; give one")
         offer = min(offers, key=lambda p: p.price_per_gpu_hour)
         price = offer.price_per_gpu_hour
-        print(f"price: {offer.name}, ${price:.2f} per GPU-hour ({offer.source}, {offer.date})")
     estimate = economics.fine_tune_estimate(args.model, args.tokens, method=args.method, gpu=args.gpu,
                                             mfu=args.mfu, price_per_gpu_hour=price)
+    if args.price_per_gpu_hour is None:
+        print(f"price: {offer.name}, ${price:.2f} per GPU-hour ({offer.source}, {offer.date})")
     print(f"{estimate.model}, {estimate.method} on {estimate.n_tokens:.3g} tokens, "
           f"{estimate.n_gpus} x {estimate.gpu} at MFU {estimate.mfu:g}")
     print(f"  compute   {estimate.flops:.3g} FLOP")
@@ -510,9 +511,60 @@ def _add_cost(commands) -> None:
     even.add_argument("--always-on", action="store_true", help="bill whole GPUs all month")
 
 
+# --- pick ------------------------------------------------------------------------------------
+
+def _pick(args: argparse.Namespace) -> int:
+    """Rank every option for one job with ``lab_utils.advisor``: a table, or JSON with --json."""
+    from lab_utils import advisor
+
+    need = {"fine-tune": ("tokens",), "serve": ("model", "requests_per_day"), "train": ("params", "examples")}
+    missing = [f"--{name.replace('_', '-')}" for name in need[args.job] if getattr(args, name) is None]
+    if args.job == "fine-tune" and args.model is None and args.params is None:
+        missing.append("--model or --params")
+    if missing:
+        raise UsageError(f"pick {args.job} needs {', '.join(missing)}")
+    if args.job == "fine-tune":
+        advice = advisor.fine_tune(args.model or args.params, args.tokens, method=args.method, mfu=args.mfu)
+    elif args.job == "serve":
+        advice = advisor.serve(args.model, args.requests_per_day, input_tokens=args.input_tokens,
+                               output_tokens=args.output_tokens, latency_target_s=args.latency_s, mfu=args.mfu)
+    else:
+        advice = advisor.train(args.params, args.examples, embedding_params=args.embedding_params,
+                               lookups_per_example=args.lookups, mfu=args.mfu)
+    if args.json:
+        print(json.dumps(advice.to_dict(), indent=2, default=str))
+    else:
+        print(advice.table(limit=args.limit))
+        print(advice.verdict)
+    return 0
+
+
+def _add_pick(commands) -> None:
+    parser = _add_command(
+        commands, "pick", _pick, help="rank every CPU, GPU, serverless and API option for a job by cost and time",
+        examples="  lab-utils pick fine-tune --model llama-3.1-8b --tokens 1e8 --method lora\n"
+                 "  lab-utils pick serve --model llama-3.1-8b --requests-per-day 1000 --json\n"
+                 "  lab-utils pick train --params 2e7 --examples 1e9 --embedding-params 2e11 --lookups 40")
+    parser.add_argument("job", choices=("fine-tune", "serve", "train"))
+    parser.add_argument("--model", help="a public model, e.g. llama-3.1-8b")
+    parser.add_argument("--params", type=_positive_float, help="parameters (fine-tune without --model; train: dense)")
+    parser.add_argument("--tokens", type=_positive_float, help="fine-tune: training tokens, e.g. 1e8")
+    parser.add_argument("--method", default="lora", choices=("full", "lora", "qlora"))
+    parser.add_argument("--requests-per-day", type=_positive_float)
+    parser.add_argument("--input-tokens", type=_positive_int, default=500)
+    parser.add_argument("--output-tokens", type=_positive_int, default=200)
+    parser.add_argument("--latency-s", type=_positive_float, default=10.0, help="serve: latency target (default 10)")
+    parser.add_argument("--examples", type=_positive_float, help="train: examples seen")
+    parser.add_argument("--embedding-params", type=_non_negative_float, default=0.0, help="train: embedding values")
+    parser.add_argument("--lookups", type=int, default=0, help="train: embedding rows looked up per example")
+    parser.add_argument("--mfu", type=_positive_float, default=0.4, help="model FLOPs utilisation (default 0.4)")
+    parser.add_argument("--limit", type=_positive_int, help="print only the first N options")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
 # --- the parser ------------------------------------------------------------------------------
 
-COMMANDS = (_add_doctor, _add_bench, _add_compare, _add_hardware, _add_memory, _add_cost)
+COMMANDS = (_add_doctor, _add_bench, _add_compare, _add_hardware, _add_memory, _add_cost, _add_pick)
 """One registering function per sub-command, in --help order; add one to add a command."""
 
 

@@ -347,8 +347,7 @@ def _gpu(gpu) -> hardware.Spec:
 
 
 def _usable_bytes(spec: hardware.Spec, reserve_bytes) -> float:
-    if isinstance(reserve_bytes, bool) or not isinstance(reserve_bytes, (int, float)) or reserve_bytes < 0:
-        raise ValueError(f"reserve_bytes={reserve_bytes!r}: must be a number of bytes >= 0")
+    reserve_bytes = checks.number("reserve_bytes", reserve_bytes, strict=False)
     usable = spec.memory_bytes - reserve_bytes
     if usable <= 0:
         raise ValueError(f"reserve_bytes={reserve_bytes!r} leaves nothing of {spec.name}'s "

@@ -35,7 +35,9 @@ GPU_NOTEBOOKS = {
     "06": "the GPU side of each CPU-versus-GPU comparison, measured",
     "07": "a single rank training on the GPU with NCCL (exercise 1)",
 }
-CPU_NOTEBOOKS: dict[str, str] = {}  # number -> why a GPU adds nothing there
+CPU_NOTEBOOKS: dict[str, str] = {  # number -> why a GPU adds nothing there
+    "08": "pure arithmetic and small simulations: a GPU adds nothing",
+}
 
 _NUMBER = re.compile(r"^(\d\d)_")
 

@@ -193,3 +193,52 @@ def test_chart_marks_every_working_option():
     assert points == sum(o.works for o in advice.options)
     assert ax.get_xscale() == "log" and "(h)" in ax.get_xlabel()
     plt.close(fig)
+
+
+# --- lab-utils pick --------------------------------------------------------------------------
+
+def _pick(*args):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "lab_utils.cli", "pick", *map(str, args)], capture_output=True,
+                          text=True, cwd=root, env=env, timeout=120)
+
+
+def test_pick_prints_the_ranking_and_json():
+    import json
+
+    table = _pick("fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--limit", "3")
+    assert table.returncode == 0, table.stderr
+    best = advisor.fine_tune("Llama-3.1-8B", 1e8).best
+    assert table.stdout.splitlines()[1].split()[1:3] == best.name.split()[:2]
+    served = _pick("serve", "--model", "llama-3.1-8b", "--requests-per-day", "47", "--json")
+    assert served.returncode == 0, served.stderr
+    data = json.loads(served.stdout)
+    assert data["period"] == "month" and data["options"][0]["kind"] == "api"
+
+
+def test_pick_refuses_a_bad_job_in_one_line():
+    missing = _pick("serve", "--requests-per-day", "10")
+    assert missing.returncode == 2 and "--model" in missing.stderr and "Traceback" not in missing.stderr
+    bad = _pick("fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--method", "dpo")
+    assert bad.returncode == 2 and "method" in bad.stderr
+    wrong = _pick("train", "--params", "1e6", "--examples", "1e6", "--embedding-params", "1e9")
+    assert wrong.returncode == 2 and "lookups_per_example" in wrong.stderr
+
+
+def test_job_advisor_widget_draws_the_static_chart_and_checks_its_job():
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from lab_utils import widgets
+
+    fig = widgets.job_advisor(job="serve", requests_per_day=1000, static=True)
+    assert "the answer is" in " ".join(text.get_text() for text in fig.texts)
+    plt.close(fig)
+    with pytest.raises(ValueError, match="job"):
+        widgets.job_advisor(job="train", static=True)

@@ -74,6 +74,12 @@ def test_only_checked_cells_keep_outputs_and_they_are_small(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_widget_state_is_stored(path):
+    metadata = json.loads(path.read_text(encoding="utf-8"))["metadata"]
+    assert "widgets" not in metadata, "widget state (images included) is produced when the book builds"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_checked_cells_store_the_output_nbval_compares(path):
     checked = [c for c in code_cells(path) if CHECKED_MARK in c["source"]]
     assert checked, "mark at least one deterministic cell with # NBVAL_CHECK_OUTPUT"

@@ -7,7 +7,8 @@
 - Writes ``book/_generated/course.zip`` (the notebooks and the ``lab_utils`` package, enough to
   run the course offline) before the pages are read, so a ``{download}`` link can offer it.
 
-- Fixes two console errors every page had: a duplicated inline script and an unset theme mode.
+- Fixes console errors the browser test found: a duplicated inline script and an unset theme
+  mode on every page, and the widget manager's fonts looked for beside the page.
 
 Loaded by _config.yml: ``sphinx: local_extensions: {course_site: book/_ext}``.
 """
@@ -15,6 +16,7 @@ Loaded by _config.yml: ``sphinx: local_extensions: {course_site: book/_ext}``.
 from __future__ import annotations
 
 import io
+import json
 import zipfile
 from pathlib import Path
 
@@ -124,6 +126,26 @@ def drop_duplicate_scripts(app: Sphinx, pagename: str, templatename: str, contex
     context["script_files"] = kept
 
 
+def widget_assets_path(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """Tell the widget manager where its files are, on pages that load it.
+
+    The manager's bundle takes its fonts' address from its require.js module address, which
+    require.js makes relative to the page: a page in notebooks/ asked for
+    notebooks/@jupyter-widgets/html-manager/dist/*.woff2 and got 404s (found by tests/site).
+    A require.js configuration set before require.js loads maps the module to its real folder.
+    """
+    manager = next((script.filename for script in context.get("script_files", [])
+                    if (script.filename or "").endswith("html-manager/dist/embed-amd.js")), None)
+    if manager is None:
+        return
+    folder = json.dumps(manager.rsplit("/", 1)[0])  # _static/vendor/.../dist, or a CDN address
+    app.add_js_file(None, priority=499, body=(  # before require.js and the manager (500)
+        "(() => { const root = new URL(document.documentElement.dataset.content_root || './', document.baseURI);"
+        f" const dist = new URL({folder} + '/', root).href;"
+        " window.__jupyter_widgets_assets_path__ = dist;"
+        " window.require = {paths: {'@jupyter-widgets/html-manager/dist': dist.slice(0, -1)}}; })();"))
+
+
 def theme_defaults(app: Sphinx, config: Config) -> None:
     """Start in the reader's own light or dark mode ("auto") unless _config.yml chose one.
 
@@ -136,6 +158,7 @@ def theme_defaults(app: Sphinx, config: Config) -> None:
 def setup(app: Sphinx) -> dict:
     app.connect("config-inited", use_local_assets)
     app.connect("config-inited", theme_defaults)
+    app.connect("html-page-context", widget_assets_path, priority=800)  # after myst-nb adds the manager
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
     app.connect("config-inited", lambda app, config: write_course_zip(app))
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
