@@ -63,10 +63,10 @@ apt_install = { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get 
 web-assets:
 	$(PYTHON) book/_ext/web_assets.py
 
-# External links, listed and checked in _build/linkcheck/output.txt. Needs internet; not part of
-# make test, and a failure here does not block anything.
+# External links, listed and checked: _build/linkcheck/_build/html/output.txt (and .json). Needs
+# internet; not part of make test, and a failure here blocks nothing. Runs the notebooks once more.
 linkcheck: $(INSTALLED) web-assets
-	$(BIN)/jupyter-book build --builder linkcheck .
+	$(BIN)/jupyter-book build --builder linkcheck --path-output _build/linkcheck .
 
 clean:
 	rm -rf _build .pytest_cache

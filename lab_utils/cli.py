@@ -53,38 +53,29 @@ def _add_command(commands, name: str, run, *, help: str, examples: str):  # noqa
     return parser
 
 
-def _positive_float(text: str) -> float:
-    """An argparse type: a finite number > 0, written as 8e9 or 8000000000."""
-    from lab_utils import checks
+def _argument(convert, check, **limits):
+    """An argparse type: ``convert`` the text (float or int), then a ``lab_utils.checks``
+    function with ``limits``; argparse names the option in its one-line error."""
 
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number (write e.g. 8e9)") from None
-    try:
-        return checks.number("value", value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be a finite number > 0") from None
+    def parse(text: str):
+        from lab_utils import checks
 
+        try:
+            value = convert(text)
+        except ValueError:
+            wanted = "whole number" if convert is int else "number (write e.g. 8e9)"
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {wanted}") from None
+        try:
+            return getattr(checks, check)("value", value, **limits)
+        except (TypeError, ValueError) as error:
+            raise argparse.ArgumentTypeError(f"{text!r}{str(error).removeprefix(f'value={value!r}')}") from None
 
-def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (value >= 0 and value != float("inf")):
-        raise argparse.ArgumentTypeError(f"{text!r}: must be a finite number >= 0")
-    return value
+    return parse
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be an integer >= 1")
-    return value
+_positive_float = _argument(float, "number")
+_non_negative_float = _argument(float, "number", strict=False)
+_positive_int = _argument(int, "count")
 
 
 def _fmt_money(dollars: float) -> str:
@@ -275,7 +266,7 @@ def _compare(args: argparse.Namespace) -> int:
         data = _load_result(path)
         who = f"{Path(path).stem}: {data['machine'].get('device_name', '?')}"
         try:
-            points += [roofline.Point(f"{who}, {r['dtype']} matmul",
+            points += [roofline.Point(f"{who}, {r['dtype']} matmul (measured)",
                                       r["flops_per_call"] / r["bytes_per_call"], r["flops_per_s"])
                        for r in data["rows"] if r["kind"] == "matmul"]
             roof = measured_roof(data["rows"], f"{who} (measured)")

@@ -21,7 +21,8 @@ from pathlib import Path
 NOTEBOOK_NAME = re.compile(r"^\d{2}_[a-z0-9_]+\.ipynb$")
 _TITLE = re.compile(r"^# (.+)$", re.MULTILINE)
 _MINUTES = re.compile(r"\*\*Time:\*\*\s*(\d+)\s*min")
-_PREREQUISITES = re.compile(r"\*\*Prerequisites:\*\*\s*([^·\n]+)")
+_PREREQUISITES = re.compile(r"\*\*Prerequisites:\*\*\s*(.+)$", re.MULTILINE)  # the rest of the line
+_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
 _OBJECTIVES = re.compile(r"^## Learning objectives\s*$(.*?)(?=^#|\Z)", re.MULTILINE | re.DOTALL)
 
 
@@ -33,8 +34,13 @@ class NotebookHeader:
     title: str
     promise: str
     minutes: int
-    prerequisites: str
+    prerequisites: str  # as written, Markdown links included
     objectives: tuple[str, ...]
+
+    @property
+    def prerequisites_text(self) -> str:
+        """The prerequisites with Markdown links reduced to their text, for tables elsewhere."""
+        return _LINK.sub(r"\1", self.prerequisites)
 
 
 def notebook_paths(directory: str | Path) -> list[Path]:

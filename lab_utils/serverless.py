@@ -39,8 +39,7 @@ class SimulationResult:
 
 def percentile(values, q: float) -> float:
     """The q-th percentile (0-100) of ``values`` by linear interpolation; nan when empty."""
-    if not 0 <= q <= 100:
-        raise ValueError(f"q={q!r}: must lie between 0 and 100")
+    q = checks.number("q", q, minimum=0.0, strict=False, maximum=100.0)
     ordered = sorted(values)
     if not ordered:
         return math.nan

@@ -102,6 +102,8 @@ def test_read_header_names_what_is_missing(tmp_path):
 
 def test_read_header_parses_the_template():
     header = course.read_header(TEMPLATE)
+    assert header.prerequisites == "[00 · Start here](00_start_here.ipynb)"
+    assert header.prerequisites_text == "00 · Start here"
     assert header.minutes == 45
     assert header.title.startswith("NN · ")
     assert len(header.objectives) == 2

@@ -131,8 +131,9 @@ def widget_assets_path(app: Sphinx, pagename: str, templatename: str, context: d
 
     The manager's bundle takes its fonts' address from its require.js module address, which
     require.js makes relative to the page: a page in notebooks/ asked for
-    notebooks/@jupyter-widgets/html-manager/dist/*.woff2 and got 404s (found by tests/site).
-    A require.js configuration set before require.js loads maps the module to its real folder.
+    notebooks/@jupyter-widgets/html-manager/dist/*.woff2 or notebooks/@jupyter-widgets/*.woff2 and
+    got 404s (found by tests/site). A require.js configuration set before require.js loads maps
+    the bundle's modules (@jupyter-widgets/...) to its real folder.
     """
     manager = next((script.filename for script in context.get("script_files", [])
                     if (script.filename or "").endswith("html-manager/dist/embed-amd.js")), None)
@@ -143,7 +144,8 @@ def widget_assets_path(app: Sphinx, pagename: str, templatename: str, context: d
         "(() => { const root = new URL(document.documentElement.dataset.content_root || './', document.baseURI);"
         f" const dist = new URL({folder} + '/', root).href;"
         " window.__jupyter_widgets_assets_path__ = dist;"
-        " window.require = {paths: {'@jupyter-widgets/html-manager/dist': dist.slice(0, -1)}}; })();"))
+        " const folder = dist.slice(0, -1);"  # the longest prefix wins: each bundled module sits in dist/
+        " window.require = {paths: {'@jupyter-widgets': folder, '@jupyter-widgets/html-manager/dist': folder}}; })();"))
 
 
 def theme_defaults(app: Sphinx, config: Config) -> None:
