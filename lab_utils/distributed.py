@@ -57,15 +57,8 @@ _MARKER = "LAB_UTILS_TORCHRUN_ID"  # set in every launched process's environment
 
 # --- argument checks -----------------------------------------------------------------------
 
-_count = checks.count
-
-
 def _number(name: str, value, *, allow_zero: bool = False) -> float:
     return checks.number(name, value, strict=not allow_zero)
-
-
-def _numbers(name: str, values) -> list[float]:
-    return checks.numbers(name, values)
 
 
 # --- formulas ------------------------------------------------------------------------------
@@ -77,7 +70,7 @@ def ring_all_reduce_bytes(message_bytes, n_ranks: int) -> float:
     Tends to 2n as N grows: the traffic per rank hardly depends on the number of ranks.
     """
     message_bytes = _number("message_bytes", message_bytes, allow_zero=True)
-    n_ranks = _count("n_ranks", n_ranks)
+    n_ranks = checks.count("n_ranks", n_ranks)
     return 2 * (n_ranks - 1) / n_ranks * message_bytes
 
 
@@ -90,7 +83,7 @@ def ring_all_reduce_seconds(message_bytes, n_ranks: int, *, bandwidth_bytes_per_
     """
     bandwidth_bytes_per_s = _number("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
     latency_s = _number("latency_s", latency_s, allow_zero=True)
-    steps = 2 * (_count("n_ranks", n_ranks) - 1)
+    steps = 2 * (checks.count("n_ranks", n_ranks) - 1)
     return steps * latency_s + ring_all_reduce_bytes(message_bytes, n_ranks) / bandwidth_bytes_per_s
 
 
@@ -124,9 +117,9 @@ def fit_all_reduce(message_bytes, seconds, n_ranks: int) -> AllReduceFit:
     Each point is weighted by 1/t², so small messages (latency) and large ones (bandwidth)
     count alike. A negative intercept is clamped to α = 0.
     """
-    sizes = _numbers("message_bytes", message_bytes)
-    times = _numbers("seconds", seconds)
-    n_ranks = _count("n_ranks", n_ranks, minimum=2)
+    sizes = checks.numbers("message_bytes", message_bytes)
+    times = checks.numbers("seconds", seconds)
+    n_ranks = checks.count("n_ranks", n_ranks, minimum=2)
     if len(sizes) != len(times):
         raise ValueError(f"message_bytes has {len(sizes)} values but seconds has {len(times)}")
     if len(set(sizes)) < 2:
@@ -197,8 +190,8 @@ def choose_backend(cuda_device_count: int, local_world_size: int) -> Backend:
     NCCL cannot put two ranks on one GPU, so with fewer GPUs than local ranks the run falls
     back to gloo on the CPU rather than failing.
     """
-    cuda_device_count = _count("cuda_device_count", cuda_device_count, minimum=0)
-    local_world_size = _count("local_world_size", local_world_size)
+    cuda_device_count = checks.count("cuda_device_count", cuda_device_count, minimum=0)
+    local_world_size = checks.count("local_world_size", local_world_size)
     if cuda_device_count >= local_world_size:
         return Backend("nccl", "cuda", f"{cuda_device_count} GPU(s) for {local_world_size} local rank(s)")
     if cuda_device_count:
@@ -221,9 +214,9 @@ def torchrun_command(script, script_args: Sequence[str] = (), *, nproc_per_node:
     torch's TCP store on node 0 takes no bind address and listens on every interface while the
     run lasts (torch 2.13), so on a shared network keep the port behind a firewall.
     """
-    nproc_per_node = _count("nproc_per_node", nproc_per_node)
-    nnodes = _count("nnodes", nnodes)
-    node_rank = _count("node_rank", node_rank, minimum=0)
+    nproc_per_node = checks.count("nproc_per_node", nproc_per_node)
+    nnodes = checks.count("nnodes", nnodes)
+    node_rank = checks.count("node_rank", node_rank, minimum=0)
     if node_rank >= nnodes:
         raise ValueError(f"node_rank={node_rank!r}: must be below nnodes={nnodes}")
     if not isinstance(master_addr, str) or not master_addr.strip():
@@ -234,14 +227,14 @@ def torchrun_command(script, script_args: Sequence[str] = (), *, nproc_per_node:
         raise TypeError(f"launcher must be a non-empty sequence of str, got {launcher!r}")
     if nnodes == 1:
         if master_port is not None:
-            _count("master_port", master_port, minimum=0)
+            checks.count("master_port", master_port, minimum=0)
         port = 0 if master_port is None else master_port
         where = ["--rdzv_backend", "c10d", "--rdzv_endpoint", f"{master_addr}:{port}",
                  "--rdzv_id", "local", "--local_addr", master_addr]
     else:
         if master_port is None:
             raise ValueError("master_port is required when nnodes > 1: every node must name the same port")
-        if not 1 <= _count("master_port", master_port) <= 65535:
+        if not 1 <= checks.count("master_port", master_port) <= 65535:
             raise ValueError(f"master_port={master_port!r}: must be a TCP port from 1 to 65535")
         where = ["--node_rank", str(node_rank), "--master_addr", master_addr, "--master_port", str(master_port)]
     return (*launcher, "--nnodes", str(nnodes), "--nproc_per_node", str(nproc_per_node), *where,
@@ -428,8 +421,8 @@ def time_all_reduce(sizes_bytes, *, repeats: int = 5, device=None) -> tuple[AllR
 
     if not dist.is_available() or not dist.is_initialized():
         raise RuntimeError("time_all_reduce needs torch.distributed initialized (run it under torchrun)")
-    sizes = [_count(f"sizes_bytes[{i}]", size, minimum=4) for i, size in enumerate(sizes_bytes)]
-    repeats = _count("repeats", repeats)
+    sizes = [checks.count(f"sizes_bytes[{i}]", size, minimum=4) for i, size in enumerate(sizes_bytes)]
+    repeats = checks.count("repeats", repeats)
     device = machine.as_device("cpu" if device is None else device)
     n_ranks = dist.get_world_size()
     results = []

@@ -55,12 +55,6 @@ QLoRA also dequantizes its 4-bit weights on the fly: more time at the same FLOP 
 _TRAINING_PRECISION = {"full": "mixed", "lora": "bf16", "qlora": "int4"}  # memory.job_estimate
 
 
-# --- argument checks -----------------------------------------------------------------------
-
-_number = checks.number  # shared wording: lab_utils.checks
-_count = checks.count
-
-
 # --- compute and time ----------------------------------------------------------------------
 
 def training_flops(n_params, n_tokens, method: str = "full") -> float:
@@ -70,8 +64,8 @@ def training_flops(n_params, n_tokens, method: str = "full") -> float:
     3.15e23); "lora" and "qlora": 4·N·D; "inference": 2·N·D. Leaves out the attention term
     (about 12·layers·context·hidden per training token), small for large models.
     """
-    n_params = _number("n_params", n_params)
-    n_tokens = _number("n_tokens", n_tokens)
+    n_params = checks.number("n_params", n_params)
+    n_tokens = checks.number("n_tokens", n_tokens)
     if method not in FLOPS_PER_PARAM_PER_TOKEN:
         raise ValueError(f"method={method!r} is not allowed; use one of {tuple(FLOPS_PER_PARAM_PER_TOKEN)}")
     return FLOPS_PER_PARAM_PER_TOKEN[method] * n_params * n_tokens
@@ -83,10 +77,10 @@ def training_hours(flops, *, peak_flops, mfu, n_devices: int = 1) -> float:
 
     MFU of large runs: PaLM 540B 46%, Llama 3 405B 38-43% (dense BF16 peaks).
     """
-    flops = _number("flops", flops)
-    peak_flops = _number("peak_flops", peak_flops)
-    mfu = _number("mfu", mfu, maximum=1.0)
-    n_devices = _count("n_devices", n_devices)
+    flops = checks.number("flops", flops)
+    peak_flops = checks.number("peak_flops", peak_flops)
+    mfu = checks.number("mfu", mfu, maximum=1.0)
+    n_devices = checks.count("n_devices", n_devices)
     return flops / (peak_flops * mfu * n_devices) / SECONDS_PER_HOUR
 
 
@@ -95,24 +89,24 @@ def training_hours(flops, *, peak_flops, mfu, n_devices: int = 1) -> float:
 def cost_per_million_tokens(price_per_hour, tokens_per_s) -> float:
     """Dollars per 1M tokens on a machine rented at ``price_per_hour`` that produces
     ``tokens_per_s``: price / (tokens/s x 3600) x 1e6. $1.12/h at 191 tokens/s: $1.63."""
-    price_per_hour = _number("price_per_hour", price_per_hour, strict=False)
-    tokens_per_s = _number("tokens_per_s", tokens_per_s)
+    price_per_hour = checks.number("price_per_hour", price_per_hour, strict=False)
+    tokens_per_s = checks.number("tokens_per_s", tokens_per_s)
     return price_per_hour / (tokens_per_s * SECONDS_PER_HOUR) * 1e6
 
 
 def api_cost(input_tokens, output_tokens, *, price_in_per_million, price_out_per_million) -> float:
     """Dollars an API charges for ``input_tokens`` read and ``output_tokens`` written."""
-    input_tokens = _number("input_tokens", input_tokens, strict=False)
-    output_tokens = _number("output_tokens", output_tokens, strict=False)
-    price_in = _number("price_in_per_million", price_in_per_million, strict=False)
-    price_out = _number("price_out_per_million", price_out_per_million, strict=False)
+    input_tokens = checks.number("input_tokens", input_tokens, strict=False)
+    output_tokens = checks.number("output_tokens", output_tokens, strict=False)
+    price_in = checks.number("price_in_per_million", price_in_per_million, strict=False)
+    price_out = checks.number("price_out_per_million", price_out_per_million, strict=False)
     return (input_tokens * price_in + output_tokens * price_out) / 1e6
 
 
 def blended_price_per_million(price_in_per_million, price_out_per_million, output_share) -> float:
     """Dollars per 1M tokens of traffic in which ``output_share`` (0 to 1) of the tokens are
     written and the rest read: the API price a workload actually pays per token."""
-    output_share = _number("output_share", output_share, strict=False, maximum=1.0)
+    output_share = checks.number("output_share", output_share, strict=False, maximum=1.0)
     return api_cost(1e6 * (1 - output_share), 1e6 * output_share,
                     price_in_per_million=price_in_per_million, price_out_per_million=price_out_per_million)
 
@@ -127,22 +121,22 @@ def decode_tokens_per_s_bound(n_params, *, bytes_per_param, bandwidth_bytes_per_
     the bound is optimistic at long contexts. Measured: an RTX 4090 decodes a 7B 4-bit model
     at 191 tokens/s (mlc-ai/llm-perf-bench) against a bound of about 280.
     """
-    n_params = _number("n_params", n_params)
-    bytes_per_param = _number("bytes_per_param", bytes_per_param)
-    bandwidth = _number("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
-    batch = _count("batch", batch)
+    n_params = checks.number("n_params", n_params)
+    bytes_per_param = checks.number("bytes_per_param", bytes_per_param)
+    bandwidth = checks.number("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    batch = checks.count("batch", batch)
     bound = batch * bandwidth / (n_params * bytes_per_param)
     if peak_flops is not None:
-        bound = min(bound, _number("peak_flops", peak_flops) / (FLOPS_PER_PARAM_PER_TOKEN["inference"] * n_params))
+        bound = min(bound, checks.number("peak_flops", peak_flops) / (FLOPS_PER_PARAM_PER_TOKEN["inference"] * n_params))
     return bound
 
 
 def mixed_tokens_per_s(*, decode_tokens_per_s, prefill_tokens_per_s, output_share) -> float:
     """Tokens/s over traffic with ``output_share`` of generated tokens (at the decode rate) and
     the rest prompt tokens (read at the prefill rate): 1 / (in_share / prefill + out_share / decode)."""
-    decode = _number("decode_tokens_per_s", decode_tokens_per_s)
-    prefill = _number("prefill_tokens_per_s", prefill_tokens_per_s)
-    output_share = _number("output_share", output_share, strict=False, maximum=1.0)
+    decode = checks.number("decode_tokens_per_s", decode_tokens_per_s)
+    prefill = checks.number("prefill_tokens_per_s", prefill_tokens_per_s)
+    output_share = checks.number("output_share", output_share, strict=False, maximum=1.0)
     return 1.0 / ((1 - output_share) / prefill + output_share / decode)
 
 
@@ -157,8 +151,8 @@ def serving_tokens_per_s(n_params, *, gpu, bytes_per_param=2.0, batch=1, output_
     spec = gpu if isinstance(gpu, hardware.Spec) else hardware.get(gpu)
     if dtype not in spec.peak_flops:
         raise ValueError(f"dtype={dtype!r}: {spec.name} has peaks for {tuple(spec.peak_flops)}")
-    efficiency = _number("efficiency", efficiency, maximum=1.0)
-    compute = spec.peak_flops[dtype] * _number("mfu", mfu, maximum=1.0)
+    efficiency = checks.number("efficiency", efficiency, maximum=1.0)
+    compute = spec.peak_flops[dtype] * checks.number("mfu", mfu, maximum=1.0)
     decode = efficiency * decode_tokens_per_s_bound(
         n_params, bytes_per_param=bytes_per_param, bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s,
         batch=batch, peak_flops=compute)
@@ -220,11 +214,11 @@ class ServingCosts:
 
 def _serving_inputs(api_cost_per_million, price_per_hour, tokens_per_s, fine_tune_cost, amortize_months,
                     always_on_price_per_hour):
-    api = _number("api_cost_per_million", api_cost_per_million, strict=False)
-    price = _number("price_per_hour", price_per_hour, strict=False)
-    tokens_per_s = _number("tokens_per_s", tokens_per_s)
-    fixed = _number("fine_tune_cost", fine_tune_cost, strict=False) / _number("amortize_months", amortize_months)
-    always_price = price if always_on_price_per_hour is None else _number(
+    api = checks.number("api_cost_per_million", api_cost_per_million, strict=False)
+    price = checks.number("price_per_hour", price_per_hour, strict=False)
+    tokens_per_s = checks.number("tokens_per_s", tokens_per_s)
+    fixed = checks.number("fine_tune_cost", fine_tune_cost, strict=False) / checks.number("amortize_months", amortize_months)
+    always_price = price if always_on_price_per_hour is None else checks.number(
         "always_on_price_per_hour", always_on_price_per_hour, strict=False)
     return api, price, tokens_per_s, fixed, always_price
 
@@ -236,7 +230,7 @@ def serving_costs(tokens_per_month, *, api_cost_per_million, price_per_hour, tok
     (:func:`mixed_tokens_per_s`). Pay per use bills the GPU-seconds used at ``price_per_hour``;
     always on bills whole GPUs for :data:`HOURS_PER_MONTH` at ``always_on_price_per_hour``
     (default ``price_per_hour``). ``fine_tune_cost`` is spread over ``amortize_months``."""
-    tokens = _number("tokens_per_month", tokens_per_month, strict=False)
+    tokens = checks.number("tokens_per_month", tokens_per_month, strict=False)
     api, price, tokens_per_s, fixed, always_price = _serving_inputs(
         api_cost_per_million, price_per_hour, tokens_per_s, fine_tune_cost, amortize_months,
         always_on_price_per_hour)
@@ -329,10 +323,10 @@ def fine_tune_estimate(model, n_tokens, *, method="lora", gpu="H100 SXM", mfu=0.
     spec = gpu if isinstance(gpu, hardware.Spec) else hardware.get(gpu)
     if dtype not in spec.peak_flops:
         raise ValueError(f"dtype={dtype!r}: {spec.name} has peaks for {tuple(spec.peak_flops)}")
-    price = _number("price_per_gpu_hour", price_per_gpu_hour, strict=False)
+    price = checks.number("price_per_gpu_hour", price_per_gpu_hour, strict=False)
     estimate = memory.job_estimate(config, method=method, precision=_TRAINING_PRECISION[method], batch=batch,
                                    seq_len=seq_len, recompute=recompute, lora_rank=lora_rank)
-    n_gpus = memory.gpus_needed(estimate.total, spec) if n_gpus is None else _count("n_gpus", n_gpus)
+    n_gpus = memory.gpus_needed(estimate.total, spec) if n_gpus is None else checks.count("n_gpus", n_gpus)
     flops = training_flops(config.params_per_token, n_tokens, method)
     return FineTuneEstimate(
         model=config.name, method=method, gpu=spec.name, n_gpus=n_gpus, n_tokens=float(n_tokens),
@@ -350,10 +344,10 @@ def range_verdict(claimed, low, high, tolerance=0.15) -> str:
     'consistent' inside the range widened by ``tolerance``; otherwise 'wrong: Nx too low' or
     'wrong: Nx too high', N measured from the nearer end of the range.
     """
-    claimed = _number("claimed", claimed)
-    low = _number("low", low)
-    high = _number("high", high, minimum=low, strict=False)
-    tolerance = _number("tolerance", tolerance, strict=False, maximum=1.0)
+    claimed = checks.number("claimed", claimed)
+    low = checks.number("low", low)
+    high = checks.number("high", high, minimum=low, strict=False)
+    tolerance = checks.number("tolerance", tolerance, strict=False, maximum=1.0)
     if low * (1 - tolerance) <= claimed <= high * (1 + tolerance):
         return "consistent"
     if claimed < low:
@@ -443,7 +437,7 @@ def _record(cls, table: dict, where: str):
         raise ValueError(f"{where}: date must be YYYY, YYYY-MM or 'undated', got {table['date']!r}")
     for key in ("input_per_million", "output_per_million", "price_per_hour", "flex_per_s", "active_per_s"):
         if key in table:
-            _number(f"{where}: {key}", table[key], strict=False)
+            checks.number(f"{where}: {key}", table[key], strict=False)
     table = dict(table)
     for key in ("aliases", "gpus"):
         if key in table:

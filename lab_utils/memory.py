@@ -65,9 +65,6 @@ def _positive_number(name: str, value) -> float:
     return checks.number(name, value)
 
 
-_choice = checks.choice
-
-
 # --- training state ------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -109,8 +106,8 @@ def training_state_bytes(n_params, precision: str = "mixed", optimizer: str = "a
     Ultra-Scale Playbook), sharded with the gradients.
     """
     n_params = _positive_number("n_params", n_params)
-    _choice("precision", precision, TRAINING_PRECISIONS)
-    _choice("optimizer", optimizer, OPTIMIZERS)
+    checks.choice("precision", precision, TRAINING_PRECISIONS)
+    checks.choice("optimizer", optimizer, OPTIMIZERS)
     zero_stage = _positive_int("zero_stage", zero_stage, allow_zero=True)
     if zero_stage > 3:
         raise ValueError(f"zero_stage={zero_stage!r}: ZeRO has stages 0 (off), 1, 2 and 3")
@@ -136,7 +133,7 @@ def accelerate_training_bytes(n_params, dtype: str = "float16") -> float:
     parameter for "float16" (mixed precision), 16 for "float32". Activations are left out.
     """
     n_params = _positive_number("n_params", n_params)
-    _choice("dtype", dtype, ("float32", "float16"))
+    checks.choice("dtype", dtype, ("float32", "float16"))
     fp32 = 4 * n_params
     if dtype == "float32":
         sizes = {"model": fp32, "gradients": fp32, "optimizer": 2 * fp32, "step": 4 * fp32}
@@ -160,7 +157,7 @@ def activation_bytes(*, n_layers, hidden, n_heads, seq_len, batch, recompute: st
         _positive_int(name, value) for name, value in
         (("n_layers", n_layers), ("hidden", hidden), ("n_heads", n_heads),
          ("seq_len", seq_len), ("batch", batch)))
-    _choice("recompute", recompute, RECOMPUTE)
+    checks.choice("recompute", recompute, RECOMPUTE)
     sbh = seq_len * batch * hidden
     if recompute == "full":
         per_layer = 2 * sbh
@@ -217,7 +214,7 @@ def kv_cache_bytes(*, n_layers, n_kv_heads, head_dim, seq_len, batch=1, bytes_pe
 def weight_bytes(n_params, precision: str = "bf16") -> float:
     """Bytes to hold ``n_params`` weights in ``precision`` (a key of :data:`BYTES_PER_VALUE`)."""
     n_params = _positive_number("n_params", n_params)
-    _choice("precision", precision, BYTES_PER_VALUE)
+    checks.choice("precision", precision, BYTES_PER_VALUE)
     return float(n_params * BYTES_PER_VALUE[precision])
 
 
@@ -285,7 +282,7 @@ def _precisions_for(method: str) -> tuple[str, ...]:
 
 def precisions_for(method: str) -> tuple[str, ...]:
     """The ``precision`` values :func:`job_estimate` accepts for ``method``."""
-    return _precisions_for(_choice("method", method, JOB_METHODS))
+    return _precisions_for(checks.choice("method", method, JOB_METHODS))
 
 
 def job_estimate(model, method: str = "inference", precision: str = "bf16", batch: int = 1,
@@ -301,11 +298,11 @@ def job_estimate(model, method: str = "inference", precision: str = "bf16", batc
     parameters. Parts the data cannot give (no attention shape) are listed in ``left_out``.
     """
     model = _llm(model)
-    _choice("method", method, JOB_METHODS)
-    _choice("precision", precision, _precisions_for(method))
+    checks.choice("method", method, JOB_METHODS)
+    checks.choice("precision", precision, _precisions_for(method))
     batch = _positive_int("batch", batch)
     seq_len = _positive_int("seq_len", seq_len)
-    _choice("recompute", recompute, RECOMPUTE)
+    checks.choice("recompute", recompute, RECOMPUTE)
     has_attention_shape = model.n_heads is not None and model.n_kv_heads is not None
     parts, left_out = [], []
     if method == "inference":

@@ -28,7 +28,6 @@ import time
 from dataclasses import dataclass
 
 from lab_utils import checks, economics, machine
-from lab_utils.checks import count as _count
 from lab_utils.economics import SECONDS_PER_HOUR
 
 __all__ = [
@@ -78,7 +77,7 @@ def pcie_bytes_per_s(generation: int = 4, lanes: int = 16) -> float:
         raise TypeError(f"generation must be an int, one of {tuple(PCIE_TRANSFERS_PER_S_PER_LANE)}")
     if generation not in PCIE_TRANSFERS_PER_S_PER_LANE:
         raise ValueError(f"generation={generation!r}: allowed {tuple(PCIE_TRANSFERS_PER_S_PER_LANE)}")
-    lanes = _count("lanes", lanes, minimum=1)
+    lanes = checks.count("lanes", lanes, minimum=1)
     if lanes not in (1, 2, 4, 8, 16):
         raise ValueError(f"lanes={lanes!r}: a PCIe link has 1, 2, 4, 8 or 16 lanes")
     return PCIE_TRANSFERS_PER_S_PER_LANE[generation] * lanes * 128 / 130 / 8
@@ -124,7 +123,7 @@ def offload_floor(*, flops, device_bytes, transfer_bytes, launches, launch_s, pe
     flops = _number("flops", flops)
     device_bytes = _number("device_bytes", device_bytes)
     transfer_bytes = _number("transfer_bytes", transfer_bytes)
-    launches = _count("launches", launches, minimum=1)
+    launches = checks.count("launches", launches, minimum=1)
     launch_s = _number("launch_s", launch_s)
     framework_s = _number("framework_s", framework_s)
     peak = _number("peak_flops", peak_flops, strict=True)
@@ -153,7 +152,7 @@ def crossover_batch(batches, cpu_seconds, gpu_seconds) -> int | None:
             f"batches, cpu_seconds and gpu_seconds must have one entry per batch; got lengths "
             f"{len(batches)}, {len(cpu)}, {len(gpu)}")
     for i, batch in enumerate(batches):
-        _count(f"batches[{i}]", batch, minimum=1)
+        checks.count(f"batches[{i}]", batch, minimum=1)
     if any(later <= earlier for earlier, later in zip(batches, batches[1:])):
         raise ValueError(f"batches={batches!r}: must be strictly increasing")
     cpu = [_number(f"cpu_seconds[{i}]", s, strict=True) for i, s in enumerate(cpu)]
@@ -190,7 +189,7 @@ class Route:
         object.__setattr__(self, "share", _number("share", self.share, maximum=1.0))
         object.__setattr__(self, "seconds", _seconds_tuple("seconds", self.seconds))
         object.__setattr__(self, "price_per_hour", _number("price_per_hour", self.price_per_hour))
-        _count("concurrency", self.concurrency, minimum=1)
+        checks.count("concurrency", self.concurrency, minimum=1)
 
     @property
     def mean_s(self) -> float:
@@ -301,8 +300,8 @@ def request_latencies_s(fn, *, requests: int = 100, device=None, warmup: int = 3
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable with no arguments, got {type(fn).__name__}")
-    requests = _count("requests", requests, minimum=1)
-    warmup = _count("warmup", warmup, minimum=0)
+    requests = checks.count("requests", requests, minimum=1)
+    warmup = checks.count("warmup", warmup, minimum=0)
     max_seconds = _number("max_seconds", max_seconds, strict=True)
     device = machine.as_device(device)
     for _ in range(warmup):

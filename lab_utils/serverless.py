@@ -53,9 +53,6 @@ def _check_number(name: str, value, *, minimum: float, strict: bool = False) -> 
     return checks.number(name, value, minimum=minimum, strict=strict)
 
 
-_check_count = checks.count
-
-
 class _Worker:
     """One worker: when it started, when its current job ends, whether it is always on."""
 
@@ -91,9 +88,9 @@ def simulate(
     service_s = _check_number("service_s", service_s, minimum=0.0, strict=True)
     cold_start_s = _check_number("cold_start_s", cold_start_s, minimum=0.0)
     idle_timeout_s = _check_number("idle_timeout_s", idle_timeout_s, minimum=0.0)
-    max_workers = _check_count("max_workers", max_workers, minimum=1)
+    max_workers = checks.count("max_workers", max_workers, minimum=1)
     price_per_worker_s = _check_number("price_per_worker_s", price_per_worker_s, minimum=0.0)
-    active_workers = _check_count("active_workers", active_workers, minimum=0)
+    active_workers = checks.count("active_workers", active_workers, minimum=0)
     active_price_per_worker_s = _check_number("active_price_per_worker_s", active_price_per_worker_s, minimum=0.0)
     if active_workers > max_workers:
         raise ValueError(f"active_workers={active_workers} exceeds max_workers={max_workers}")
@@ -164,7 +161,7 @@ def bursty_arrivals(
     burst_size: int, burst_every_s: float, duration_s: float, spread_s: float = 1.0, seed: int = 0
 ) -> tuple[float, ...]:
     """Bursts of ``burst_size`` requests every ``burst_every_s``, each burst within ``spread_s``."""
-    burst_size = _check_count("burst_size", burst_size, minimum=1)
+    burst_size = checks.count("burst_size", burst_size, minimum=1)
     burst_every_s = _check_number("burst_every_s", burst_every_s, minimum=0.0, strict=True)
     duration_s = _check_number("duration_s", duration_s, minimum=0.0)
     spread_s = _check_number("spread_s", spread_s, minimum=0.0)
@@ -175,7 +172,7 @@ def bursty_arrivals(
 
 def batch_arrivals(n_requests: int, start_s: float = 0.0, spacing_s: float = 0.0) -> tuple[float, ...]:
     """A nightly batch: ``n_requests`` submitted from ``start_s``, ``spacing_s`` apart."""
-    n_requests = _check_count("n_requests", n_requests, minimum=0)
+    n_requests = checks.count("n_requests", n_requests, minimum=0)
     start_s = _check_number("start_s", start_s, minimum=0.0)
     spacing_s = _check_number("spacing_s", spacing_s, minimum=0.0)
     return tuple(start_s + k * spacing_s for k in range(n_requests))
