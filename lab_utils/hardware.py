@@ -17,17 +17,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 import types
 from collections.abc import Mapping
-from importlib import resources
 
-from lab_utils import lookup
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
+from lab_utils import catalogs, lookup
 
 __all__ = ["DTYPES", "KINDS", "Spec", "catalog", "get"]
 
@@ -37,7 +30,6 @@ DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
 KINDS = ("gpu", "cpu")
 
 _DATA_FILE = "hardware.toml"
-_SOURCE_DATE = re.compile(r"^\d{4}(-(0[1-9]|1[0-2]))?$")
 
 # Keys a [[device]] table may hold, and the type each must have.
 _STR_KEYS = ("name", "kind", "memory_type", "source", "source_date", "note")
@@ -178,7 +170,7 @@ def _spec_from_table(table: object, index: int, origin: str) -> Spec:
     kind = fields["kind"]
     if kind not in KINDS:
         raise ValueError(f"{where}: kind must be one of {KINDS}, got {kind!r}")
-    if not _SOURCE_DATE.match(fields["source_date"]):
+    if not catalogs.DATE.match(fields["source_date"]):
         raise ValueError(
             f"{where}: source_date must be YYYY or YYYY-MM, got {fields['source_date']!r}"
         )
@@ -239,41 +231,18 @@ def _spec_from_table(table: object, index: int, origin: str) -> Spec:
 
 def _parse_catalog(text: str, origin: str = _DATA_FILE) -> tuple[Spec, ...]:
     """Parse and validate catalog TOML text; raise ValueError saying what is wrong where."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"{origin} is not valid TOML: {exc}") from exc
-    tables = data.get("device")
-    if not isinstance(tables, list) or not tables:
-        raise ValueError(f"{origin} must hold at least one [[device]] table")
+    tables = catalogs.parse(text, "device", origin)
     specs = tuple(_spec_from_table(t, i, origin) for i, t in enumerate(tables))
-
-    seen: dict[str, str] = {}
-    for spec in specs:
-        for spelling in (spec.name, *spec.aliases):
-            key = lookup.key(spelling)
-            if key in seen:
-                raise ValueError(
-                    f"{origin}: {spelling!r} (of {spec.name!r}) clashes with a name or alias "
-                    f"of {seen[key]!r}; names and aliases must be unique, ignoring case, "
-                    f"spaces, '-' and '_'"
-                )
-            seen[key] = spec.name
+    catalogs.index(specs, origin)  # names and aliases unique
     return specs
 
 
 @functools.cache
 def _load() -> tuple[tuple[Spec, ...], dict[str, Spec]]:
     """The catalog, parsed once: (specs in file order, lookup key -> Spec)."""
-    text = (
-        resources.files(__package__ or "lab_utils")
-        .joinpath("data")
-        .joinpath(_DATA_FILE)
-        .read_text(encoding="utf-8")
-    )
-    specs = _parse_catalog(text, origin=f"lab_utils/data/{_DATA_FILE}")
-    index = {lookup.key(s): spec for spec in specs for s in (spec.name, *spec.aliases)}
-    return specs, index
+    origin = f"lab_utils/data/{_DATA_FILE}"
+    specs = _parse_catalog(catalogs.text(_DATA_FILE), origin)
+    return specs, catalogs.index(specs, origin)
 
 
 def get(name: str) -> Spec:

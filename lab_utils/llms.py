@@ -7,14 +7,10 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from importlib import resources
 
-from lab_utils import lookup
+from lab_utils import catalogs, lookup
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
+_DATA_FILE = "llm_configs.toml"
 
 
 @dataclass(frozen=True)
@@ -48,18 +44,9 @@ class LLMConfig:
 
 @functools.cache
 def _load() -> tuple[tuple[LLMConfig, ...], dict]:
-    text = resources.files("lab_utils").joinpath("data", "llm_configs.toml").read_text(encoding="utf-8")
-    configs = []
-    for table in tomllib.loads(text)["model"]:
-        table = dict(table, aliases=tuple(table.get("aliases", ())))
-        configs.append(LLMConfig(**table))
-    index = {}
-    for config in configs:
-        for spelling in (config.name, *config.aliases):
-            if lookup.key(spelling) in index:
-                raise ValueError(f"lab_utils/data/llm_configs.toml: {spelling!r} is a name or alias twice")
-            index[lookup.key(spelling)] = config
-    return tuple(configs), index
+    records = catalogs.load(_DATA_FILE, "model")
+    configs = tuple(LLMConfig(**dict(table, aliases=tuple(table.get("aliases", ())))) for table in records)
+    return configs, catalogs.index(configs, f"lab_utils/data/{_DATA_FILE}")
 
 
 def get(name: str) -> LLMConfig:

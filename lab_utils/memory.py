@@ -13,14 +13,13 @@ Formulas (pure arithmetic, no torch), all sizes in bytes per device:
   them up for a model of ``lab_utils.llms`` and a job (inference, full fine-tune, LoRA, QLoRA);
   :func:`fits` and :func:`gpus_needed` compare a total with a GPU from ``lab_utils.hardware``.
 
-Measurements (import torch lazily): :func:`measure_training_step` runs one training step and
-reports what it held, part by part; :func:`budget` caps memory so that running out is a
-lesson, not a crash.
+Measurements live in ``lab_utils.memory_measure`` (torch, imported lazily) and are re-exported
+here: :func:`measure_training_step` runs one training step and reports what it held, part by
+part; :func:`budget` caps memory so that running out is a lesson, not a crash.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass
 
@@ -372,218 +371,15 @@ def gpus_needed(n_bytes, gpu, reserve_bytes=CUDA_CONTEXT_BYTES[1]) -> int:
     return math.ceil(n_bytes / _usable_bytes(_gpu(gpu), reserve_bytes))
 
 
-# --- measuring one training step (imports torch lazily) ------------------------------------
+# --- measured: lives in lab_utils.memory_measure, re-exported here on first use ---------------
 
-@dataclass(frozen=True)
-class StepMemory:
-    """Bytes one measured training step held, part by part.
-
-    params, grads: the tensors themselves (each storage once); optimizer_states: the
-    optimizer's per-parameter state tensors (Adam's moments), zero-dimensional bookkeeping
-    such as Adam's step counts reported apart in optimizer_scalars; activations: bytes the
-    forward pass and the loss saved for backward, each storage once, parameters, buffers and
-    inputs excluded; peak: the most tensor bytes alive at once during the step, parameters
-    included, found by ``peak_method``; device: where the step ran.
-    """
-
-    params: int
-    grads: int
-    optimizer_states: int
-    optimizer_scalars: int
-    activations: int
-    peak: int
-    device: str
-    peak_method: str
+_MEASURED = ("BudgetExceeded", "StepMemory", "budget", "measure_training_step")
 
 
-def _storage_key(tensor) -> int:
-    """An id of the memory behind ``tensor``, shared by all its views (works for fake tensors)."""
-    return tensor.untyped_storage()._cdata
+def __getattr__(name):
+    """``memory.measure_training_step`` and friends, loaded from ``memory_measure`` when used."""
+    if name in _MEASURED:
+        from lab_utils import memory_measure
 
-
-def _storage_bytes(tensors) -> int:
-    """Bytes of the distinct storages behind ``tensors``."""
-    sizes = {_storage_key(t): t.untyped_storage().nbytes() for t in tensors}
-    return sum(sizes.values())
-
-
-def _tensors_in(value) -> list:
-    import torch
-    from torch.utils._pytree import tree_flatten
-
-    return [leaf for leaf in tree_flatten(value)[0] if isinstance(leaf, torch.Tensor)]
-
-
-def _live_bytes_mode(limit_bytes=None, device_type=None):
-    """A TorchDispatchMode that follows every tensor storage ops create until it is freed.
-
-    It keeps a weak reference to each new storage (weak, so tracking never keeps memory
-    alive), sums the live ones after every operation and remembers the largest sum. With
-    ``limit_bytes`` it raises :class:`BudgetExceeded` as soon as the sum passes the limit:
-    the overshoot is at most one operation's output. Only storages on ``device_type`` count
-    (None: all). The approach is that of torch.distributed._tools.mem_tracker, without its
-    private API.
-    """
-    from torch.multiprocessing.reductions import StorageWeakRef
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class LiveBytes(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.storages = {}  # key -> (weak reference, bytes)
-            self.current = 0
-            self.peak = 0
-
-        def track(self, tensors) -> None:
-            new = []
-            for tensor in tensors:
-                if device_type is None or tensor.device.type == device_type:
-                    storage = tensor.untyped_storage()
-                    if storage._cdata not in self.storages:
-                        new.append(storage)
-            if not new:  # views and in-place results: the live sum cannot grow
-                return
-            # Forget released storages, so that the sum is exact at this moment. (A weak
-            # reference keeps its storage's address from being reused, so keys stay unique.)
-            dead = [key for key, (ref, _) in self.storages.items() if ref.expired()]
-            for key in dead:
-                self.current -= self.storages.pop(key)[1]
-            for storage in new:
-                if storage._cdata not in self.storages:
-                    self.storages[storage._cdata] = (StorageWeakRef(storage), storage.nbytes())
-                    self.current += storage.nbytes()
-            self.peak = max(self.peak, self.current)
-            if limit_bytes is not None and self.current > limit_bytes:
-                raise BudgetExceeded(limit_bytes, self.current)
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            self.track(_tensors_in(out))
-            return out
-
-    return LiveBytes()
-
-
-class BudgetExceeded(MemoryError):
-    """Raised by :func:`budget` on the CPU when live tensor bytes pass the budget."""
-
-    def __init__(self, budget_bytes: int, live_bytes: int):
-        self.budget_bytes, self.live_bytes = budget_bytes, live_bytes
-        super().__init__(f"tensors created in this block need {live_bytes:,} bytes; "
-                         f"the budget is {budget_bytes:,} bytes")
-
-
-@contextlib.contextmanager
-def budget(limit_bytes, device=None):
-    """Run a block as if the device had only ``limit_bytes`` of memory.
-
-    On CUDA: ``torch.cuda.set_per_process_memory_fraction`` caps PyTorch's caching allocator
-    for the whole process (every tensor on the device counts, the model included); an
-    allocation past the cap raises ``torch.OutOfMemoryError``, the error a full GPU gives.
-    Afterwards the previous fraction is restored and the cache emptied.
-    On the CPU: tensors created inside the block are tracked and :class:`BudgetExceeded` is
-    raised once they pass the limit (checked after each operation), long before the machine's
-    RAM runs out. Create the model inside the block for it to count.
-    """
-    import torch
-
-    from lab_utils import machine
-
-    limit_bytes = _positive_int("limit_bytes", limit_bytes)
-    device = machine.as_device(device)
-    if device.type == "cuda":
-        total = torch.cuda.get_device_properties(device).total_memory
-        if limit_bytes > total:
-            raise ValueError(f"limit_bytes={limit_bytes:,} exceeds the {total:,} bytes of {device}")
-        get_fraction = getattr(torch.cuda, "get_per_process_memory_fraction", None)  # torch >= 2.5
-        before = get_fraction(device) if get_fraction else 1.0
-        torch.cuda.set_per_process_memory_fraction(limit_bytes / total, device)
-        try:
-            yield
-        finally:
-            torch.cuda.set_per_process_memory_fraction(before, device)
-            torch.cuda.empty_cache()
-    else:
-        with _live_bytes_mode(limit_bytes, device_type=device.type):
-            yield
-
-
-def measure_training_step(model, batch, loss_fn=None, optimizer=None) -> StepMemory:
-    """Run one training step of ``model`` on ``batch`` and measure its memory, part by part.
-
-    The step: ``optimizer.zero_grad(set_to_none=True)``; ``output = model(batch)`` (a tuple
-    batch is unpacked as positional arguments); ``loss = loss_fn(output)``, by default
-    ``output.sum()`` (of the first element of a tuple output); ``loss.backward()``;
-    ``optimizer.step()``, by default ``torch.optim.AdamW(model.parameters())``.
-
-    Activations are what the forward pass and the loss save for backward, counted with
-    ``torch.autograd.graph.saved_tensors_hooks``, each storage once, leaving out parameters,
-    buffers and inputs (saving them costs no new memory). The
-    peak on CUDA is ``torch.cuda.max_memory_allocated`` (every tensor on the device, the
-    allocator's rounding included); elsewhere it is found by following every tensor storage
-    from creation to release (see ``_live_bytes_mode``), starting from the parameters,
-    buffers, inputs and optimizer state that exist before the step.
-    """
-    import torch
-
-    if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    inputs = batch if isinstance(batch, tuple) else (batch,)
-    if not inputs or not all(isinstance(t, torch.Tensor) for t in inputs):
-        raise TypeError(f"batch must be a tensor or a tuple of tensors, got {type(batch).__name__}")
-    if loss_fn is not None and not callable(loss_fn):
-        raise TypeError(f"loss_fn must be None or callable, got {type(loss_fn).__name__}")
-    parameters = list(model.parameters())
-    if not parameters:
-        raise ValueError("model has no parameters to train")
-    if optimizer is None:
-        optimizer = torch.optim.AdamW(parameters)
-    elif not (callable(getattr(optimizer, "step", None)) and callable(getattr(optimizer, "zero_grad", None))):
-        raise TypeError(f"optimizer must have step() and zero_grad(), got {type(optimizer).__name__}")
-    device = parameters[0].device
-
-    optimizer.zero_grad(set_to_none=True)
-    free_to_save = {_storage_key(t) for t in (*parameters, *model.buffers(), *inputs)}
-    saved = {}
-
-    def pack(tensor):
-        key = _storage_key(tensor)
-        if key not in free_to_save:
-            saved[key] = tensor.untyped_storage().nbytes()
-        return tensor
-
-    def step():
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
-            output = model(*inputs)
-            first = output[0] if isinstance(output, (tuple, list)) else output
-            loss = first.sum() if loss_fn is None else loss_fn(output)
-        del output, first  # as in a training loop: only what backward saved stays alive
-        loss.backward()
-        optimizer.step()
-
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-        torch.cuda.reset_peak_memory_stats(device)
-        step()
-        torch.cuda.synchronize(device)
-        peak, method = torch.cuda.max_memory_allocated(device), "torch.cuda.max_memory_allocated"
-    else:
-        tracker = _live_bytes_mode(device_type=device.type)
-        with tracker:
-            tracker.track([*parameters, *model.buffers(), *inputs,
-                           *_tensors_in(list(optimizer.state.values()))])
-            step()
-        peak, method = tracker.peak, "tracked tensor lifetimes"
-
-    grads = [p.grad for p in parameters if p.grad is not None]
-    state = _tensors_in([optimizer.state[p] for p in parameters if p in optimizer.state])
-    return StepMemory(
-        params=_storage_bytes(parameters),
-        grads=_storage_bytes(grads),
-        optimizer_states=_storage_bytes([t for t in state if t.dim() > 0]),
-        optimizer_scalars=_storage_bytes([t for t in state if t.dim() == 0]),
-        activations=sum(saved.values()),
-        peak=int(peak),
-        device=str(device),
-        peak_method=method,
-    )
+        return getattr(memory_measure, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,7 +7,8 @@ import math
 import pytest
 from hypothesis import given, strategies as st
 
-from lab_utils import economics, hardware, llms, memory
+from lab_utils import catalogs, economics, hardware, llms, memory
+from lab_utils import prices as price_data
 
 H100_BF16 = hardware.get("H100 SXM").peak_flops["bf16"]
 
@@ -242,12 +243,13 @@ def test_records_are_frozen_and_lookups_forgive_spelling():
 
 
 def test_a_malformed_price_row_is_refused():
-    with pytest.raises(ValueError, match="date"):
-        economics._record(economics.ApiPrice, {"name": "x", "provider": "p", "input_per_million": 1.0,
-                                               "output_per_million": 1.0, "date": "last week",
-                                               "source": "s"}, "test row")
+    row = '[[api]]\nname = "x"\nprovider = "p"\ninput_per_million = 1.0\noutput_per_million = 1.0\nsource = "s"\n'
+    with pytest.raises(ValueError, match="date must be"):
+        catalogs.parse(row + 'date = "last week"\n', "api", "test", date_key="date", allow_undated=True)
+    with pytest.raises(ValueError, match="lacks required key"):
+        catalogs.parse(row, "api", "test", date_key="date")
     with pytest.raises(ValueError, match="catalog's name"):
-        economics._record(economics.ServerlessPrice, {"name": "x", "label": "x", "gpus": ["h100"],
+        price_data._record(price_data.ServerlessPrice, {"name": "x", "label": "x", "gpus": ["h100"],
                                                       "flex_per_s": 1.0, "active_per_s": 1.0,
                                                       "date": "2025", "source": "s"}, "test row")
 

@@ -1,0 +1,163 @@
+"""Every default an answer depends on, in one place: ``lab_utils/data/assumptions.toml``.
+
+The calculators (``memory``, ``economics``, ``advisor``), the command line and the widgets read
+their defaults here and keep no copy, so one job gets one answer wherever it is asked. Each
+:class:`Assumption` carries its value, one line of why, and a source where one exists; every
+answer can list the assumptions it used (:func:`lines`).
+
+>>> precision_for("qlora")
+'int4'
+>>> value("mfu")
+0.4
+>>> compute_dtype(hardware.get("T4"))
+'fp16'
+
+Three rules are functions rather than values: :func:`precision_for` (a method's precision),
+:func:`compute_dtype` (the dtype a device computes in) and :func:`device_price` (which price
+stands for a device). Pure Python: no torch.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from lab_utils import catalogs, checks, hardware, prices
+
+__all__ = ["METHODS", "Assumption", "DevicePrice", "catalog", "compute_dtype", "device_price", "get",
+           "lines", "precision_for", "value"]
+
+METHODS = ("inference", "full", "lora", "qlora")
+"""Jobs whose precision is an assumption: serving, full fine-tune, LoRA, QLoRA."""
+
+_DATA_FILE = "assumptions.toml"
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """One default: ``name`` (e.g. "mfu", "precision.lora"), its ``value``, ``why`` in one
+    line, and ``source`` (None where the value is the course's own choice)."""
+
+    name: str
+    value: object
+    why: str
+    source: str | None = None
+
+    def line(self, given: object = None) -> str:
+        """'name = value (why)', or 'name = given (given; default value)' when overridden."""
+        if given is not None and given != self.value:
+            return f"{self.name} = {given!r} (given; default {self.value!r})"
+        return f"{self.name} = {self.value!r} ({self.why})"
+
+
+def _entries(table: dict, prefix: str = "") -> list[Assumption]:
+    """Flatten the TOML: a table with a ``value`` is an entry; other tables nest names."""
+    found = []
+    for key, entry in table.items():
+        name = f"{prefix}{key}"
+        where = f"lab_utils/data/{_DATA_FILE}: [{name}]"
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where} must be a table with value and why")
+        if "value" not in entry:
+            found += _entries(entry, f"{name}.")
+            continue
+        unknown = set(entry) - {"value", "why", "source"}
+        if unknown or not isinstance(entry.get("why"), str) or not entry["why"].strip():
+            raise ValueError(f"{where}: needs value and a non-empty why (source optional), got keys {sorted(entry)}")
+        found.append(Assumption(name, entry["value"], entry["why"], entry.get("source")))
+    return found
+
+
+@functools.cache
+def _load() -> dict[str, Assumption]:
+    return {a.name: a for a in _entries(catalogs.read(_DATA_FILE))}
+
+
+def catalog() -> tuple[Assumption, ...]:
+    """Every assumption, in file order."""
+    return tuple(_load().values())
+
+
+def get(name: str) -> Assumption:
+    """One assumption by its exact name, e.g. ``get("mfu")`` or ``get("precision.lora")``."""
+    known = _load()
+    if name not in known:
+        raise ValueError(f"name={name!r} is not an assumption; known: {', '.join(known)}")
+    return known[name]
+
+
+def value(name: str):
+    """The value of one assumption (``get(name).value``)."""
+    return get(name).value
+
+
+def lines(used: dict) -> list[str]:
+    """One short line per assumption an answer used: ``used`` maps assumption names to the value
+    the answer took (None or the default: 'name = value (why)'; another value: marked given)."""
+    return [get(name).line(given) for name, given in used.items()]
+
+
+# --- the three rules --------------------------------------------------------------------------
+
+def precision_for(method: str) -> str:
+    """The precision a job of ``method`` ("inference", "full", "lora", "qlora") runs in."""
+    return value(f"precision.{checks.choice('method', method, METHODS)}")
+
+
+def compute_dtype(spec: hardware.Spec) -> str:
+    """The dtype ``spec`` computes in: the first of :data:`assumptions.toml` ``compute_dtypes``
+    (bf16, fp16, fp32) it has a peak for. ValueError when it has none of them."""
+    if not isinstance(spec, hardware.Spec):
+        raise TypeError(f"spec must be a hardware.Spec, got {type(spec).__name__}")
+    for dtype in value("compute_dtypes"):
+        if dtype in spec.peak_flops:
+            return dtype
+    raise ValueError(f"spec={spec.name!r} has no peak in any of {value('compute_dtypes')}")
+
+
+@dataclass(frozen=True)
+class DevicePrice:
+    """The price that stands for one device: ``usd_per_hour`` per device (None when the data has
+    none), the offer it comes from, its source and date."""
+
+    usd_per_hour: float | None
+    offer: str
+    source: str
+    date: str
+
+
+def _gpu_price(spec: hardware.Spec) -> DevicePrice:
+    excluded = value("price_excluded_kinds")
+    offers = [p for p in prices.hourly_prices()
+              if p.gpu == spec.name and p.n_gpus and p.price_per_hour > 0 and p.kind not in excluded]
+    if offers:
+        offer = min(offers, key=lambda p: p.price_per_gpu_hour)
+        return DevicePrice(offer.price_per_gpu_hour, offer.name, offer.source, offer.date)
+    for price in prices.serverless_prices():
+        if spec.name in price.gpus and price.active_per_s > 0:
+            return DevicePrice(price.active_per_hour, f"{price.name} active rate x 3600 (no hourly offer in the data)",
+                               price.source, price.date)
+    return DevicePrice(None, "no price in lab_utils/data/prices.toml", "-", "-")
+
+
+def _cpu_price(spec: hardware.Spec, cpu_offer: str) -> DevicePrice:
+    offer = prices.hourly_price(cpu_offer)
+    if offer.n_gpus or not offer.cpu_cores:
+        raise ValueError(f"cpu_offer={cpu_offer!r}: pick a CPU-only offer with a core count, e.g. "
+                         f"{value('cpu_offer')!r}")
+    if not spec.cores:
+        return DevicePrice(None, "no core count in the catalog to scale a price", "-", "-")
+    return DevicePrice(offer.price_per_hour / offer.cpu_cores * spec.cores,
+                       f"{offer.name} per-core price x {spec.cores} cores (assumption: a different CPU)",
+                       offer.source, offer.date)
+
+
+def device_price(spec: hardware.Spec, *, cpu_offer: str | None = None) -> DevicePrice:
+    """Which price stands for ``spec`` (rule: ``price_rule``). A GPU: its cheapest rentable hourly
+    offer per GPU (never a notebook tier or a zero price), else its serverless class's active
+    rate x 3600. A CPU: ``cpu_offer`` (default the ``cpu_offer`` assumption) scaled per core."""
+    if not isinstance(spec, hardware.Spec):
+        raise TypeError(f"spec must be a hardware.Spec, got {type(spec).__name__}")
+    if spec.kind == "cpu":
+        return _cpu_price(spec, value("cpu_offer") if cpu_offer is None else cpu_offer)
+    return _gpu_price(spec)
