@@ -17,8 +17,11 @@ CHROMIUM ?= chromium
 
 setup: $(INSTALLED)
 
+# The package installs as "cpu-vs-gpu-course" (PyPI's "lab-utils" is another project); a .venv
+# made before that rename still holds it as "lab-utils", so that is removed first (else a no-op).
 $(INSTALLED): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip uninstall --quiet --yes lab-utils 2>/dev/null || true
 	$(BIN)/python -m pip install --quiet --constraint constraints.txt --editable ".[lab,book,serverless,test]"
 	$(BIN)/python -c "import torch; print('installed torch', torch.__version__, '(CUDA build)' if torch.version.cuda else '(CPU build)')"
 	touch $@

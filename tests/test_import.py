@@ -45,3 +45,19 @@ def test_unknown_attribute_is_an_attribute_error():
 
 def test_every_module_is_listed():
     assert {"hardware", "machine", "models", "timing"} <= set(lab_utils.SUBMODULES)
+
+
+def test_installed_distribution_is_the_one_pyproject_names():
+    # PyPI's "lab-utils" is an unrelated project: the course's distribution has its own name,
+    # and the installed metadata (what pip and `lab-utils --version` report) must agree with it.
+    import importlib.metadata
+    import pathlib
+
+    from lab_utils.catalogs import tomllib
+
+    project = tomllib.loads((pathlib.Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
+    assert project["name"] != "lab-utils"
+    distribution = importlib.metadata.distribution(project["name"])
+    assert distribution.version == project["version"] == lab_utils.__version__
+    scripts = {e.name: e.value for e in distribution.entry_points if e.group == "console_scripts"}
+    assert scripts == {"lab-utils": "lab_utils.cli:main"}

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from lab_utils import course
+from lab_utils.catalogs import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = course.notebook_paths(ROOT / "notebooks")
@@ -60,6 +61,15 @@ def test_setup_cell_installs_from_the_configured_repository():
     repository_url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
     setup = code_cells(TEMPLATE)[0]["source"]
     assert re.search(rf'COURSE_REPOSITORY = "{re.escape(repository_url)}"', setup)
+
+
+def test_setup_cell_installs_the_distribution_pyproject_names():
+    # pip checks that the name before "@ git+..." is the name the repository builds, so a cell
+    # naming another distribution (PyPI's "lab-utils" is an unrelated project) fails to install.
+    name = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"]
+    setup = code_cells(TEMPLATE)[0]["source"]
+    assert f'COURSE_DISTRIBUTION = "{name}"' in setup
+    assert 'f"{COURSE_DISTRIBUTION} @ git+{COURSE_REPOSITORY}"' in setup
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
