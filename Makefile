@@ -1,8 +1,9 @@
 # The course's verbs. Each sets up .venv first when needed (install with the tested pins).
 #   make lab    open JupyterLab on the course
 #   make book   execute the notebooks and build the website into _build/html
-#   make test   unit tests, nbval over every notebook, a strict, clean book build, and every
-#               page of that build opened in headless Chromium with no internet (test-site)
+#   make test   unit tests and lab_utils' doctests, nbval over every notebook, a strict, clean
+#               book build, and every page of that build opened in headless Chromium with no
+#               internet (test-site)
 #   make linkcheck   check the website's external links (needs internet; not part of make test)
 
 PYTHON ?= python3
@@ -35,8 +36,10 @@ book: $(INSTALLED) web-assets
 
 test: test-unit test-notebooks site-deps test-book test-site
 
+# The unit tests, and the examples in lab_utils' docstrings run as doctests (no GPU, widgets or
+# network needed: every module imports with the required packages alone).
 test-unit: $(INSTALLED)
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest --doctest-modules tests lab_utils
 
 test-notebooks: $(INSTALLED)
 	$(BIN)/python -m pytest $(NBVAL_FLAGS) notebooks

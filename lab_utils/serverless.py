@@ -1,6 +1,6 @@
 """A serverless endpoint, simulated: workers, cold starts, idle timeout, per-second billing.
 
-``simulate`` follows the course's stated semantics (DESIGN.md):
+``simulate`` models a Runpod serverless endpoint (Runpod's serverless documentation) like this:
 requests are served first come, first served; a request goes to a warm idle worker if there
 is one (the longest-running such worker), else starts a new worker while fewer than
 ``max_workers`` run (its cold start comes before its service), else waits for the first worker

@@ -163,9 +163,9 @@ def test_range_verdict(claimed, low, high, verdict):
     assert economics.range_verdict(claimed, low, high) == verdict
 
 
-# --- prices: every price in facts.md, dated and sourced ---------------------------------------
+# --- prices: every price in lab_utils/data/prices.toml, dated and sourced ----------------------
 
-API_FACTS = {  # facts.md, "Prices and compute": $ per 1M tokens in / out
+API_FACTS = {  # API prices, each with its source in prices.toml: $ per 1M tokens in / out
     "Claude Haiku 4.5": (1, 5, "2026"), "Claude Sonnet 4.5": (3, 15, "2026"), "Claude Opus 4.5": (5, 25, "2026"),
     "GPT-4o-mini": (0.15, 0.60, "2026-03"), "GPT-4.1": (2, 8, "2026-03"), "GPT-5-mini": (0.25, 2, "2026-03"),
 }
@@ -177,7 +177,7 @@ HOURLY_FACTS = {  # name: (price per hour, GPUs, catalog GPU, date)
     "AWS g5.xlarge": (1.006, 1, None, "undated"),
     "Colab free tier": (0.0, 1, "T4", "undated"),
 }
-SERVERLESS_FACTS = {  # facts.md, Runpod serverless $/s (2025-08): flex, active, and flex $/h as printed
+SERVERLESS_FACTS = {  # Runpod serverless pricing page, $/s (2025-08): flex, active, and flex $/h as printed
     "16 GB class": (0.00016, 0.00011, None),
     "L4 / A5000 / RTX 3090": (0.00019, 0.00013, 0.68),
     "RTX 4090": (0.00031, 0.00021, 1.12),
