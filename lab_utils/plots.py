@@ -1,12 +1,18 @@
-"""One look for every figure in the course: a colour-blind-safe palette and labelled axes.
+"""Every figure of the course: one colour-blind-safe look, labelled axes, and the course's charts.
 
 Every figure has a title and both axes name their unit, e.g. "matrix size n (elements)".
 Alt text is set where the figure is shown (the notebook cell's ``mystnb.image.alt`` metadata).
+Charts drawn from the calculators: :func:`roofline` (``lab_utils.roofline``). matplotlib
+loads when a figure is made.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+
+from lab_utils import checks, hardware
+from lab_utils import roofline as _roofline
 
 # Okabe & Ito (2008), "Color Universal Design": distinguishable with every common colour-vision deficiency.
 PALETTE = {
@@ -66,3 +72,55 @@ def figure(title: str, xlabel: str, ylabel: str, **subplots_kwargs):
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     return fig, ax
+
+
+# --- charts of the calculators ---------------------------------------------------------------
+
+def roofline(points: Iterable[_roofline.Point] = (), roofs: Iterable[_roofline.Roof] = (), *,
+             devices=_roofline.DEFAULT_DEVICES, intensity_range: tuple[float, float] = (0.1, 1e4),
+             title: str = "Roofline: attainable and measured throughput"):
+    """Draw rooflines and measured points on log-log axes; return ``(fig, ax)``.
+
+    ``devices``: catalog devices drawn as solid roofs (names or ``hardware.Spec``; see
+    ``roofline.roof_of``); ``roofs``: extra ``roofline.Roof`` lines drawn dashed, e.g. the
+    learner's machine with its measured bandwidth and best measured FLOP/s; ``points``: measured
+    kernels (``roofline.Point``). Axes: arithmetic intensity (FLOP/byte) against FLOP/s.
+    """
+    import numpy as np
+
+    if isinstance(devices, (str, hardware.Spec)):
+        raise TypeError(f"devices must be a sequence of names or Specs, got a single {devices!r}")
+    device_roofs = [_roofline.roof_of(device) for device in devices]
+    extra_roofs = list(roofs)
+    points = list(points)
+    for name, items, kind in (("roofs", extra_roofs, _roofline.Roof), ("points", points, _roofline.Point)):
+        wrong = [item for item in items if not isinstance(item, kind)]
+        if wrong:
+            raise TypeError(f"{name} must hold lab_utils.roofline.{kind.__name__} objects, got {wrong[0]!r}")
+    low, high = checks.numbers("intensity_range", intensity_range)
+    if not low < high:
+        raise ValueError(f"intensity_range={intensity_range!r}: the first bound must be below the second")
+
+    intensities = np.geomspace(low, high, 201)
+    fig, ax = figure(title, "arithmetic intensity (FLOP/byte)", "throughput (FLOP/s)",
+                     figsize=(8.0, 6.4), layout="constrained")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    for roof, style in [(r, "-") for r in device_roofs] + [(r, "--") for r in extra_roofs]:
+        curve = _roofline.attainable_flops(roof.peak_flops, roof.bandwidth_bytes_per_s, intensities)
+        ax.plot(intensities, curve, style, linewidth=2 if style == "--" else 1.5, label=roof.label)
+    groups: dict[str, list[_roofline.Point]] = {}
+    for point in points:
+        groups.setdefault(point.label, []).append(point)
+    markers = "osD^v<>"
+    for index, (label, group) in enumerate(groups.items()):
+        ax.scatter([p.intensity for p in group], [p.flops_per_s for p in group],
+                   marker=markers[index % len(markers)], s=36, color="black" if index == 0 else None,
+                   zorder=3, label=label)
+    ax.set_xlim(low, high)
+    if device_roofs or extra_roofs or points:
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=9)
+    return fig, ax
+
+
+# --- advisor chart: the lead developer moves ``advisor.chart`` here (issue 15) ---------------

@@ -1,4 +1,4 @@
-"""FLOP and byte counts of a matrix product, arithmetic intensity, and the roofline plot.
+"""FLOP and byte counts of a matrix product, arithmetic intensity, and the roofline.
 
 The roofline model (Williams, Waterman & Patterson, "Roofline", CACM 52(4), 2009): a kernel
 that does ``flops`` of arithmetic while moving ``bytes`` between memory and the chip has an
@@ -16,13 +16,14 @@ decoding) about 1 FLOP per byte in fp16.
 >>> arithmetic_intensity(matmul_flops(1024, 1024, 1024), matmul_bytes(1024, 1024, 1024, 4))
 170.66666666666666
 
-Pure Python (no torch); matplotlib loads only when :func:`plot` draws.
+Pure arithmetic: no torch, no plotting. :func:`attainable_flops` and
+:func:`arithmetic_intensity` also take NumPy arrays (numpy is imported only then). The figure
+is ``lab_utils.plots.roofline``, still reachable as ``roofline.plot``.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable
+import sys
 from dataclasses import dataclass
 
 from lab_utils import checks, hardware
@@ -33,19 +34,45 @@ __all__ = [
 ]
 
 DEFAULT_DEVICES = ("T4", "A100 80GB SXM", "H100 SXM", "H200 SXM", "AMD EPYC 9684X")
-"""Catalog devices :func:`plot` draws unless told otherwise: GPUs from a free Colab T4 to an
+"""Catalog devices ``plots.roofline`` draws unless told otherwise: GPUs from a free Colab T4 to an
 H200, and a server CPU."""
 
 DTYPE_PREFERENCE = ("bf16", "fp16", "fp32")
 """Which catalog peak :func:`roof_of` uses by default: the first of these the device has."""
 
 
-def _check_dimension(name: str, value) -> int:
-    return checks.count(name, value, what="a positive int (a matrix dimension)")
+def _dimensions(**sizes) -> list[int]:
+    return [checks.count(name, value, what="a positive int (a matrix dimension)") for name, value in sizes.items()]
 
 
-def _check_positive(name: str, value, allow_zero: bool = False, allow_inf: bool = False) -> float:
-    return checks.number(name, value, strict=not allow_zero, allow_inf=allow_inf)
+def _is_array(value) -> bool:
+    """Whether ``value`` is a NumPy array (numpy is loaded if one exists; no import here)."""
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(value, numpy.ndarray)
+
+
+def _nonnegative_array(name: str, array, *, strict: bool, allow_inf: bool):
+    """``array`` as floats if every entry is a number >= 0 (> 0 when ``strict``), finite unless
+    ``allow_inf``; else TypeError / ValueError naming ``name`` and the first bad entry."""
+    import numpy as np
+
+    if array.dtype.kind not in "iuf":  # bool, str, object arrays are refused
+        raise TypeError(f"{name} must be a number or an array of numbers, got an array of {array.dtype}")
+    array = array.astype(float)
+    bad = np.isnan(array) | (array < 0) | ((array == 0) if strict else False) | (np.isinf(array) & (not allow_inf))
+    if bad.any():
+        index = np.unravel_index(int(np.flatnonzero(bad)[0]), array.shape)
+        where = ", ".join(str(int(i)) for i in index)
+        relation = ">" if strict else ">="
+        raise ValueError(f"{name}[{where}]={float(array[index])!r}: every entry must be a number {relation} 0")
+    return array
+
+
+def _quantity(name: str, value, *, strict: bool = True, allow_inf: bool = False):
+    """A checked float for a number, checked floats for a NumPy array."""
+    if _is_array(value):
+        return _nonnegative_array(name, value, strict=strict, allow_inf=allow_inf)
+    return checks.number(name, value, strict=strict, allow_inf=allow_inf)
 
 
 def matmul_flops(m: int, n: int, k: int) -> int:
@@ -54,7 +81,7 @@ def matmul_flops(m: int, n: int, k: int) -> int:
     Each of the m x n results takes k multiplications and k additions (a fused multiply-add
     counts as 2 FLOPs, as vendor peaks count it).
     """
-    m, n, k = (_check_dimension(name, value) for name, value in (("m", m), ("n", n), ("k", k)))
+    m, n, k = _dimensions(m=m, n=n, k=k)
     return 2 * m * n * k
 
 
@@ -65,15 +92,18 @@ def matmul_bytes(m: int, n: int, k: int, bytes_per_element: float) -> float:
     (the roofline's compulsory traffic); real kernels move at least this much.
     ``bytes_per_element``: 4 for fp32, 2 for bf16/fp16, 1 for fp8/int8 (``torch.float16.itemsize``).
     """
-    m, n, k = (_check_dimension(name, value) for name, value in (("m", m), ("n", n), ("k", k)))
-    _check_positive("bytes_per_element", bytes_per_element)
+    m, n, k = _dimensions(m=m, n=n, k=k)
+    checks.number("bytes_per_element", bytes_per_element)
     return (m * k + k * n + m * n) * bytes_per_element
 
 
-def arithmetic_intensity(flops: float, bytes: float) -> float:  # noqa: A002 - the issue's name
-    """Arithmetic intensity in FLOP per byte: ``flops / bytes`` (Williams et al., 2009)."""
-    flops = _check_positive("flops", flops, allow_zero=True)
-    moved = _check_positive("bytes", bytes)
+def arithmetic_intensity(flops, bytes):  # noqa: A002 - the issue's name
+    """Arithmetic intensity in FLOP per byte: ``flops / bytes`` (Williams et al., 2009).
+
+    Numbers give a float; NumPy arrays of FLOPs or bytes give an array, broadcast.
+    """
+    flops = _quantity("flops", flops, strict=False)
+    moved = _quantity("bytes", bytes)
     return flops / moved
 
 
@@ -82,15 +112,21 @@ def matmul_intensity(m: int, n: int, k: int, bytes_per_element: float) -> float:
     return arithmetic_intensity(matmul_flops(m, n, k), matmul_bytes(m, n, k, bytes_per_element))
 
 
-def attainable_flops(peak_flops: float, bandwidth_bytes_per_s: float, intensity: float) -> float:
+def attainable_flops(peak_flops, bandwidth_bytes_per_s, intensity):
     """The roofline: min(peak_flops, bandwidth_bytes_per_s x intensity), in FLOP/s.
 
-    ``intensity`` in FLOP per byte (Williams, Waterman & Patterson, CACM 52(4), 2009).
+    ``intensity`` in FLOP per byte (Williams, Waterman & Patterson, CACM 52(4), 2009). Scalars
+    give a float; a NumPy array for any argument gives an array, broadcast, e.g. the roof over
+    1,000 intensities in one call.
     """
-    peak = _check_positive("peak_flops", peak_flops)
-    bandwidth = _check_positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
-    intensity = _check_positive("intensity", intensity, allow_zero=True, allow_inf=True)
-    return min(peak, bandwidth * intensity)
+    peak = _quantity("peak_flops", peak_flops)
+    bandwidth = _quantity("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    intensity = _quantity("intensity", intensity, strict=False, allow_inf=True)
+    if not any(_is_array(v) for v in (peak, bandwidth, intensity)):
+        return min(peak, bandwidth * intensity)
+    import numpy as np
+
+    return np.minimum(peak, bandwidth * intensity)
 
 
 @dataclass(frozen=True)
@@ -107,8 +143,8 @@ class Roof:
     def __post_init__(self) -> None:
         if not isinstance(self.label, str) or not self.label.strip():
             raise ValueError(f"label={self.label!r}: a roof needs a non-empty label")
-        _check_positive("peak_flops", self.peak_flops)
-        _check_positive("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s)
+        checks.number("peak_flops", self.peak_flops)
+        checks.number("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s)
 
 
 @dataclass(frozen=True)
@@ -123,8 +159,8 @@ class Point:
     def __post_init__(self) -> None:
         if not isinstance(self.label, str) or not self.label.strip():
             raise ValueError(f"label={self.label!r}: a point needs a non-empty label")
-        _check_positive("intensity", self.intensity)
-        _check_positive("flops_per_s", self.flops_per_s)
+        checks.number("intensity", self.intensity)
+        checks.number("flops_per_s", self.flops_per_s)
 
 
 def roof_of(device, dtype: str | None = None) -> Roof:
@@ -147,49 +183,10 @@ def roof_of(device, dtype: str | None = None) -> Roof:
     )
 
 
-def plot(points: Iterable[Point] = (), roofs: Iterable[Roof] = (), *, devices=DEFAULT_DEVICES,
-         intensity_range: tuple[float, float] = (0.1, 1e4),
-         title: str = "Roofline: attainable and measured throughput"):
-    """Draw rooflines and measured points on log-log axes; return ``(fig, ax)``.
+def __getattr__(name):
+    """``roofline.plot``: the drawing, now ``lab_utils.plots.roofline``, loaded when used."""
+    if name == "plot":
+        from lab_utils import plots
 
-    ``devices``: catalog devices drawn as solid roofs (names or ``Spec``; see :func:`roof_of`);
-    ``roofs``: extra :class:`Roof` lines drawn dashed, e.g. the learner's machine with its
-    measured bandwidth and best measured FLOP/s; ``points``: measured kernels (:class:`Point`).
-    Axes: arithmetic intensity (FLOP/byte) against FLOP/s, built with ``plots.figure``.
-    """
-    from lab_utils import plots
-
-    if isinstance(devices, (str, hardware.Spec)):
-        raise TypeError(f"devices must be a sequence of names or Specs, got a single {devices!r}")
-    device_roofs = [roof_of(device) for device in devices]
-    extra_roofs = list(roofs)
-    points = list(points)
-    for name, items, kind in (("roofs", extra_roofs, Roof), ("points", points, Point)):
-        wrong = [item for item in items if not isinstance(item, kind)]
-        if wrong:
-            raise TypeError(f"{name} must hold lab_utils.roofline.{kind.__name__} objects, got {wrong[0]!r}")
-    low, high = (_check_positive(f"intensity_range[{i}]", v) for i, v in enumerate(intensity_range))
-    if not low < high:
-        raise ValueError(f"intensity_range={intensity_range!r}: the first bound must be below the second")
-
-    steps = 200
-    intensities = [low * (high / low) ** (i / steps) for i in range(steps + 1)]
-    fig, ax = plots.figure(title, "arithmetic intensity (FLOP/byte)", "throughput (FLOP/s)",
-                           figsize=(8.0, 6.4), layout="constrained")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    for roof, style in [(r, "-") for r in device_roofs] + [(r, "--") for r in extra_roofs]:
-        curve = [attainable_flops(roof.peak_flops, roof.bandwidth_bytes_per_s, i) for i in intensities]
-        ax.plot(intensities, curve, style, linewidth=2 if style == "--" else 1.5, label=roof.label)
-    groups: dict[str, list[Point]] = {}
-    for point in points:
-        groups.setdefault(point.label, []).append(point)
-    markers = "osD^v<>"
-    for index, (label, group) in enumerate(groups.items()):
-        ax.scatter([p.intensity for p in group], [p.flops_per_s for p in group],
-                   marker=markers[index % len(markers)], s=36, color="black" if index == 0 else None,
-                   zorder=3, label=label)
-    ax.set_xlim(low, high)
-    if device_roofs or extra_roofs or points:
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=9)
-    return fig, ax
+        return plots.roofline
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,22 +13,20 @@ a mix of both does to average latency, tail latency and cost.
 - :func:`mix`: requests split into routes (a share of the traffic served by one kind of worker,
   with per-request seconds and the worker's price); average and percentile latency of the whole
   traffic (the mixture of the routes' distributions) and the cost per request.
-- :func:`request_latencies_s`: per-request seconds of a function called one request at a time,
-  as a client waits for it (``timing.measure`` reports throughput medians instead).
 
-Seconds, bytes, FLOPs and US dollars throughout. Pure Python: torch loads only when
-:func:`request_latencies_s` synchronizes a device.
+Seconds, bytes, FLOPs and US dollars throughout. Pure arithmetic: no torch, no clock. Measuring
+per-request latencies is ``lab_utils.latency.request_latencies_s``, still reachable as
+``routing.request_latencies_s``.
 """
 
 from __future__ import annotations
 
 import bisect
 import math
-import time
 from dataclasses import dataclass
 
-from lab_utils import checks, economics, machine
-from lab_utils.economics import SECONDS_PER_HOUR
+from lab_utils import checks
+from lab_utils.prices import SECONDS_PER_HOUR
 
 __all__ = [
     "PCIE_TRANSFERS_PER_S_PER_LANE", "OffloadFloor", "Route", "Mix",
@@ -42,27 +40,14 @@ PCIE_TRANSFERS_PER_S_PER_LANE = {3: 8e9, 4: 16e9, 5: 32e9}
 _SHARE_TOLERANCE = 1e-9
 
 
-# --- argument checks -------------------------------------------------------------------------
-
-def _number(name: str, value, *, strict: bool = False, maximum: float = math.inf) -> float:
-    """``value`` as a float if it is a finite number >= 0 (> 0 when ``strict``) and <= ``maximum``."""
-    return checks.number(name, value, strict=strict, maximum=maximum)
-
-
 def _seconds_tuple(name: str, values) -> tuple[float, ...]:
     """One number or a non-empty sequence of numbers, as a tuple of seconds > 0."""
     if isinstance(values, (int, float)) and not isinstance(values, bool):
         values = (values,)
-    if isinstance(values, (str, bytes)):
-        raise TypeError(f"{name} must be a number or a sequence of numbers, got {values!r}")
-    try:
-        values = tuple(values)
-    except TypeError:
-        raise TypeError(
-            f"{name} must be a number or a sequence of numbers, got {type(values).__name__}") from None
+    values = tuple(checks.numbers(name, values))
     if not values:
         raise ValueError(f"{name} is empty: give at least one time in seconds")
-    return tuple(_number(f"{name}[{i}]", v, strict=True) for i, v in enumerate(values))
+    return values
 
 
 # --- the host link and the cost of offloading ------------------------------------------------
@@ -120,15 +105,15 @@ def offload_floor(*, flops, device_bytes, transfer_bytes, launches, launch_s, pe
     (:func:`pcie_bytes_per_s`). Real requests take longer: kernels rarely reach the peak, and
     small ones cannot fill the GPU.
     """
-    flops = _number("flops", flops)
-    device_bytes = _number("device_bytes", device_bytes)
-    transfer_bytes = _number("transfer_bytes", transfer_bytes)
+    flops = checks.number("flops", flops, strict=False)
+    device_bytes = checks.number("device_bytes", device_bytes, strict=False)
+    transfer_bytes = checks.number("transfer_bytes", transfer_bytes, strict=False)
     launches = checks.count("launches", launches, minimum=1)
-    launch_s = _number("launch_s", launch_s)
-    framework_s = _number("framework_s", framework_s)
-    peak = _number("peak_flops", peak_flops, strict=True)
-    bandwidth = _number("bandwidth_bytes_per_s", bandwidth_bytes_per_s, strict=True)
-    link = _number("link_bytes_per_s", link_bytes_per_s, strict=True)
+    launch_s = checks.number("launch_s", launch_s, strict=False)
+    framework_s = checks.number("framework_s", framework_s, strict=False)
+    peak = checks.number("peak_flops", peak_flops)
+    bandwidth = checks.number("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    link = checks.number("link_bytes_per_s", link_bytes_per_s)
     return OffloadFloor(
         issue_s=framework_s + launches * launch_s,
         transfer_s=transfer_bytes / link,
@@ -142,9 +127,9 @@ def crossover_batch(batches, cpu_seconds, gpu_seconds) -> int | None:
     ``batches``: increasing batch sizes; ``cpu_seconds``, ``gpu_seconds``: seconds per batch on
     each device, one per batch. Requiring the GPU to stay ahead ignores a lucky single point.
     """
-    batches = list(batches)
-    cpu = list(cpu_seconds)
-    gpu = list(gpu_seconds)
+    batches = checks.sequence("batches", batches)
+    cpu = checks.sequence("cpu_seconds", cpu_seconds)
+    gpu = checks.sequence("gpu_seconds", gpu_seconds)
     if not batches:
         raise ValueError("batches is empty: give at least one batch size")
     if not len(batches) == len(cpu) == len(gpu):
@@ -155,8 +140,8 @@ def crossover_batch(batches, cpu_seconds, gpu_seconds) -> int | None:
         checks.count(f"batches[{i}]", batch, minimum=1)
     if any(later <= earlier for earlier, later in zip(batches, batches[1:])):
         raise ValueError(f"batches={batches!r}: must be strictly increasing")
-    cpu = [_number(f"cpu_seconds[{i}]", s, strict=True) for i, s in enumerate(cpu)]
-    gpu = [_number(f"gpu_seconds[{i}]", s, strict=True) for i, s in enumerate(gpu)]
+    cpu = checks.numbers("cpu_seconds", cpu)
+    gpu = checks.numbers("gpu_seconds", gpu)
     crossover = None
     for batch, cpu_s, gpu_s in reversed(list(zip(batches, cpu, gpu))):
         if gpu_s >= cpu_s:
@@ -186,9 +171,10 @@ class Route:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
             raise ValueError(f"name={self.name!r}: give each route a non-empty name")
-        object.__setattr__(self, "share", _number("share", self.share, maximum=1.0))
+        object.__setattr__(self, "share", checks.number("share", self.share, maximum=1.0, strict=False))
         object.__setattr__(self, "seconds", _seconds_tuple("seconds", self.seconds))
-        object.__setattr__(self, "price_per_hour", _number("price_per_hour", self.price_per_hour))
+        object.__setattr__(self, "price_per_hour",
+                           checks.number("price_per_hour", self.price_per_hour, strict=False))
         checks.count("concurrency", self.concurrency, minimum=1)
 
     @property
@@ -239,7 +225,7 @@ class Mix:
 
     def quantile(self, q: float) -> float:
         """Seconds within which a fraction ``q`` (0 to 1) of requests finish."""
-        q = _number("q", q, maximum=1.0)
+        q = checks.number("q", q, maximum=1.0, strict=False)
         index = bisect.bisect_left(self._cumulative, q - _SHARE_TOLERANCE)
         return self._seconds[min(index, len(self._seconds) - 1)]
 
@@ -257,7 +243,7 @@ class Mix:
 
     def share_slower_than(self, seconds: float) -> float:
         """Fraction of requests that take longer than ``seconds`` (e.g. a latency target)."""
-        seconds = _number("seconds", seconds)
+        seconds = checks.number("seconds", seconds, strict=False)
         index = bisect.bisect_right(self._seconds, seconds)
         return max(0.0, 1.0 - (self._cumulative[index - 1] if index else 0.0))
 
@@ -286,32 +272,10 @@ def mix(routes) -> Mix:
     return Mix(routes)
 
 
-# --- measuring requests one at a time --------------------------------------------------------
+def __getattr__(name):
+    """``routing.request_latencies_s``, loaded from ``lab_utils.latency`` when used."""
+    if name == "request_latencies_s":
+        from lab_utils import latency
 
-def request_latencies_s(fn, *, requests: int = 100, device=None, warmup: int = 3,
-                        max_seconds: float = 1.0) -> tuple[float, ...]:
-    """Seconds of each of up to ``requests`` calls of ``fn()``, timed one by one.
-
-    Each call is a request a client waits for: the clock reads after ``device`` (None:
-    ``machine.pick_device()``) is synchronized, so queued GPU work counts. ``warmup`` calls run
-    first, untimed; timing stops after ``max_seconds`` (at least one request is timed). Unlike
-    ``timing.measure``, which reports the median of blocks of calls, this keeps every request's
-    time, tail included.
-    """
-    if not callable(fn):
-        raise TypeError(f"fn must be callable with no arguments, got {type(fn).__name__}")
-    requests = checks.count("requests", requests, minimum=1)
-    warmup = checks.count("warmup", warmup, minimum=0)
-    max_seconds = _number("max_seconds", max_seconds, strict=True)
-    device = machine.as_device(device)
-    for _ in range(warmup):
-        fn()
-    machine.synchronize(device)
-    latencies: list[float] = []
-    deadline = time.perf_counter() + max_seconds
-    while len(latencies) < requests and (not latencies or time.perf_counter() < deadline):
-        start = time.perf_counter()
-        fn()
-        machine.synchronize(device)
-        latencies.append(time.perf_counter() - start)
-    return tuple(latencies)
+        return latency.request_latencies_s
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -49,10 +49,6 @@ def percentile(values, q: float) -> float:
     return ordered[below] + (ordered[above] - ordered[below]) * (position - below)
 
 
-def _check_number(name: str, value, *, minimum: float, strict: bool = False) -> float:
-    return checks.number(name, value, minimum=minimum, strict=strict)
-
-
 class _Worker:
     """One worker: when it started, when its current job ends, whether it is always on."""
 
@@ -84,14 +80,14 @@ def simulate(
     seconds a worker stays warm after its last job; ``price_per_worker_s``: dollars per flex
     worker-second. See the module docstring for the rules.
     """
-    arrivals = [_check_number("arrival_times_s[]", t, minimum=0.0) for t in arrival_times_s]
-    service_s = _check_number("service_s", service_s, minimum=0.0, strict=True)
-    cold_start_s = _check_number("cold_start_s", cold_start_s, minimum=0.0)
-    idle_timeout_s = _check_number("idle_timeout_s", idle_timeout_s, minimum=0.0)
+    arrivals = [checks.number(f"arrival_times_s[{i}]", t, strict=False) for i, t in enumerate(arrival_times_s)]
+    service_s = checks.number("service_s", service_s)
+    cold_start_s = checks.number("cold_start_s", cold_start_s, strict=False)
+    idle_timeout_s = checks.number("idle_timeout_s", idle_timeout_s, strict=False)
     max_workers = checks.count("max_workers", max_workers, minimum=1)
-    price_per_worker_s = _check_number("price_per_worker_s", price_per_worker_s, minimum=0.0)
+    price_per_worker_s = checks.number("price_per_worker_s", price_per_worker_s, strict=False)
     active_workers = checks.count("active_workers", active_workers, minimum=0)
-    active_price_per_worker_s = _check_number("active_price_per_worker_s", active_price_per_worker_s, minimum=0.0)
+    active_price_per_worker_s = checks.number("active_price_per_worker_s", active_price_per_worker_s, strict=False)
     if active_workers > max_workers:
         raise ValueError(f"active_workers={active_workers} exceeds max_workers={max_workers}")
 
@@ -124,7 +120,7 @@ def simulate(
     billed_s = sum(math.ceil(lifetime) for lifetime in lifetimes_s)
     period_s = max([last_end_s] + [w.stops_at(idle_timeout_s) for w in flex])
     if duration_s is not None:
-        period_s = max(period_s, _check_number("duration_s", duration_s, minimum=0.0))
+        period_s = max(period_s, checks.number("duration_s", duration_s, strict=False))
     active_billed_s = active_workers * math.ceil(period_s)
     return SimulationResult(
         cost=billed_s * price_per_worker_s + active_billed_s * active_price_per_worker_s,
@@ -139,15 +135,15 @@ def simulate(
 
 def pod_cost(price_per_hour: float, duration_s: float) -> float:
     """Dollars for an always-on pod over ``duration_s``, billed per second (rounded up)."""
-    price_per_hour = _check_number("price_per_hour", price_per_hour, minimum=0.0)
-    duration_s = _check_number("duration_s", duration_s, minimum=0.0)
+    price_per_hour = checks.number("price_per_hour", price_per_hour, strict=False)
+    duration_s = checks.number("duration_s", duration_s, strict=False)
     return math.ceil(duration_s) * price_per_hour / 3600
 
 
 def poisson_arrivals(rate_per_s: float, duration_s: float, seed: int = 0) -> tuple[float, ...]:
     """Independent arrivals at an average ``rate_per_s`` over ``duration_s`` (steady traffic)."""
-    rate_per_s = _check_number("rate_per_s", rate_per_s, minimum=0.0)
-    duration_s = _check_number("duration_s", duration_s, minimum=0.0)
+    rate_per_s = checks.number("rate_per_s", rate_per_s, strict=False)
+    duration_s = checks.number("duration_s", duration_s, strict=False)
     rng, times, t = random.Random(seed), [], 0.0
     while rate_per_s > 0:
         t += rng.expovariate(rate_per_s)
@@ -162,9 +158,9 @@ def bursty_arrivals(
 ) -> tuple[float, ...]:
     """Bursts of ``burst_size`` requests every ``burst_every_s``, each burst within ``spread_s``."""
     burst_size = checks.count("burst_size", burst_size, minimum=1)
-    burst_every_s = _check_number("burst_every_s", burst_every_s, minimum=0.0, strict=True)
-    duration_s = _check_number("duration_s", duration_s, minimum=0.0)
-    spread_s = _check_number("spread_s", spread_s, minimum=0.0)
+    burst_every_s = checks.number("burst_every_s", burst_every_s)
+    duration_s = checks.number("duration_s", duration_s, strict=False)
+    spread_s = checks.number("spread_s", spread_s, strict=False)
     rng = random.Random(seed)
     starts = [k * burst_every_s for k in range(math.ceil(duration_s / burst_every_s))]
     return tuple(sorted(s + rng.uniform(0, spread_s) for s in starts for _ in range(burst_size)))
@@ -173,6 +169,6 @@ def bursty_arrivals(
 def batch_arrivals(n_requests: int, start_s: float = 0.0, spacing_s: float = 0.0) -> tuple[float, ...]:
     """A nightly batch: ``n_requests`` submitted from ``start_s``, ``spacing_s`` apart."""
     n_requests = checks.count("n_requests", n_requests, minimum=0)
-    start_s = _check_number("start_s", start_s, minimum=0.0)
-    spacing_s = _check_number("spacing_s", spacing_s, minimum=0.0)
+    start_s = checks.number("start_s", start_s, strict=False)
+    spacing_s = checks.number("spacing_s", spacing_s, strict=False)
     return tuple(start_s + k * spacing_s for k in range(n_requests))

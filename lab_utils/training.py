@@ -9,12 +9,11 @@ fine-tune adapts the model to). torch is imported inside the functions that run 
 from __future__ import annotations
 
 import copy
-import math
 import random
 import timeit
 from dataclasses import dataclass
 
-from lab_utils import machine
+from lab_utils import checks, machine
 
 CORPORA = ("general", "domain")
 METHODS = ("full", "lora")
@@ -49,10 +48,8 @@ def corpus(kind: str = "domain", n_bytes: int = 65_536, seed: int = 0) -> bytes:
     The same ``kind``, ``n_bytes`` and ``seed`` always give the same bytes; another seed gives
     held-out text of the same kind.
     """
-    if kind not in CORPORA:
-        raise ValueError(f"kind={kind!r} is not allowed; use one of {CORPORA}")
-    if isinstance(n_bytes, bool) or not isinstance(n_bytes, int) or n_bytes < 2:
-        raise ValueError(f"n_bytes={n_bytes!r}: must be an integer >= 2")
+    checks.choice("kind", kind, CORPORA)
+    checks.count("n_bytes", n_bytes, minimum=2)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
     rng = random.Random(f"{kind}-{seed}")
@@ -80,11 +77,6 @@ def _loss(model, window):
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), window[:, 1:].reshape(-1))
 
 
-def _check_positive_int(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name}={value!r}: must be a positive integer")
-
-
 def _as_tokens(text: bytes, seq_len: int, device, what: str):
     import torch
 
@@ -101,7 +93,7 @@ def evaluate_loss(model, text: bytes, *, batch: int = 32, n_batches: int = 2, se
 
     device = machine.as_device(device)
     for name, value in (("batch", batch), ("n_batches", n_batches)):
-        _check_positive_int(name, value)
+        checks.count(name, value)
     seq_len = model.config.seq_len
     data = _as_tokens(text, seq_len, device, "text")
     generator = torch.Generator().manual_seed(seed)
@@ -206,17 +198,14 @@ def fine_tune(
 
     if not isinstance(model, models.TinyGPT):
         raise TypeError(f"model must be a lab_utils.models.TinyGPT, got {type(model).__name__}")
-    if method not in METHODS:
-        raise ValueError(f"method={method!r} is not allowed; use one of {METHODS}")
+    checks.choice("method", method, METHODS)
     for name, value in (("steps", steps), ("batch", batch)):
-        _check_positive_int(name, value)
-    if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) or not 1 <= warmup_steps < steps:
+        checks.count(name, value)
+    if checks.count("warmup_steps", warmup_steps) >= steps:
         raise ValueError(f"warmup_steps={warmup_steps!r}: must be an integer from 1 to steps - 1 = {steps - 1}")
-    for name, value in (("lr", lr), ("max_seconds", max_seconds)):
-        if value is None and name == "max_seconds":
-            continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
-            raise ValueError(f"{name}={value!r}: must be a finite number > 0")
+    checks.number("lr", lr)
+    if max_seconds is not None:
+        checks.number("max_seconds", max_seconds)
     device = machine.as_device(device)
     seq_len = model.config.seq_len
     data = _as_tokens(text, seq_len, device, "text")

@@ -1,4 +1,5 @@
-"""lab_utils.distributed: all-reduce cost formulas, the torchrun launcher, and real DDP runs.
+"""lab_utils.comms: all-reduce cost formulas; lab_utils.distributed: the torchrun launcher and
+real DDP runs.
 
 The integration tests launch notebooks/scripts/ddp_train.py with torchrun on the CPU (gloo):
 two processes on one node, and two single-process "nodes" on this machine with the multi-node
@@ -19,7 +20,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from lab_utils import distributed
+from lab_utils import comms, distributed
 
 ROOT = Path(__file__).resolve().parents[1]
 DDP_SCRIPT = ROOT / "notebooks" / "scripts" / "ddp_train.py"
@@ -28,24 +29,24 @@ DDP_SCRIPT = ROOT / "notebooks" / "scripts" / "ddp_train.py"
 # --- formulas on known values --------------------------------------------------------------
 
 def test_ring_all_reduce_bytes_known_values():
-    assert distributed.ring_all_reduce_bytes(1e9, 1) == 0
-    assert distributed.ring_all_reduce_bytes(1e9, 2) == pytest.approx(1e9)  # 2(N-1)/N = 1
-    assert distributed.ring_all_reduce_bytes(1e9, 4) == pytest.approx(1.5e9)
-    assert distributed.ring_all_reduce_bytes(1e9, 1024) == pytest.approx(2e9 * 1023 / 1024)
+    assert comms.ring_all_reduce_bytes(1e9, 1) == 0
+    assert comms.ring_all_reduce_bytes(1e9, 2) == pytest.approx(1e9)  # 2(N-1)/N = 1
+    assert comms.ring_all_reduce_bytes(1e9, 4) == pytest.approx(1.5e9)
+    assert comms.ring_all_reduce_bytes(1e9, 1024) == pytest.approx(2e9 * 1023 / 1024)
 
 
 def test_ring_all_reduce_seconds_known_values():
     # 8 ranks, 1 GB, 100 GB/s, 5 µs per step: 14 steps x 5 µs + 1.75 GB / 100 GB/s
-    seconds = distributed.ring_all_reduce_seconds(1e9, 8, bandwidth_bytes_per_s=100e9, latency_s=5e-6)
+    seconds = comms.ring_all_reduce_seconds(1e9, 8, bandwidth_bytes_per_s=100e9, latency_s=5e-6)
     assert seconds == pytest.approx(14 * 5e-6 + 0.0175)
-    assert distributed.ring_all_reduce_seconds(64 * 2**20, 2, bandwidth_bytes_per_s=1e9) == pytest.approx(0.067108864)
-    assert distributed.ring_all_reduce_seconds(1e9, 1, bandwidth_bytes_per_s=1e9, latency_s=1.0) == 0
+    assert comms.ring_all_reduce_seconds(64 * 2**20, 2, bandwidth_bytes_per_s=1e9) == pytest.approx(0.067108864)
+    assert comms.ring_all_reduce_seconds(1e9, 1, bandwidth_bytes_per_s=1e9, latency_s=1.0) == 0
 
 
 def test_bus_bandwidth_matches_nccl_tests_definition():
     # nccl-tests: busbw = algbw x 2(N-1)/N; algbw = bytes / time
-    assert distributed.bus_bandwidth_bytes_per_s(1e9, 1.0, 8) == pytest.approx(1.75e9)
-    assert distributed.bus_bandwidth_bytes_per_s(1e9, 0.5, 2) == pytest.approx(2e9)
+    assert comms.bus_bandwidth_bytes_per_s(1e9, 1.0, 8) == pytest.approx(1.75e9)
+    assert comms.bus_bandwidth_bytes_per_s(1e9, 0.5, 2) == pytest.approx(2e9)
 
 
 @pytest.mark.parametrize("n_ranks", [2, 8])
@@ -53,30 +54,30 @@ def test_fit_recovers_known_latency_and_bandwidth(n_ranks):
     latency_s, bandwidth = 20e-6, 3e9
     sizes = [4**k * 1024 for k in range(1, 9)]
     noise = [1.03, 0.97, 1.02, 0.99, 1.01, 0.98, 1.02, 1.0]
-    times = [distributed.ring_all_reduce_seconds(s, n_ranks, bandwidth_bytes_per_s=bandwidth, latency_s=latency_s) * e
+    times = [comms.ring_all_reduce_seconds(s, n_ranks, bandwidth_bytes_per_s=bandwidth, latency_s=latency_s) * e
              for s, e in zip(sizes, noise)]
-    exact = distributed.fit_all_reduce(sizes, [t / e for t, e in zip(times, noise)], n_ranks)
+    exact = comms.fit_all_reduce(sizes, [t / e for t, e in zip(times, noise)], n_ranks)
     assert exact.latency_s == pytest.approx(latency_s, rel=1e-9)
     assert exact.bandwidth_bytes_per_s == pytest.approx(bandwidth, rel=1e-9)
-    noisy = distributed.fit_all_reduce(sizes, times, n_ranks)
+    noisy = comms.fit_all_reduce(sizes, times, n_ranks)
     assert noisy.latency_s == pytest.approx(latency_s, rel=0.1)
     assert noisy.bandwidth_bytes_per_s == pytest.approx(bandwidth, rel=0.1)
     assert noisy.seconds(sizes[-1]) == pytest.approx(times[-1], rel=0.1)
 
 
 def test_fit_clamps_a_negative_latency_to_zero():
-    fit = distributed.fit_all_reduce([1e6, 2e6, 4e6], [0.9e-3, 2.0e-3, 4.1e-3], 2)
+    fit = comms.fit_all_reduce([1e6, 2e6, 4e6], [0.9e-3, 2.0e-3, 4.1e-3], 2)
     assert fit.latency_s == 0
     assert fit.bandwidth_bytes_per_s == pytest.approx(1e9, rel=0.1)
 
 
 def test_data_parallel_step_bounds():
-    step = distributed.data_parallel_step(0.3, 1e9, 2, bandwidth_bytes_per_s=10e9)
+    step = comms.data_parallel_step(0.3, 1e9, 2, bandwidth_bytes_per_s=10e9)
     assert step.communication_s == pytest.approx(0.1)
     assert step.serial_s == pytest.approx(0.4)
     assert step.overlapped_s == pytest.approx(0.3)
     assert step.compute_to_communication == pytest.approx(3.0)
-    assert distributed.data_parallel_step(1.0, 1e9, 1, bandwidth_bytes_per_s=1e9).compute_to_communication == math.inf
+    assert comms.data_parallel_step(1.0, 1e9, 1, bandwidth_bytes_per_s=1e9).compute_to_communication == math.inf
 
 
 @pytest.mark.parametrize("gpus, local_ranks, expected", [
@@ -84,9 +85,14 @@ def test_data_parallel_step_bounds():
     (1, 1, ("nccl", "cuda")),
 ])
 def test_choose_backend(gpus, local_ranks, expected):
-    backend = distributed.choose_backend(gpus, local_ranks)
+    backend = comms.choose_backend(gpus, local_ranks)
     assert (backend.name, backend.device_type) == expected
     assert backend.reason
+
+
+def test_distributed_still_exports_the_formulas():
+    assert distributed.fit_all_reduce is comms.fit_all_reduce
+    assert distributed.choose_backend is comms.choose_backend
 
 
 def test_single_node_command_stays_on_loopback():
@@ -108,23 +114,23 @@ def test_multi_node_command_is_the_documented_static_rendezvous():
 # --- bad input -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("call, error, match", [
-    (lambda: distributed.ring_all_reduce_bytes(-1, 2), ValueError, "message_bytes=-1"),
-    (lambda: distributed.ring_all_reduce_bytes(1e6, 0), ValueError, "n_ranks=0"),
-    (lambda: distributed.ring_all_reduce_bytes(1e6, 2.0), TypeError, "n_ranks must be an int"),
-    (lambda: distributed.ring_all_reduce_bytes("1e6", 2), TypeError, "message_bytes must be a number"),
-    (lambda: distributed.ring_all_reduce_seconds(1e6, 2, bandwidth_bytes_per_s=0),
+    (lambda: comms.ring_all_reduce_bytes(-1, 2), ValueError, "message_bytes=-1"),
+    (lambda: comms.ring_all_reduce_bytes(1e6, 0), ValueError, "n_ranks=0"),
+    (lambda: comms.ring_all_reduce_bytes(1e6, 2.0), TypeError, "n_ranks must be an int"),
+    (lambda: comms.ring_all_reduce_bytes("1e6", 2), TypeError, "message_bytes must be a number"),
+    (lambda: comms.ring_all_reduce_seconds(1e6, 2, bandwidth_bytes_per_s=0),
      ValueError, "bandwidth_bytes_per_s=0"),
-    (lambda: distributed.ring_all_reduce_seconds(1e6, 2, bandwidth_bytes_per_s=1e9, latency_s=math.nan),
+    (lambda: comms.ring_all_reduce_seconds(1e6, 2, bandwidth_bytes_per_s=1e9, latency_s=math.nan),
      ValueError, "latency_s=nan"),
-    (lambda: distributed.bus_bandwidth_bytes_per_s(1e6, 0.0, 2), ValueError, "seconds=0.0"),
-    (lambda: distributed.fit_all_reduce([1e3, 1e6], [1e-3], 2), ValueError, "seconds has 1"),
-    (lambda: distributed.fit_all_reduce([1e3, 1e3], [1e-3, 1e-3], 2), ValueError, "two different sizes"),
-    (lambda: distributed.fit_all_reduce([1e3, 1e6], [1e-3, 1e-4], 2), ValueError, "do not grow"),
-    (lambda: distributed.fit_all_reduce([1e3, 1e6], [1e-3, 1e-2], 1), ValueError, "n_ranks=1"),
-    (lambda: distributed.fit_all_reduce("abc", [1e-3], 2), TypeError, "message_bytes must be a sequence"),
-    (lambda: distributed.data_parallel_step(-1, 1e6, 2, bandwidth_bytes_per_s=1e9), ValueError, "compute_s=-1"),
-    (lambda: distributed.choose_backend(-1, 2), ValueError, "cuda_device_count=-1"),
-    (lambda: distributed.choose_backend(1, 0), ValueError, "local_world_size=0"),
+    (lambda: comms.bus_bandwidth_bytes_per_s(1e6, 0.0, 2), ValueError, "seconds=0.0"),
+    (lambda: comms.fit_all_reduce([1e3, 1e6], [1e-3], 2), ValueError, "seconds has 1"),
+    (lambda: comms.fit_all_reduce([1e3, 1e3], [1e-3, 1e-3], 2), ValueError, "two different sizes"),
+    (lambda: comms.fit_all_reduce([1e3, 1e6], [1e-3, 1e-4], 2), ValueError, "do not grow"),
+    (lambda: comms.fit_all_reduce([1e3, 1e6], [1e-3, 1e-2], 1), ValueError, "n_ranks=1"),
+    (lambda: comms.fit_all_reduce("abc", [1e-3], 2), TypeError, "message_bytes must be a sequence"),
+    (lambda: comms.data_parallel_step(-1, 1e6, 2, bandwidth_bytes_per_s=1e9), ValueError, "compute_s=-1"),
+    (lambda: comms.choose_backend(-1, 2), ValueError, "cuda_device_count=-1"),
+    (lambda: comms.choose_backend(1, 0), ValueError, "local_world_size=0"),
     (lambda: distributed.torchrun_command("t.py", nproc_per_node=0), ValueError, "nproc_per_node=0"),
     (lambda: distributed.torchrun_command("t.py", nnodes=2, node_rank=2, master_port=29500), ValueError, "node_rank=2"),
     (lambda: distributed.torchrun_command("t.py", nnodes=2), ValueError, "master_port is required"),

@@ -1,5 +1,5 @@
 """lab_utils.parallel: Amdahl and Gustafson against known values, the fit against data made
-from the law itself, and the thread sweep's bookkeeping (never its timings)."""
+from the law itself; lab_utils.threads: the thread sweep's bookkeeping (never its timings)."""
 
 import doctest
 import math
@@ -9,14 +9,9 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from lab_utils import parallel
-from lab_utils.parallel import (
-    amdahl_limit,
-    amdahl_speedup,
-    fit_parallel_fraction,
-    gustafson_speedup,
-    thread_scaling,
-)
+from lab_utils import parallel, threads
+from lab_utils.parallel import amdahl_limit, amdahl_speedup, fit_parallel_fraction, gustafson_speedup
+from lab_utils.threads import thread_scaling
 
 fractions = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 worker_counts = st.lists(st.integers(min_value=1, max_value=1024), min_size=1, max_size=12)
@@ -135,12 +130,6 @@ def test_fit_holds_p_within_zero_and_one_and_reports_the_raw_estimate():
     assert superlinear.limit == math.inf
 
 
-def test_fit_result_is_frozen():
-    fit = fit_parallel_fraction([1, 2], [1.0, 1.5])
-    with pytest.raises(AttributeError):
-        fit.parallel_fraction = 0.5
-
-
 # ---------------------------------------------------------------------------- input validation
 
 @pytest.mark.parametrize("function", [amdahl_speedup, gustafson_speedup])
@@ -215,16 +204,16 @@ def test_thread_sweep_measures_each_count_under_that_many_threads(restore_thread
 
 def test_thread_sweep_defaults_to_every_count_up_to_torch_threads(restore_threads):
     result = thread_scaling(lambda: None, min_run_time=0.01)
-    assert result.threads == tuple(parallel._default_threads(restore_threads))
+    assert result.threads == tuple(threads._default_threads(restore_threads))
     assert result.threads[0] == 1 and result.threads[-1] == restore_threads
     assert torch.get_num_threads() == restore_threads
 
 
 def test_default_counts_on_many_cores_are_powers_of_two_and_the_maximum():
-    assert parallel._default_threads(1) == [1]
-    assert parallel._default_threads(8) == list(range(1, 9))
-    assert parallel._default_threads(96) == [1, 2, 4, 8, 16, 32, 64, 96]
-    assert parallel._default_threads(64) == [1, 2, 4, 8, 16, 32, 64]
+    assert threads._default_threads(1) == [1]
+    assert threads._default_threads(8) == list(range(1, 9))
+    assert threads._default_threads(96) == [1, 2, 4, 8, 16, 32, 64, 96]
+    assert threads._default_threads(64) == [1, 2, 4, 8, 16, 32, 64]
 
 
 def test_thread_sweep_always_measures_one_thread_first(restore_threads):
@@ -253,17 +242,27 @@ def test_thread_sweep_restores_the_thread_count_on_error(restore_threads, fail_a
 
 
 def test_thread_scaling_fit_uses_its_speedups():
-    result = parallel.ThreadScaling(threads=(1, 2, 4), seconds=(1.0, 0.6, 0.4), iqr_seconds=(0, 0, 0))
+    result = threads.ThreadScaling(threads=(1, 2, 4), seconds=(1.0, 0.6, 0.4), iqr_seconds=(0, 0, 0))
     assert result.speedups == pytest.approx((1.0, 1 / 0.6, 2.5))
-    assert result.fit() == fit_parallel_fraction([1, 2, 4], [1.0, 1 / 0.6, 2.5])
+    # 1.0 s on one thread, 0.625 s on two: speed-up 1.6, so p = 2 (1 - 1/1.6) = 0.75
+    two = threads.ThreadScaling(threads=(1, 2), seconds=(1.0, 0.625), iqr_seconds=(0, 0))
+    assert two.fit().parallel_fraction == pytest.approx(0.75)
     with pytest.raises(ValueError, match="worker count > 1"):
-        parallel.ThreadScaling(threads=(1,), seconds=(1.0,), iqr_seconds=(0.0,)).fit()
+        threads.ThreadScaling(threads=(1,), seconds=(1.0,), iqr_seconds=(0.0,)).fit()
+
+
+def test_the_sweep_is_still_reachable_from_parallel():
+    assert parallel.thread_scaling is threads.thread_scaling
+    assert parallel.torch_threads is threads.torch_threads
+    assert parallel.ThreadScaling is threads.ThreadScaling
+    with pytest.raises(AttributeError, match="no_such_name"):
+        parallel.no_such_name
 
 
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
-        ({"threads": [0]}, ValueError, r"threads\[\]=0"),
+        ({"threads": [0]}, ValueError, r"threads\[0\]=0"),
         ({"threads": [1.5]}, TypeError, "threads"),
         ({"threads": "12"}, TypeError, "threads.*sequence"),
         ({"time_budget_s": 0}, ValueError, "time_budget_s"),
@@ -286,20 +285,20 @@ def test_thread_sweep_refuses_a_non_callable(restore_threads):
 
 def test_torch_threads_sets_and_restores_the_count(restore_threads):
     torch.set_num_threads(3)
-    with parallel.torch_threads(1) as n:
+    with threads.torch_threads(1) as n:
         assert n == 1 and torch.get_num_threads() == 1
     assert torch.get_num_threads() == 3
     with pytest.raises(KeyError):
-        with parallel.torch_threads(2):
+        with threads.torch_threads(2):
             raise KeyError("inside")
     assert torch.get_num_threads() == 3
 
 
 def test_torch_threads_refuses_bad_counts(restore_threads):
     with pytest.raises(ValueError, match="threads=0"):
-        with parallel.torch_threads(0):
+        with threads.torch_threads(0):
             pass
     with pytest.raises(TypeError, match="threads"):
-        with parallel.torch_threads(1.0):
+        with threads.torch_threads(1.0):
             pass
     assert torch.get_num_threads() == restore_threads

@@ -1,12 +1,14 @@
-"""lab_utils.roofline: counts, intensity and the roofline on known values; the plot; bad input."""
+"""lab_utils.roofline: counts, intensity and the roofline on known values, over NumPy arrays too;
+the figure (lab_utils.plots.roofline, also roofline.plot); bad input."""
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lab_utils import hardware, roofline
+from lab_utils import hardware, plots, roofline
 
 
 def test_matmul_flops_is_2mnk():
@@ -49,33 +51,46 @@ def test_attainable_flops_is_the_lower_of_the_two_roofs():
     assert roofline.attainable_flops(peak, bandwidth, 0) == 0.0
 
 
-# Ridge points computed in facts.md (dense BF16, or FP16 for the T4, over bandwidth, FLOP/byte).
-@pytest.mark.parametrize("name, dtype, ridge", [
-    ("T4", "fp16", 203), ("L4", "bf16", 403), ("A100 80GB SXM", "bf16", 153),
-    ("H100 SXM", "bf16", 295), ("H200 SXM", "bf16", 206), ("RTX 4090", "bf16", 164),
-])
-def test_catalog_ridge_points_match_facts_and_bend_the_roofline_there(name, dtype, ridge):
-    spec = hardware.get(name)
-    assert round(spec.ridge_point(dtype)) == ridge
-    peak, bandwidth = spec.peak_flops[dtype], spec.bandwidth_bytes_per_s
-    at_ridge = roofline.attainable_flops(peak, bandwidth, spec.ridge_point(dtype))
-    assert math.isclose(at_ridge, peak)
-    assert math.isclose(roofline.attainable_flops(peak, bandwidth, spec.ridge_point(dtype) / 2), peak / 2)
+def test_attainable_flops_over_an_array_of_intensities_is_one_call():
+    # peak 50 TFLOP/s, 2 TB/s: ridge at 25 FLOP/byte
+    got = roofline.attainable_flops(50e12, 2e12, np.array([0.5, 25.0, 400.0]))
+    assert isinstance(got, np.ndarray)
+    # 2e12 x 0.5 = 1e12 (bandwidth bound); 2e12 x 25 = 50e12 = the peak; 400 is past the ridge
+    assert got.tolist() == [1e12, 50e12, 50e12]
+    assert isinstance(roofline.attainable_flops(50e12, 2e12, 0.5), float)
 
 
-def test_a_square_fp16_product_passes_the_h100_ridge_near_n_885():
-    ridge = hardware.get("H100 SXM").ridge_point("fp16")
-    assert roofline.matmul_intensity(884, 884, 884, 2) < ridge < roofline.matmul_intensity(886, 886, 886, 2)
+def test_arrays_broadcast_and_bad_entries_are_named():
+    # two devices at once: (peak, bandwidth) = (10, 1) and (4, 2) at intensity 3 -> min(10, 3), min(4, 6)
+    assert roofline.attainable_flops(np.array([10.0, 4.0]), np.array([1.0, 2.0]), 3).tolist() == [3.0, 4.0]
+    assert roofline.arithmetic_intensity(np.array([600.0, 0.0]), 100).tolist() == [6.0, 0.0]
+    with pytest.raises(ValueError, match=r"intensity\[1\]=-2\.0"):
+        roofline.attainable_flops(1, 1, np.array([1.0, -2.0]))
+    with pytest.raises(ValueError, match=r"peak_flops\[0\]=0\.0"):
+        roofline.attainable_flops(np.array([0.0]), 1, 1)
+    with pytest.raises(TypeError, match="bytes"):
+        roofline.arithmetic_intensity(1, np.array(["a"]))
+
+
+def test_every_catalog_roof_bends_at_its_ridge_point():
+    for spec in hardware.catalog():
+        for dtype, peak in spec.peak_flops.items():
+            if not spec.bandwidth_bytes_per_s:
+                continue
+            ridge, bandwidth = spec.ridge_point(dtype), spec.bandwidth_bytes_per_s
+            roof = roofline.attainable_flops(peak, bandwidth, np.array([ridge / 2, ridge, 2 * ridge]))
+            assert roof == pytest.approx([peak / 2, peak, peak])
 
 
 def test_roof_of_takes_the_best_peak_the_device_has():
     assert roofline.roof_of("T4").label.startswith("T4, fp16")  # no bf16 on a T4
     assert roofline.roof_of("T4").dtype == "fp16"
-    assert roofline.roof_of("h100").peak_flops == 989e12
+    h100 = hardware.get("H100 SXM")
+    assert roofline.roof_of("h100").peak_flops == h100.peak_flops["bf16"]
+    assert roofline.roof_of("h100").bandwidth_bytes_per_s == h100.bandwidth_bytes_per_s
     epyc = roofline.roof_of("AMD EPYC 9684X")
     assert "fp32" in epyc.label and "vendor specification" in epyc.label
-    assert epyc.bandwidth_bytes_per_s == pytest.approx(460.8e9)
-    assert roofline.roof_of("A100", dtype="tf32").peak_flops == 156e12
+    assert roofline.roof_of("A100", dtype="tf32").peak_flops == hardware.get("A100").peak_flops["tf32"]
 
 
 def test_roof_of_refuses_a_device_without_bandwidth():
@@ -90,7 +105,7 @@ def test_plot_draws_every_roof_and_point():
               roofline.Point("fp32 matmul, measured here", 80.0, 1.5e11),
               roofline.Point("bf16 matmul, measured here", 40.0, 1e9)]
     mine = roofline.Roof("this machine (measured here)", 2e11, 2e10)
-    fig, ax = roofline.plot(points, [mine], devices=("T4", "H200"))
+    fig, ax = plots.roofline(points, [mine], devices=("T4", "H200"))
     labels = [line.get_label() for line in ax.get_lines()]
     assert labels == ["T4, fp16 (vendor specification)", "H200 SXM, bf16 (vendor specification)",
                       "this machine (measured here)"]
@@ -107,9 +122,10 @@ def test_plot_draws_every_roof_and_point():
     plt.close(fig)
 
 
-def test_plot_with_the_default_devices():
+def test_plot_with_the_default_devices_through_the_old_name():
     import matplotlib.pyplot as plt
 
+    assert roofline.plot is plots.roofline
     fig, ax = roofline.plot()
     assert len(ax.get_lines()) == len(roofline.DEFAULT_DEVICES)
     plt.close(fig)
@@ -133,9 +149,10 @@ def test_plot_with_the_default_devices():
     (lambda: roofline.Point("x", 0, 1), ValueError, "intensity=0"),
     (lambda: roofline.Roof("x", 1, float("inf")), ValueError, "bandwidth_bytes_per_s=inf"),
     (lambda: roofline.roof_of("Z80"), ValueError, "Z80"),
-    (lambda: roofline.plot(devices="T4"), TypeError, "devices"),
-    (lambda: roofline.plot([(1, 2)], devices=()), TypeError, "points"),
-    (lambda: roofline.plot(devices=(), intensity_range=(10, 1)), ValueError, "intensity_range"),
+    (lambda: plots.roofline(devices="T4"), TypeError, "devices"),
+    (lambda: plots.roofline([(1, 2)], devices=()), TypeError, "points"),
+    (lambda: plots.roofline(devices=(), intensity_range=(10, 1)), ValueError, "intensity_range"),
+    (lambda: plots.roofline(devices=(), intensity_range=(0, 1)), ValueError, r"intensity_range\[0\]=0"),
 ])
 def test_bad_input_names_the_parameter(call, error, match):
     with pytest.raises(error, match=match):

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lab_utils import routing
+from lab_utils import latency, routing
 
 seconds_lists = st.lists(st.floats(1e-6, 10.0, allow_nan=False, allow_infinity=False),
                          min_size=1, max_size=40)
@@ -128,11 +128,11 @@ def test_route_normalises_and_costs():
 
 
 def test_mix_cost_is_the_share_weighted_route_cost():
-    a = routing.Route("a", 0.25, 0.01, price_per_hour=36.0)
-    b = routing.Route("b", 0.75, 0.10, price_per_hour=3.6)
-    m = routing.mix([a, b])
-    assert m.cost_per_request == pytest.approx(0.25 * a.cost_per_request + 0.75 * b.cost_per_request)
-    assert m.cost_per_million_requests == pytest.approx(m.cost_per_request * 1e6)
+    # a: 0.01 s at $36/h ($0.01/s) = $1e-4; b: 0.10 s at $7.2/h ($0.002/s) = $2e-4
+    m = routing.mix([routing.Route("a", 0.25, 0.01, price_per_hour=36.0),
+                     routing.Route("b", 0.75, 0.10, price_per_hour=7.2)])
+    assert m.cost_per_request == pytest.approx(0.25 * 1e-4 + 0.75 * 2e-4)  # $1.75e-4
+    assert m.cost_per_million_requests == pytest.approx(175.0)
 
 
 @given(seconds_lists, st.floats(0.0, 1.0))
@@ -198,11 +198,11 @@ def test_mix_refuses_shares_that_do_not_add_up_and_other_bad_input():
         m.quantile(1.5)
 
 
-# --- request_latencies_s ---------------------------------------------------------------------
+# --- latency.request_latencies_s -----------------------------------------------------------------
 
 def test_request_latencies_time_each_call_after_the_warmup():
     calls = []
-    latencies = routing.request_latencies_s(lambda: calls.append(1), requests=7, device="cpu", warmup=2)
+    latencies = latency.request_latencies_s(lambda: calls.append(1), requests=7, device="cpu", warmup=2)
     assert len(latencies) == 7 and len(calls) == 9
     assert all(t >= 0 for t in latencies)
 
@@ -210,7 +210,7 @@ def test_request_latencies_time_each_call_after_the_warmup():
 def test_request_latencies_stop_at_the_time_limit():
     import time
 
-    latencies = routing.request_latencies_s(lambda: time.sleep(0.01), requests=1000, device="cpu",
+    latencies = latency.request_latencies_s(lambda: time.sleep(0.01), requests=1000, device="cpu",
                                             warmup=0, max_seconds=0.05)
     assert 1 <= len(latencies) < 20
     assert min(latencies) >= 0.009
@@ -218,8 +218,14 @@ def test_request_latencies_stop_at_the_time_limit():
 
 def test_request_latencies_refuse_bad_input():
     with pytest.raises(TypeError, match="fn"):
-        routing.request_latencies_s(3)
+        latency.request_latencies_s(3)
     with pytest.raises(ValueError, match="requests=0"):
-        routing.request_latencies_s(lambda: None, requests=0, device="cpu")
+        latency.request_latencies_s(lambda: None, requests=0, device="cpu")
     with pytest.raises(ValueError, match="max_seconds"):
-        routing.request_latencies_s(lambda: None, device="cpu", max_seconds=0)
+        latency.request_latencies_s(lambda: None, device="cpu", max_seconds=0)
+
+
+def test_request_latencies_are_still_reachable_from_routing():
+    assert routing.request_latencies_s is latency.request_latencies_s
+    with pytest.raises(AttributeError, match="no_such_name"):
+        routing.no_such_name

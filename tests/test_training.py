@@ -162,6 +162,8 @@ def test_fine_tune_on_the_gpu():
     (lambda: training.fine_tune(nn.Linear(2, 2), TEXT), TypeError, "model"),
     (lambda: training.fine_tune(fresh_model(SMALL), TEXT, method="dpo"), ValueError, "method"),
     (lambda: training.fine_tune(fresh_model(SMALL), TEXT, steps=0), ValueError, "steps"),
+    (lambda: training.fine_tune(fresh_model(SMALL), TEXT, steps="10"), TypeError, "steps must be an int"),
+    (lambda: training.evaluate_loss(fresh_model(SMALL), TEXT, batch=2.5), TypeError, "batch must be an int"),
     (lambda: training.fine_tune(fresh_model(SMALL), TEXT, steps=2, warmup_steps=2), ValueError, "warmup_steps"),
     (lambda: training.fine_tune(fresh_model(SMALL), TEXT, lr=float("nan")), ValueError, "lr"),
     (lambda: training.fine_tune(fresh_model(SMALL), TEXT, max_seconds=-1), ValueError, "max_seconds"),
