@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from lab_utils import checks, economics, hardware, llms, memory, serverless
+from lab_utils import assumptions, checks, economics, hardware, llms, memory, serverless
 from lab_utils.units import format_seconds
 
 __all__ = ["BOUNDS", "Advice", "Option", "chart", "fine_tune", "serve", "train"]
@@ -38,9 +38,6 @@ or the price of the smallest rental (the device idles most of the time)."""
 _SECONDS_PER_DAY = 86_400.0
 _SECONDS_PER_MONTH = economics.HOURS_PER_MONTH * economics.SECONDS_PER_HOUR
 _METHODS = ("full", "lora", "qlora")
-_METHOD_PRECISION = {"full": "mixed", "lora": "bf16", "qlora": "int4"}  # memory.job_estimate precisions
-_GPU_DTYPES = ("bf16", "fp16")  # the first one a GPU has is its training / serving peak
-_CPU_DTYPE = "fp32"  # catalog CPUs publish an fp32 peak only
 
 
 @dataclass(frozen=True)
@@ -59,8 +56,8 @@ class Option:
     fits: bool
     n_devices: int
     hours: float | None
-    cost: float | None
-    price_per_hour: float | None
+    cost_usd: float | None
+    price_usd_per_hour: float | None
     price_source: str
     price_date: str
     bound: str
@@ -77,7 +74,7 @@ class Option:
 class Advice:
     """The options for one job, working ones first, each group by cost then time.
 
-    ``period``: what ``Option.cost`` covers ("job" or "month"); ``assumptions``: the
+    ``period``: what ``Option.cost_usd`` covers ("job" or "month"); ``assumptions``: the
     (name, value) pairs the estimate used, to print beside the answer.
     """
 
@@ -89,7 +86,7 @@ class Advice:
     @property
     def best(self) -> Option | None:
         """The cheapest working option (None when nothing works)."""
-        return next((o for o in self.options if o.works and o.cost is not None), None)
+        return next((o for o in self.options if o.works and o.cost_usd is not None), None)
 
     def option(self, name: str) -> Option:
         """One option by its exact name."""
@@ -106,25 +103,27 @@ class Advice:
             return f"{self.job}: no option works under these assumptions."
         words = {"api": "an API", "cpu": "a CPU", "gpu": "a GPU" if best.n_devices == 1 else "GPUs",
                  "serverless": "serverless GPUs"}[best.kind]
-        return (f"{self.job}: the answer is {words} — {best.name}, ${best.cost:,.2f} per {self.period} "
+        return (f"{self.job}: the answer is {words} — {best.name}, ${best.cost_usd:,.2f} per {self.period} "
                 f"(price {best.price_date}, {best.price_source}).")
 
     def table(self, limit: int | None = None) -> str:
-        """The ranking as a fixed-width text table (what the notebook and ``lab-utils pick`` print)."""
-        rows = [("#", "option", "n", "fits", "time", f"$ per {self.period}", "bound", "price date",
-                 "why not")]
+        """The ranking as a text table (what the notebook and ``lab-utils pick`` print)."""
+        from tabulate import tabulate
+
+        rows = []
         for rank, o in enumerate(self.options[:limit], start=1):
             if self.period == "month":
                 time = "-" if o.latency_s is None else format_seconds(o.latency_s)
             else:
                 time = "-" if o.hours is None else format_seconds(o.hours * 3600)
-            cost = "no price" if o.cost is None else f"{o.cost:,.2f}"
-            rows.append((str(rank), o.name, str(o.n_devices), "yes" if o.fits else "no", time, cost, o.bound,
-                         o.price_date, o.why or ""))
-        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
-        lines = ["  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths)) + "  " + row[-1] for row in rows]
+            cost = "no price" if o.cost_usd is None else f"{o.cost_usd:,.2f}"
+            rows.append((rank, o.name, o.n_devices, "yes" if o.fits else "no", time, cost, o.bound, o.price_date,
+                         o.why or ""))
+        headers = ("#", "option", "n", "fits", "time", f"$ per {self.period}", "bound", "price date", "why not")
         note = "time: request latency" if self.period == "month" else "time: wall clock of the job"
-        return "\n".join(line.rstrip() for line in lines) + f"\n({note}; estimates from vendor specs and list prices)"
+        return (tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True,
+                         colalign=("right", "left", "right", "left", "right", "right", "left", "left", "left"))
+                + f"\n({note}; estimates from vendor specs and list prices)")
 
     def to_dict(self) -> dict:
         """Plain data for JSON."""
@@ -134,46 +133,22 @@ class Advice:
                 "options": [dict(asdict(o), works=o.works) for o in self.options]}
 
 
-# --- prices ----------------------------------------------------------------------------------
+# --- prices and peaks: the assumptions' rules ------------------------------------------------
 
-@dataclass(frozen=True)
-class _Price:
-    per_hour: float | None
-    source: str
-    date: str
+_NO_PRICE = assumptions.DevicePrice(None, "-", "-", "-")
 
 
-def _gpu_price(spec: hardware.Spec) -> _Price:
-    """Cheapest hourly offer per GPU for ``spec``; else the serverless active rate x 3600."""
-    offers = [p for p in economics.hourly_prices()
-              if p.gpu == spec.name and p.n_gpus and p.price_per_hour > 0 and p.kind != "notebook"]
-    if offers:
-        offer = min(offers, key=lambda p: p.price_per_gpu_hour)
-        return _Price(offer.price_per_gpu_hour, f"{offer.name} ({offer.source})", offer.date)
-    for price in economics.serverless_prices():
-        if spec.name in price.gpus:
-            return _Price(price.active_per_hour, f"{price.name} active rate x 3600 (no hourly offer in the data)",
-                          price.date)
-    return _Price(None, "no price in lab_utils/data/prices.toml", "-")
+def _price(spec: hardware.Spec, cpu_offer: str) -> assumptions.DevicePrice:
+    return assumptions.device_price(spec, cpu_offer=cpu_offer)
 
 
-def _cpu_price(spec: hardware.Spec, cpu_offer: str) -> _Price:
-    offer = economics.hourly_price(cpu_offer)
-    if offer.n_gpus or not offer.cpu_cores:
-        raise ValueError(f"cpu_offer={cpu_offer!r}: pick a CPU-only offer with a core count, e.g. 'AWS c5.24xlarge'")
-    if not spec.cores:
-        return _Price(None, "no core count in the catalog to scale a price", "-")
-    return _Price(offer.price_per_hour / offer.cpu_cores * spec.cores,
-                  f"{offer.name} per-core price x {spec.cores} cores (assumption: a different CPU; {offer.source})",
-                  offer.date)
-
-
-def _peak(spec: hardware.Spec) -> tuple[str, float | None]:
-    dtypes = (_CPU_DTYPE,) if spec.kind == "cpu" else _GPU_DTYPES
-    for dtype in dtypes:
-        if dtype in spec.peak_flops:
-            return dtype, spec.peak_flops[dtype]
-    return dtypes[0], None
+def _peak(spec: hardware.Spec) -> tuple[str | None, float | None]:
+    """(dtype, dense peak FLOP/s) in the dtype ``spec`` computes in; (None, None) without a peak."""
+    try:
+        dtype = assumptions.compute_dtype(spec)
+    except ValueError:
+        return None, None
+    return dtype, spec.peak_flops[dtype]
 
 
 def _devices_needed(n_bytes: float, spec: hardware.Spec) -> int:
@@ -193,25 +168,36 @@ def _hardware(include_cpus: bool):
 def _rank(options) -> tuple[Option, ...]:
     def key(o: Option):
         time = o.latency_s if o.latency_s is not None else (o.hours if o.hours is not None else math.inf)
-        return (not o.works, o.cost is None, o.cost if o.cost is not None else math.inf, time, o.name)
+        return (not o.works, o.cost_usd is None, o.cost_usd if o.cost_usd is not None else math.inf, time, o.name)
     return tuple(sorted(options, key=key))
 
 
-def _not_possible(name, kind, spec_or_none, fits, n, bytes_, bound, why, price=None):
-    price = price or _Price(None, "-", "-")
-    return Option(name=name, kind=kind, fits=fits, n_devices=n, hours=None, cost=None,
-                  price_per_hour=price.per_hour, price_source=price.source, price_date=price.date,
-                  bound=bound, why=why, memory_bytes=bytes_)
+def _price_fields(price: assumptions.DevicePrice) -> dict:
+    source = "-" if price.usd_per_hour is None and price.source == "-" else f"{price.offer} ({price.source})"
+    return {"price_usd_per_hour": price.usd_per_hour, "price_source": source, "price_date": price.date}
+
+
+def _not_possible(name, kind, spec_or_none, fits, n, bytes_, bound, why, price=_NO_PRICE):
+    return Option(name=name, kind=kind, fits=fits, n_devices=n, hours=None, cost_usd=None,
+                  bound=bound, why=why, memory_bytes=bytes_, **_price_fields(price))
+
+
+def _defaults(**given) -> dict:
+    """Each argument given as None replaced by the assumption of the same name."""
+    return {name: assumptions.value(name) if value is None else value for name, value in given.items()}
 
 
 def _common(mfu, cpu_mfu, max_devices, cpu_offer):
-    mfu = checks.number("mfu", mfu, maximum=1.0)
-    cpu_mfu = checks.number("cpu_mfu", cpu_mfu, maximum=1.0)
-    max_devices = checks.count("max_devices", max_devices)
+    """The checked (mfu, cpu_mfu, max_devices, cpu_offer), defaults from the assumptions."""
+    values = _defaults(mfu=mfu, cpu_mfu=cpu_mfu, max_devices=max_devices, cpu_offer=cpu_offer)
+    mfu = checks.number("mfu", values["mfu"], maximum=1.0)
+    cpu_mfu = checks.number("cpu_mfu", values["cpu_mfu"], maximum=1.0)
+    max_devices = checks.count("max_devices", values["max_devices"])
+    cpu_offer = values["cpu_offer"]
     if not isinstance(cpu_offer, str):
         raise TypeError(f"cpu_offer must be a str naming an hourly offer, got {type(cpu_offer).__name__}")
     economics.hourly_price(cpu_offer)  # an unknown name fails here, listing the offers
-    return mfu, cpu_mfu, max_devices
+    return mfu, cpu_mfu, max_devices, cpu_offer
 
 
 def _model(model, name="model"):
@@ -232,7 +218,7 @@ def _run_options(label, memory_bytes, flops, bytes_moved, specs, *, mfu, cpu_mfu
     options = []
     for spec in specs:
         kind = spec.kind
-        price = _cpu_price(spec, cpu_offer) if kind == "cpu" else _gpu_price(spec)
+        price = _price(spec, cpu_offer)
         dtype, peak = _peak(spec)
         n = _devices_needed(memory_bytes, spec)
         if n == 0:
@@ -255,60 +241,61 @@ def _run_options(label, memory_bytes, flops, bytes_moved, specs, *, mfu, cpu_mfu
                        economics.SECONDS_PER_HOUR) if bytes_moved else 0.0
         hours = max(compute_h, bandwidth_h)
         bound = "bandwidth" if bandwidth_h > compute_h else "compute"
-        why = None if price.per_hour is not None else "no price in the data for this device"
+        why = None if price.usd_per_hour is not None else "no price in the data for this device"
         options.append(Option(name=name, kind=kind, fits=True, n_devices=n, hours=hours,
-                              cost=None if price.per_hour is None else hours * n * price.per_hour,
-                              price_per_hour=price.per_hour, price_source=price.source, price_date=price.date,
-                              bound=bound, why=why, memory_bytes=memory_bytes))
+                              cost_usd=None if price.usd_per_hour is None else hours * n * price.usd_per_hour,
+                              bound=bound, why=why, memory_bytes=memory_bytes, **_price_fields(price)))
     return Advice(job=label, period="job", options=_rank(options), assumptions=())
 
 
-def fine_tune(model, n_tokens, *, method: str = "lora", mfu: float = 0.4, cpu_mfu: float = 0.4,
-              seq_len: int = 4096, batch: int = 1, recompute: str = "full", lora_rank: int = 16,
-              max_devices: int = 8, cpu_offer: str = "AWS c5.24xlarge", include_cpus: bool = True) -> Advice:
+def fine_tune(model, n_tokens, *, method: str = "lora", mfu: float | None = None, cpu_mfu: float | None = None,
+              seq_len: int | None = None, batch: int | None = None, recompute: str | None = None,
+              lora_rank: int | None = None, max_devices: int | None = None, cpu_offer: str | None = None,
+              include_cpus: bool = True) -> Advice:
     """Rank the hardware for one fine-tune of ``model`` (an ``llms`` name or a parameter count)
     over ``n_tokens`` tokens with ``method`` "full", "lora" or "qlora".
 
-    Memory: ``memory.job_estimate`` (full: mixed-precision Adam, 16 bytes per parameter; LoRA:
-    bf16 weights + adapters; QLoRA: 4-bit weights + adapters; activations of ``batch`` x
+    Memory: ``memory.job_estimate`` in the method's precision (activations of ``batch`` x
     ``seq_len`` with ``recompute``). For a bare parameter count only the weights and, for full,
     the optimizer state are known: the total is a lower bound. FLOPs: ``economics.training_flops``
-    (6ND full, 4ND LoRA/QLoRA); hours at ``mfu`` of the dense bf16 (fp16) peak on GPUs, ``cpu_mfu``
-    of the fp32 peak on CPUs.
-
-    Defaults: ``mfu`` 0.4 (large runs reach 0.38-0.46: PaLM, Llama 3); ``cpu_mfu`` 0.4 is
-    generous (real CPU training frameworks reach less); ``max_devices`` 8 GPUs, one server;
-    ``recompute`` "full" (activation checkpointing, as fine-tuning scripts use); GPUs split the
-    job evenly and scale perfectly (a lower bound on hours).
+    (6ND full, 4ND LoRA/QLoRA); hours at ``mfu`` of the dense peak in the dtype each device
+    computes in (``cpu_mfu`` on CPUs); GPUs split the job evenly and scale perfectly (a lower
+    bound on hours). Every argument left None is the assumption of the same name in
+    ``lab_utils.assumptions`` (seq_len: ``seq_len``; batch: ``batch``;
+    recompute: ``recompute_fine_tune``).
     """
     method = checks.choice("method", method, _METHODS)
-    mfu, cpu_mfu, max_devices = _common(mfu, cpu_mfu, max_devices, cpu_offer)
+    mfu, cpu_mfu, max_devices, cpu_offer = _common(mfu, cpu_mfu, max_devices, cpu_offer)
+    job = _defaults(seq_len=seq_len, batch=batch, recompute_fine_tune=recompute,
+                    lora_rank=lora_rank)
     n_tokens = checks.number("n_tokens", n_tokens)
     config, n_params = _model(model)
+    precision = assumptions.precision_for(method)
     if config is not None:
-        estimate = memory.job_estimate(config, method=method, precision=_METHOD_PRECISION[method], batch=batch,
-                                       seq_len=seq_len, recompute=recompute, lora_rank=lora_rank)
-        memory_bytes, n_compute, label = estimate.total, config.params_per_token, config.name
+        estimate = memory.job_estimate(config, method=method, precision=precision, batch=job["batch"],
+                                       seq_len=job["seq_len"], recompute=job["recompute_fine_tune"],
+                                       lora_rank=job["lora_rank"])
+        memory_bytes, n_compute, label = estimate.total_bytes, config.params_per_token, config.name
     elif method == "full":
-        memory_bytes = memory.training_state_bytes(n_params).total
+        memory_bytes = memory.training_state_bytes(n_params).total_bytes
         n_compute, label = n_params, f"{n_params:.3g}-parameter model"
     else:
-        memory_bytes = memory.weight_bytes(n_params, _METHOD_PRECISION[method])
+        memory_bytes = memory.weight_bytes(n_params, precision)
         n_compute, label = n_params, f"{n_params:.3g}-parameter model"
     flops = economics.training_flops(n_compute, n_tokens, method)
     advice = _run_options(f"{method} fine-tune of {label} on {n_tokens:.3g} tokens", memory_bytes, flops, 0.0,
                           _hardware(include_cpus), mfu=mfu, cpu_mfu=cpu_mfu, max_devices=max_devices,
                           cpu_offer=cpu_offer, bandwidth_efficiency=1.0)
     return Advice(advice.job, advice.period, advice.options,
-                  (("method", method), ("mfu", mfu), ("cpu_mfu", cpu_mfu), ("seq_len", seq_len), ("batch", batch),
-                   ("recompute", recompute), ("max_devices", max_devices), ("memory_bytes", memory_bytes),
+                  ((f"precision.{method}", precision), ("mfu", mfu), ("cpu_mfu", cpu_mfu), *job.items(),
+                   ("max_devices", max_devices), ("cpu_offer", cpu_offer), ("memory_bytes", memory_bytes),
                    ("flops", flops)))
 
 
 def train(dense_params, n_examples, *, tokens_per_example: int = 1, embedding_params: float = 0,
           lookups_per_example: int = 0, embedding_dim: int = 128, embedding_bytes_per_param: float = 8.0,
-          mfu: float = 0.4, cpu_mfu: float = 0.4, gather_efficiency: float = 0.5, max_devices: int = 8,
-          cpu_offer: str = "AWS c5.24xlarge", include_cpus: bool = True) -> Advice:
+          mfu: float | None = None, cpu_mfu: float | None = None, gather_efficiency: float = 0.5,
+          max_devices: int | None = None, cpu_offer: str | None = None, include_cpus: bool = True) -> Advice:
     """Rank the hardware for a training run: a dense network of ``dense_params`` parameters over
     ``n_examples`` examples (x ``tokens_per_example``), plus, for a sparse model such as a
     recommender, an embedding table of ``embedding_params`` values read ``lookups_per_example``
@@ -320,9 +307,10 @@ def train(dense_params, n_examples, *, tokens_per_example: int = 1, embedding_pa
     about; Adam would need 12); each lookup reads its row and reads and writes it again in the
     update (3 x dim x 4 bytes), at ``gather_efficiency`` (default 0.5) of the memory bandwidth,
     because random rows use memory far worse than streaming. Activations and the all-to-all
-    between GPUs holding shards of the table are left out: hours are a lower bound.
+    between GPUs holding shards of the table are left out: hours are a lower bound. mfu, cpu_mfu,
+    max_devices and cpu_offer left None are the assumptions of those names.
     """
-    mfu, cpu_mfu, max_devices = _common(mfu, cpu_mfu, max_devices, cpu_offer)
+    mfu, cpu_mfu, max_devices, cpu_offer = _common(mfu, cpu_mfu, max_devices, cpu_offer)
     dense_params = checks.number("dense_params", dense_params)
     n_examples = checks.number("n_examples", n_examples)
     tokens_per_example = checks.count("tokens_per_example", tokens_per_example)
@@ -335,7 +323,7 @@ def train(dense_params, n_examples, *, tokens_per_example: int = 1, embedding_pa
         raise ValueError("lookups_per_example=0: a model with an embedding table must look rows up (give >= 1)")
     if lookups and not embedding_params:
         raise ValueError("embedding_params=0: lookups_per_example needs an embedding table (give its size)")
-    memory_bytes = memory.training_state_bytes(dense_params).total + embedding_params * embedding_bytes_per_param
+    memory_bytes = memory.training_state_bytes(dense_params).total_bytes + embedding_params * embedding_bytes_per_param
     flops = economics.training_flops(dense_params, n_examples * tokens_per_example, "full")
     bytes_moved = n_examples * lookups * 3 * embedding_dim * memory.BYTES_PER_VALUE["fp32"]
     kind = "sparse" if embedding_params else "dense"
@@ -347,6 +335,7 @@ def train(dense_params, n_examples, *, tokens_per_example: int = 1, embedding_pa
     return Advice(advice.job, advice.period, advice.options,
                   (("mfu", mfu), ("cpu_mfu", cpu_mfu), ("gather_efficiency", gather_efficiency),
                    ("embedding_bytes_per_param", embedding_bytes_per_param), ("max_devices", max_devices),
+                   ("cpu_offer", cpu_offer),
                    ("memory_bytes", memory_bytes), ("flops", flops), ("bytes_moved", bytes_moved)))
 
 
@@ -366,12 +355,12 @@ def _request_seconds(n_params, bytes_per_param, spec, n, *, batch, mfu, efficien
     return prefill_s, decode_s
 
 
-def serve(model, requests_per_day, *, input_tokens: int = 500, output_tokens: int = 200,
-          latency_target_s: float = 10.0, precision: str = "bf16", batch: int = 8, utilisation: float = 0.5,
-          mfu: float = 0.4, cpu_mfu: float = 0.4, efficiency: float = 0.7, max_devices: int = 8,
-          cpu_offer: str = "AWS c5.24xlarge", cold_start_s: float = 60.0, idle_timeout_s: float = 5.0,
-          max_workers: int = 10, max_simulated_requests: int = 5000, seed: int = 0,
-          include_cpus: bool = True) -> Advice:
+def serve(model, requests_per_day, *, input_tokens: int | None = None, output_tokens: int | None = None,
+          latency_target_s: float | None = None, precision: str | None = None, batch: int | None = None,
+          utilisation: float | None = None, mfu: float | None = None, cpu_mfu: float | None = None,
+          efficiency: float | None = None, max_devices: int | None = None, cpu_offer: str | None = None,
+          cold_start_s: float | None = None, idle_timeout_s: float | None = None, max_workers: int | None = None,
+          max_simulated_requests: int = 5000, seed: int = 0, include_cpus: bool = True) -> Advice:
     """Rank the ways to serve ``model`` (an ``llms`` name) for ``requests_per_day`` requests of
     ``input_tokens`` in and ``output_tokens`` out, each within ``latency_target_s``; cost per month.
 
@@ -384,13 +373,20 @@ def serve(model, requests_per_day, *, input_tokens: int = 500, output_tokens: in
     slowest catalog GPU. APIs: ``economics.api_cost`` of the month's tokens (a different model:
     compare quality yourself).
 
-    Defaults (assumptions, not measurements): ``batch`` 8 concurrent sequences; ``utilisation``
-    0.5 (headroom for peaks); ``efficiency`` 0.7 of the decode bandwidth bound (the 4090 reaches
-    191 of ~280 tokens/s in mlc-ai/llm-perf-bench); ``mfu`` 0.4 for prompt processing;
-    ``cold_start_s`` 60 s (container start plus loading ~16 GB of weights; measure yours);
-    ``idle_timeout_s`` 5 s (Runpod's default); ``max_workers`` 10.
+    Every argument left None is an assumption from ``lab_utils.assumptions`` (not a
+    measurement): precision ``precision.inference``, batch ``serve_batch``, utilisation
+    ``serve_utilisation``, efficiency ``decode_efficiency``, and the others under their own names.
     """
-    mfu, cpu_mfu, max_devices = _common(mfu, cpu_mfu, max_devices, cpu_offer)
+    mfu, cpu_mfu, max_devices, cpu_offer = _common(mfu, cpu_mfu, max_devices, cpu_offer)
+    taken = _defaults(input_tokens=input_tokens, output_tokens=output_tokens, latency_target_s=latency_target_s,
+                      serve_batch=batch, serve_utilisation=utilisation, decode_efficiency=efficiency,
+                      cold_start_s=cold_start_s, idle_timeout_s=idle_timeout_s, max_workers=max_workers)
+    taken["precision.inference"] = assumptions.precision_for("inference") if precision is None else precision
+    precision, batch, utilisation, efficiency = (taken["precision.inference"], taken["serve_batch"],
+                                                 taken["serve_utilisation"], taken["decode_efficiency"])
+    input_tokens, output_tokens, latency_target_s = (taken["input_tokens"], taken["output_tokens"],
+                                                     taken["latency_target_s"])
+    cold_start_s, idle_timeout_s, max_workers = taken["cold_start_s"], taken["idle_timeout_s"], taken["max_workers"]
     if not isinstance(model, (str, llms.LLMConfig)):
         raise TypeError(f"model must be a model name from lab_utils.llms, got {type(model).__name__} {model!r}")
     config = llms.get(model) if isinstance(model, str) else model
@@ -413,13 +409,15 @@ def serve(model, requests_per_day, *, input_tokens: int = 500, output_tokens: in
     needed_tokens_per_s = requests_per_day * tokens_per_request / _SECONDS_PER_DAY
     tokens_per_month = needed_tokens_per_s * _SECONDS_PER_MONTH
     seq_len = tokens_per_request
-    busy = memory.job_estimate(config, method="inference", precision=precision, batch=batch, seq_len=seq_len).total
-    single = memory.job_estimate(config, method="inference", precision=precision, batch=1, seq_len=seq_len).total
+    busy = memory.job_estimate(config, method="inference", precision=precision, batch=batch,
+                               seq_len=seq_len).total_bytes
+    single = memory.job_estimate(config, method="inference", precision=precision, batch=1,
+                                 seq_len=seq_len).total_bytes
     options = []
 
     for spec in _hardware(include_cpus):
         kind = spec.kind
-        price = _cpu_price(spec, cpu_offer) if kind == "cpu" else _gpu_price(spec)
+        price = _price(spec, cpu_offer)
         per_replica = _devices_needed(busy, spec)
         if per_replica == 0 or per_replica > max_devices:
             n = max(per_replica, 1)
@@ -450,13 +448,12 @@ def serve(model, requests_per_day, *, input_tokens: int = 500, output_tokens: in
         why = None
         if latency > latency_target_s:
             why, bound = f"a request takes {format_seconds(latency, 2)} at batch {batch} > the target", speed_bound
-        elif price.per_hour is None:
+        elif price.usd_per_hour is None:
             why = "no price in the data for this device"
-        cost = None if price.per_hour is None else n * price.per_hour * economics.HOURS_PER_MONTH
+        cost = None if price.usd_per_hour is None else n * price.usd_per_hour * economics.HOURS_PER_MONTH
         options.append(Option(name=f"{name} always on", kind=kind, fits=True, n_devices=n,
-                              hours=n * economics.HOURS_PER_MONTH, cost=cost, price_per_hour=price.per_hour,
-                              price_source=price.source, price_date=price.date, bound=bound, why=why,
-                              latency_s=latency, memory_bytes=busy))
+                              hours=n * economics.HOURS_PER_MONTH, cost_usd=cost, bound=bound, why=why,
+                              latency_s=latency, memory_bytes=busy, **_price_fields(price)))
 
     # serverless: each worker serves one request at a time (batch 1)
     rate_per_s = requests_per_day / _SECONDS_PER_DAY
@@ -467,12 +464,14 @@ def serve(model, requests_per_day, *, input_tokens: int = 500, output_tokens: in
         if not specs:
             options.append(_not_possible(price.name, "serverless", None, False, 0, single, "memory",
                                          "its GPUs are not in the hardware catalog: speed and memory unknown",
-                                         _Price(price.flex_per_hour, "flex rate x 3600", price.date)))
+                                         assumptions.DevicePrice(price.flex_per_hour, f"{price.name} flex",
+                                                                 price.source, price.date)))
             continue
         spec = min(specs, key=lambda s: s.bandwidth_bytes_per_s)  # the slowest GPU of the class
         per_worker = memory.gpus_needed(single, spec)
         label = price.name if per_worker == 1 else f"{price.name}, {per_worker} GPUs per worker"
-        flex = _Price(price.flex_per_hour * per_worker, f"{price.name} flex, {price.source}", price.date)
+        flex = assumptions.DevicePrice(price.flex_per_hour * per_worker, f"{price.name} flex", price.source,
+                                       price.date)
         if per_worker > max_devices:
             options.append(_not_possible(label, "serverless", spec, False, per_worker, single, "memory",
                                          f"needs {per_worker} GPUs per worker (> max_devices)", flex))
@@ -491,25 +490,23 @@ def serve(model, requests_per_day, *, input_tokens: int = 500, output_tokens: in
         if p95 > latency_target_s:
             why = f"p95 latency {format_seconds(p95, 2)} > the target ({result.cold_starts} cold starts simulated)"
         options.append(Option(name=label, kind="serverless", fits=True, n_devices=per_worker,
-                              hours=result.billed_s * scale / 3600, cost=result.cost * scale,
-                              price_per_hour=flex.per_hour, price_source=flex.source, price_date=flex.date,
-                              bound=bound, why=why, latency_s=p95, memory_bytes=single))
+                              hours=result.billed_s * scale / 3600, cost_usd=result.cost * scale,
+                              bound=bound, why=why, latency_s=p95, memory_bytes=single, **_price_fields(flex)))
 
     for api in economics.api_prices():
         cost = economics.api_cost(tokens_per_month * (1 - output_share), tokens_per_month * output_share,
                                   price_in_per_million=api.input_per_million,
                                   price_out_per_million=api.output_per_million)
-        options.append(Option(name=f"API: {api.name}", kind="api", fits=True, n_devices=0, hours=None, cost=cost,
-                              price_per_hour=None, price_source=f"{api.provider}: {api.source}", price_date=api.date,
-                              bound="price", latency_s=None))
+        options.append(Option(name=f"API: {api.name}", kind="api", fits=True, n_devices=0, hours=None,
+                              cost_usd=cost, price_usd_per_hour=None, price_source=f"{api.provider}: {api.source}",
+                              price_date=api.date, bound="price", latency_s=None))
 
     job = (f"serving {config.name}, {requests_per_day:,.0f} requests/day x ({input_tokens} in + {output_tokens} out) "
            f"tokens = {tokens_per_month:.3g} tokens/month")
     return Advice(job, "month", _rank(options),
-                  (("precision", precision), ("batch", batch), ("utilisation", utilisation), ("mfu", mfu),
-                   ("efficiency", efficiency), ("cold_start_s", cold_start_s), ("idle_timeout_s", idle_timeout_s),
-                   ("max_workers", max_workers), ("latency_target_s", latency_target_s),
-                   ("tokens_per_month", tokens_per_month), ("simulated_window_s", window_s)))
+                  (*taken.items(), ("mfu", mfu), ("cpu_mfu", cpu_mfu), ("max_devices", max_devices),
+                   ("cpu_offer", cpu_offer), ("tokens_per_month", tokens_per_month),
+                   ("simulated_window_s", window_s)))
 
 
 # --- the picture ------------------------------------------------------------------------------
@@ -529,18 +526,18 @@ def chart(advice: Advice, title: str | None = None):
     fig, ax = plots.figure(title or advice.job, xlabel, f"cost per {advice.period} (US dollars)", figsize=(8.5, 5.0))
     drawn_kinds, drawn_bounds = set(), set()
     for o in advice.options:
-        if not o.works or o.cost is None:
+        if not o.works or o.cost_usd is None:
             continue
         colour = plots.PALETTE[_KIND_COLOURS[o.kind]]
         if o.kind == "api":
-            ax.axhline(o.cost, color=colour, linewidth=0.8, linestyle="--", alpha=0.6)
-            ax.annotate(o.name, (0.99, o.cost), xycoords=("axes fraction", "data"), ha="right", va="bottom",
+            ax.axhline(o.cost_usd, color=colour, linewidth=0.8, linestyle="--", alpha=0.6)
+            ax.annotate(o.name, (0.99, o.cost_usd), xycoords=("axes fraction", "data"), ha="right", va="bottom",
                         fontsize=7, color=colour)
             drawn_kinds.add(o.kind)
             continue
         x = o.latency_s if serving else o.hours
-        ax.scatter([x], [o.cost], marker=_BOUND_MARKERS[o.bound], color=colour, s=45)
-        ax.annotate(o.name.replace(" always on", ""), (x, o.cost), xytext=(4, 3), textcoords="offset points",
+        ax.scatter([x], [o.cost_usd], marker=_BOUND_MARKERS[o.bound], color=colour, s=45)
+        ax.annotate(o.name.replace(" always on", ""), (x, o.cost_usd), xytext=(4, 3), textcoords="offset points",
                     fontsize=7)
         drawn_kinds.add(o.kind)
         drawn_bounds.add(o.bound)

@@ -43,11 +43,11 @@ class Assumption:
     why: str
     source: str | None = None
 
-    def line(self, given: object = None) -> str:
-        """'name = value (why)', or 'name = given (given; default value)' when overridden."""
-        if given is not None and given != self.value:
-            return f"{self.name} = {given!r} (given; default {self.value!r})"
-        return f"{self.name} = {self.value!r} ({self.why})"
+    def line(self, taken: object = None) -> str:
+        """'name = value: why', with ``taken`` as the value where a rule chose it (a dtype, an offer)."""
+        shown = self.value if taken is None else taken
+        shown = ", ".join(map(str, shown)) if isinstance(shown, list) else shown
+        return f"{self.name} = {shown}: {self.why}"
 
 
 def _entries(table: dict, prefix: str = "") -> list[Assumption]:
@@ -91,10 +91,10 @@ def value(name: str):
     return get(name).value
 
 
-def lines(used: dict) -> list[str]:
-    """One short line per assumption an answer used: ``used`` maps assumption names to the value
-    the answer took (None or the default: 'name = value (why)'; another value: marked given)."""
-    return [get(name).line(given) for name, given in used.items()]
+def lines(taken) -> list[str]:
+    """One short line per assumption an answer took: ``taken`` holds (name, value) pairs (or a
+    dict), the value being what the answer used ('name = value: why')."""
+    return [get(name).line(value) for name, value in dict(taken).items()]
 
 
 # --- the three rules --------------------------------------------------------------------------

@@ -148,15 +148,16 @@ class BenchTable:
         )
 
     def __str__(self) -> str:
+        from tabulate import tabulate
+
         header = ("kind", "size", "dtype", "device", "time/call", "FLOP/s", "bytes/s")
-        lines = [header]
+        lines = []
         for r in self.rows:
             size = f"n={r.size}" if r.kind == "matmul" else format_bytes(r.bytes_per_call / 2)
             flops = format_rate(r.flops_per_s, "FLOP/s") if r.kind == "matmul" else "-"
             lines.append((r.kind, size, r.dtype, r.device, format_seconds(r.seconds), flops,
                           format_rate(r.bytes_per_s, "B/s")))
-        widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-        text = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines]
+        text = [tabulate(lines, headers=header, tablefmt="simple", disable_numparse=True)]
         text.append(f"{len(self.rows)} case(s) in {self.elapsed_s:.1f} s of a {self.budget_s:g} s budget"
                     f"; bytes/s counts bytes read + written")
         text += [f"skipped {s.kind} size={s.size} {s.dtype}: {s.reason}" for s in self.skipped]

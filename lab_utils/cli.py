@@ -1,9 +1,12 @@
 """The ``lab-utils`` command line: the course's helpers without opening a notebook.
 
 Each sub-command is registered by one small ``_add_<name>(commands)`` function listed in
-:data:`COMMANDS`; adding a command is adding one such function. Bad usage (argparse's, or a
-ValueError/TypeError from ``lab_utils`` naming the parameter) prints one line on stderr and
-exits with status 2, never a traceback. ``memory``, ``cost`` and ``hardware`` import no torch.
+:data:`COMMANDS`; adding a command is adding one such function. Bad usage or input (argparse's
+own checks, the ``checks`` and catalog lookups run while parsing, or a :class:`UsageError`)
+prints one line on stderr and exits with status 2. Any other exception is a bug in lab-utils:
+its traceback, a line saying so, exit status 1. Answers end with the assumptions they took
+(``lab_utils.assumptions``), each with the option that overrides it. ``memory``, ``cost`` and
+``hardware`` import no torch.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import json
 import os
 import shutil
 import sys
+import traceback
 from pathlib import Path
 
 import lab_utils
@@ -76,6 +80,8 @@ def _argument(convert, check, **limits):
 _positive_float = _argument(float, "number")
 _non_negative_float = _argument(float, "number", strict=False)
 _positive_int = _argument(int, "count")
+_fraction = _argument(float, "number", maximum=1.0)
+_non_negative_int = _argument(int, "count", minimum=0)
 
 
 def _fmt_money(dollars: float) -> str:
@@ -159,18 +165,21 @@ def _add_doctor(commands) -> None:
 # --- bench -----------------------------------------------------------------------------------
 
 def _progress_bar(stream=None):
-    """A function for ``bench.sweep(progress=...)`` drawing one updating bar on stderr."""
-    stream = stream or sys.stderr
+    """A function for ``bench.sweep(progress=...)`` drawing one updating bar (tqdm) on stderr."""
+    from tqdm import tqdm
+
+    bar = None
 
     def draw(progress) -> None:
-        width = 24
-        filled = round(width * progress.done / max(progress.total, 1))
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=progress.total, file=stream or sys.stderr, unit="case", leave=True,
+                       bar_format="{l_bar}{bar}| {n}/{total} cases, {elapsed} {postfix}")
         size = f"{progress.size * 4 / 2**20:g} MiB" if progress.kind == "copy" else f"n={progress.size}"
-        case = f"{progress.kind} {size} {progress.dtype}"
-        end = "\n" if progress.done == progress.total else ""
-        stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {progress.done}/{progress.total} "
-                     f"{progress.elapsed_s:5.1f} s  {case:<24}{end}")
-        stream.flush()
+        bar.set_postfix_str(f"{progress.kind} {size} {progress.dtype}", refresh=False)
+        bar.update(progress.done - bar.n)
+        if progress.done == progress.total:
+            bar.close()
 
     return draw
 
@@ -218,12 +227,14 @@ def _bench(args: argparse.Namespace) -> int:
           f"{format_rate(roof.bandwidth_bytes_per_s, 'B/s')} copy; ridge point "
           f"{roof.peak_flops / roof.bandwidth_bytes_per_s:.1f} FLOP/byte")
     print("Catalog devices (vendor specification):")
+    rows = []
     for name in roofline.DEFAULT_DEVICES:
         other = roofline.roof_of(hardware.get(name))
-        print(f"  {name:<16} {format_rate(other.peak_flops, 'FLOP/s'):>14} {other.dtype:<5} "
-              f"{format_rate(other.bandwidth_bytes_per_s, 'B/s'):>11}  "
-              f"{other.peak_flops / roof.peak_flops:8.1f}x the FLOP/s, "
-              f"{other.bandwidth_bytes_per_s / roof.bandwidth_bytes_per_s:6.1f}x the bandwidth")
+        rows.append((name, format_rate(other.peak_flops, "FLOP/s"), other.dtype,
+                     format_rate(other.bandwidth_bytes_per_s, "B/s"), f"{other.peak_flops / roof.peak_flops:.1f}x",
+                     f"{other.bandwidth_bytes_per_s / roof.bandwidth_bytes_per_s:.1f}x"))
+    print(_table(rows, ("device", "peak", "dtype", "bandwidth", "x the FLOP/s", "x the bandwidth"),
+                 ("left", "right", "left", "right", "right", "right")))
     return 0
 
 
@@ -294,7 +305,8 @@ def _add_compare(commands) -> None:
     parser.add_argument("results", nargs="+", metavar="RESULT", help="files written by `lab-utils bench --json`")
     parser.add_argument("--output", type=Path, default=Path("class_roofline.png"),
                         help="PNG to write (default class_roofline.png)")
-    parser.add_argument("--devices", nargs="*", default=list(DEFAULT_DEVICES), help="catalog devices to draw")
+    parser.add_argument("--devices", nargs="*", type=_device_name, default=list(DEFAULT_DEVICES),
+                        help="catalog devices to draw")
 
 
 # --- hardware --------------------------------------------------------------------------------
@@ -304,14 +316,15 @@ def _hardware(args: argparse.Namespace) -> int:
     from lab_utils.units import format_bytes, format_rate
 
     if args.name is None:
-        print(f"{'name':<22} {'kind':<4} {'memory':>10} {'bandwidth':>11}  source date")
-        for spec in hardware.catalog(args.kind):
-            memory = format_bytes(spec.memory_bytes) if spec.memory_bytes else "-"
-            bandwidth = format_rate(spec.bandwidth_bytes_per_s, "B/s") if spec.bandwidth_bytes_per_s else "-"
-            print(f"{spec.name:<22} {spec.kind:<4} {memory:>10} {bandwidth:>11}  {spec.source_date}")
+        rows = [(spec.name, spec.kind, format_bytes(spec.memory_bytes) if spec.memory_bytes else "-",
+                 format_rate(spec.bandwidth_bytes_per_s, "B/s") if spec.bandwidth_bytes_per_s else "-",
+                 spec.source_date) for spec in hardware.catalog(args.kind)]
+        print(_table(rows, ("name", "kind", "memory", "bandwidth", "source date"),
+                     ("left", "left", "right", "right", "left")))
         print("vendor specifications; `lab-utils hardware NAME` shows one device with its source")
         return 0
     spec = hardware.get(args.name)
+    rows = []
     for field in dataclasses.fields(spec):
         value = getattr(spec, field.name)
         if field.name == "peak_flops":
@@ -322,7 +335,8 @@ def _hardware(args: argparse.Namespace) -> int:
             value = format_rate(value, "B/s")
         elif field.name == "aliases":
             value = ", ".join(value) or None
-        print(f"{field.name:<30} {'-' if value is None else value}")
+        rows.append((field.name, "-" if value is None else value))
+    print(_table(rows))
     return 0
 
 
@@ -330,71 +344,149 @@ def _add_hardware(commands) -> None:
     parser = _add_command(commands, "hardware", _hardware,
                           help="list the hardware catalog, or show one device with every figure, source and date",
                           examples="  lab-utils hardware\n  lab-utils hardware --kind gpu\n  lab-utils hardware h100")
-    parser.add_argument("name", nargs="?", help="a device name or alias (forgiving: h100, 'H100 SXM')")
+    parser.add_argument("name", nargs="?", type=_device_name,
+                        help="a device name or alias (forgiving: h100, 'H100 SXM')")
     parser.add_argument("--kind", choices=("gpu", "cpu"), help="list only GPUs or only CPUs")
+
+
+# --- inputs that name things: checked while parsing, so a bad one is a usage error ---------------
+
+def _catalog_name(lookup, what: str):
+    """An argparse type: the catalog's own name for the text (``lookup(text).name``)."""
+
+    def parse(text: str) -> str:
+        try:
+            return lookup(text).name
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error).replace(f"name={text!r}", repr(text), 1)) from None
+
+    parse.__name__ = what  # argparse names the type in its messages
+    return parse
+
+
+def _gpu_spec(text: str):
+    from lab_utils import hardware
+
+    spec = hardware.get(text)
+    if spec.kind != "gpu":
+        raise ValueError(f"name={text!r} is a {spec.kind}, not a GPU; see `lab-utils hardware --kind gpu`")
+    return spec
+
+
+def _device_name(text: str) -> str:
+    from lab_utils import hardware
+
+    return _catalog_name(hardware.get, "device")(text)
+
+
+def _model_name(text: str) -> str:
+    from lab_utils import llms
+
+    return _catalog_name(llms.get, "model")(text)
+
+
+def _gpu_name(text: str) -> str:
+    return _catalog_name(_gpu_spec, "GPU")(text)
+
+
+_FLAGS = {"mfu": "--mfu", "cpu_mfu": None, "seq_len": "--seq-len", "batch": "--batch",
+          "recompute_fine_tune": "--recompute", "lora_rank": "--lora-rank", "compute_dtypes": "--dtype",
+          "price_rule": "--price-per-gpu-hour", "output_share": "--output-share",
+          "precision.inference": "--precision", "precision.full": "--precision", "precision.lora": "--precision",
+          "precision.qlora": "--precision", "latency_target_s": "--latency-s", "input_tokens": "--input-tokens",
+          "output_tokens": "--output-tokens", "amortize_months": "--amortize-months"}
+"""The option that overrides each assumption a command prints (None: not an option)."""
+
+
+def _print_assumptions(taken) -> None:
+    """The assumptions an answer took, one short line each, with the option that overrides it."""
+    from lab_utils import assumptions
+
+    known = {name: value for name, value in dict(taken).items() if name in {a.name for a in assumptions.catalog()}}
+    if not known:
+        return
+    print("assumptions (lab_utils/data/assumptions.toml):")
+    for name, line in zip(known, assumptions.lines(known)):
+        flag = _FLAGS.get(name)
+        print(f"  {line}" + (f" [{flag}]" if flag else ""))
+
+
+def _table(rows, headers=(), colalign=None) -> str:
+    """Rows as a text table (tabulate); without ``headers``, two plain columns of name and value."""
+    from tabulate import tabulate
+
+    return tabulate(rows, headers=headers, tablefmt="simple" if headers else "plain", disable_numparse=True,
+                    colalign=colalign)
 
 
 # --- memory ----------------------------------------------------------------------------------
 
 def _memory(args: argparse.Namespace) -> int:
-    from lab_utils import hardware, memory
+    from lab_utils import assumptions, hardware, memory
     from lab_utils.units import format_bytes
 
+    precision = args.precision or assumptions.precision_for(args.method)
+    if precision not in memory.precisions_for(args.method):
+        raise UsageError(f"argument --precision: {precision!r} is not allowed with --method {args.method}; "
+                         f"use one of {', '.join(memory.precisions_for(args.method))}")
+    taken = {} if args.precision else {f"precision.{args.method}": precision}
     if args.model is not None:
-        estimate = memory.job_estimate(args.model, method=args.method, precision=args.precision,
-                                       batch=args.batch, seq_len=args.seq_len)
-        parts, total = estimate.parts, estimate.total
+        estimate = memory.job_estimate(args.model, method=args.method, precision=precision, batch=args.batch,
+                                       seq_len=args.seq_len, recompute=args.recompute, lora_rank=args.lora_rank)
+        parts, total = estimate.parts, estimate.total_bytes
+        taken.update(estimate.assumptions)
+        recompute = "" if args.method == "inference" else f", {estimate.recompute} recompute"
         print(f"{estimate.model}, {estimate.method} in {estimate.precision}, batch {estimate.batch} "
-              f"x {estimate.seq_len} tokens")
+              f"x {estimate.seq_len} tokens{recompute}")
         for label in estimate.left_out:
             print(f"  ({label}: left out, the catalog lacks the model's shape)")
     else:
         if args.method == "inference":
-            parts = (("weights", memory.weight_bytes(args.params, args.precision)),)
+            parts = (("weights", memory.weight_bytes(args.params, precision)),)
         elif args.method == "full":
-            state = memory.training_state_bytes(args.params, precision=args.precision)
-            parts = (("weights", state.params), ("gradients", state.grads),
-                     ("optimizer states", state.optimizer_states))
+            state = memory.training_state_bytes(args.params, precision=precision)
+            parts = (("weights", state.params_bytes), ("gradients", state.grads_bytes),
+                     ("optimizer states", state.optimizer_states_bytes))
         else:
             raise UsageError(f"argument --method: {args.method!r} needs --model (the adapters depend on "
                              "the model's shape); with --params use inference or full")
         total = sum(v for _, v in parts)
-        print(f"{args.params:.3g} parameters, {args.method} in {args.precision} "
+        print(f"{args.params:.3g} parameters, {args.method} in {precision} "
               "(weights and training state only: give --model for the KV cache and activations)")
-    for label, value in parts:
-        print(f"  {label:<18} {format_bytes(value):>10}")
-    print(f"  {'total':<18} {format_bytes(total):>10}")
-    print("Catalog GPUs (vendor memory, less a CUDA context):")
+    print(_table([*((label, format_bytes(value)) for label, value in parts), ("total", format_bytes(total))],
+                 ("part", "memory"), ("left", "right")))
+    rows = []
     for spec in hardware.catalog("gpu"):
-        if not spec.memory_bytes:
-            continue
-        n = memory.gpus_needed(total, spec)
-        verdict = "fits on one" if n == 1 else f"needs at least {n} (split evenly)"
-        print(f"  {spec.name:<22} {format_bytes(spec.memory_bytes):>10}  {verdict}")
+        if spec.memory_bytes:
+            n = memory.gpus_needed(total, spec)
+            rows.append((spec.name, format_bytes(spec.memory_bytes),
+                         "fits on one" if n == 1 else f"needs at least {n} (split evenly)"))
+    print("\nCatalog GPUs (vendor memory, less a CUDA context):")
+    print(_table(rows, ("GPU", "memory", "verdict"), ("left", "right", "left")))
+    _print_assumptions(taken)
     return 0
 
 
 def _add_memory(commands) -> None:
+    from lab_utils import memory
+
     parser = _add_command(
         commands, "memory", _memory,
         help="memory a model needs, part by part, and which catalog GPUs it fits on",
         examples="  lab-utils memory --params 8e9\n"
-                 "  lab-utils memory --model llama-3.1-8b --method qlora --precision int4\n"
-                 "  lab-utils memory --model llama-3.1-8b --batch 8 --seq-len 8192")
+                 "  lab-utils memory --model llama-3.1-8b --method qlora\n"
+                 "  lab-utils memory --model llama-3.1-8b --method lora --seq-len 4096 --recompute none")
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--params", type=_positive_float, help="parameter count, e.g. 8e9")
-    which.add_argument("--model", help="a public model from the course catalog, e.g. llama-3.1-8b")
-    parser.add_argument("--method", default="inference", choices=("inference", "full", "lora", "qlora"))
-    parser.add_argument("--precision", default=None,
-                        help="bf16, fp16, fp32, int8, int4 (inference); mixed, fp32, bf16 (full); "
-                             "default bf16, mixed for full, int4 for qlora")
-    parser.add_argument("--batch", type=_positive_int, default=1)
-    parser.add_argument("--seq-len", type=_positive_int, default=4096)
-
-
-def _memory_defaults(args: argparse.Namespace) -> None:
-    if getattr(args, "run", None) is _memory and args.precision is None:
-        args.precision = {"full": "mixed", "qlora": "int4"}.get(args.method, "bf16")
+    which.add_argument("--model", type=_model_name, help="a public model from the course catalog, e.g. llama-3.1-8b")
+    parser.add_argument("--method", default="inference", choices=memory.JOB_METHODS)
+    parser.add_argument("--precision", default=None, choices=tuple(memory.BYTES_PER_VALUE) + memory.TRAINING_PRECISIONS[:1],
+                        help="default: the method's (see the assumptions printed with the answer)")
+    parser.add_argument("--batch", type=_positive_int, help="sequences at once (default: the assumption)")
+    parser.add_argument("--seq-len", type=_positive_int, help="tokens per sequence (default: the assumption)")
+    parser.add_argument("--recompute", choices=memory.RECOMPUTE,
+                        help="activation recomputation for fine-tunes (default: the assumption)")
+    parser.add_argument("--lora-rank", type=_positive_int, help="LoRA rank (default: the assumption)")
 
 
 # --- cost ------------------------------------------------------------------------------------
@@ -403,63 +495,72 @@ def _cost_fine_tune(args: argparse.Namespace) -> int:
     from lab_utils import economics, hardware
     from lab_utils.units import format_bytes
 
-    price = args.price_per_gpu_hour
-    if price is None:
-        gpu = hardware.get(args.gpu).name
-        offers = [p for p in economics.hourly_prices() if p.gpu == gpu and p.n_gpus]
-        if not offers:
-            raise UsageError(f"argument --price-per-gpu-hour: no hourly price for {args.gpu!r} in the "
-                             "catalog; give one")
-        offer = min(offers, key=lambda p: p.price_per_gpu_hour)
-        price = offer.price_per_gpu_hour
-    estimate = economics.fine_tune_estimate(args.model, args.tokens, method=args.method, gpu=args.gpu,
-                                            mfu=args.mfu, price_per_gpu_hour=price)
-    if args.price_per_gpu_hour is None:
-        print(f"price: {offer.name}, ${price:.2f} per GPU-hour ({offer.source}, {offer.date})")
+    spec = hardware.get(args.gpu)
+    if args.dtype is not None and args.dtype not in spec.peak_flops:
+        raise UsageError(f"argument --dtype: {spec.name} has no {args.dtype} peak in the catalog; "
+                         f"it has {', '.join(spec.peak_flops)}")
+    estimate = economics.fine_tune_estimate(args.model, args.tokens, method=args.method, gpu=spec, mfu=args.mfu,
+                                            price_per_gpu_hour=args.price_per_gpu_hour, dtype=args.dtype,
+                                            seq_len=args.seq_len, batch=args.batch, lora_rank=args.lora_rank)
+    cost = ("no price for this GPU in the data: give --price-per-gpu-hour" if estimate.cost_usd is None
+            else _fmt_money(estimate.cost_usd))
+    price = "-" if estimate.price_usd_per_gpu_hour is None else f"${estimate.price_usd_per_gpu_hour:.2f} per GPU-hour"
     print(f"{estimate.model}, {estimate.method} on {estimate.n_tokens:.3g} tokens, "
-          f"{estimate.n_gpus} x {estimate.gpu} at MFU {estimate.mfu:g}")
-    print(f"  compute   {estimate.flops:.3g} FLOP")
-    print(f"  memory    {format_bytes(estimate.memory_bytes)}")
-    print(f"  time      {estimate.hours:.3g} h wall clock, {estimate.gpu_hours:.3g} GPU-hours")
-    print(f"  cost      {_fmt_money(estimate.cost)}")
+          f"{estimate.n_gpus} x {estimate.gpu} at MFU {estimate.mfu:g} of the {estimate.dtype} peak")
+    print(_table([("compute", f"{estimate.flops:.3g} FLOP"), ("memory", format_bytes(estimate.memory_bytes)),
+                  ("time", f"{estimate.hours:.3g} h wall clock, {estimate.gpu_hours:.3g} GPU-hours"),
+                  ("price", f"{price} ({estimate.price_source})"), ("cost", cost)]))
+    _print_assumptions(estimate.assumptions)
     return 0
 
 
 def _cost_serve(args: argparse.Namespace) -> int:
-    from lab_utils import economics
+    from lab_utils import assumptions, economics
 
     price, tokens_per_s = args.price_per_hour, args.tokens_per_s
     if args.model is not None:
-        setup = economics.serverless_setup(args.model, args.gpu, precision=args.precision, batch=args.batch)
+        setup = economics.serverless_setup(args.model, args.gpu, precision=args.precision, batch=args.batch,
+                                           output_share=args.output_share, mfu=args.mfu)
         print(f"{setup.model} on {setup.gpus_per_replica} x {setup.gpu} (serverless flex price, "
               f"{setup.price.source}, {setup.price.date}); tokens/s from the roofline bound")
         price = setup.price_per_hour if price is None else price
         tokens_per_s = setup.tokens_per_s if tokens_per_s is None else tokens_per_s
+        taken = {name: assumptions.value(name) for name, given in (
+            ("precision.inference", args.precision), ("output_share", args.output_share), ("mfu", args.mfu))
+            if given is None}
     elif price is None or tokens_per_s is None:
         raise UsageError("arguments --price-per-hour and --tokens-per-s are both needed without --model")
+    else:
+        taken = {}
     print(f"  ${price:.2f}/h at {tokens_per_s:,.0f} tokens/s")
     print(f"  {_fmt_money(economics.cost_per_million_tokens(price, tokens_per_s))} per 1M tokens "
           "(fully busy; idle time costs extra)")
+    _print_assumptions(taken)
     return 0
 
 
 def _cost_breakeven(args: argparse.Namespace) -> int:
-    from lab_utils import economics
+    from lab_utils import assumptions, economics
 
+    amortize_months = assumptions.value("amortize_months") if args.amortize_months is None else args.amortize_months
     tokens = economics.breakeven_tokens_per_month(
         api_cost_per_million=args.api_per_million, price_per_hour=args.price_per_hour,
         tokens_per_s=args.tokens_per_s, fine_tune_cost=args.fine_tune_cost,
-        amortize_months=args.amortize_months, always_on=args.always_on)
+        amortize_months=amortize_months, always_on=args.always_on)
     way = "always on" if args.always_on else "pay per use"
     if tokens == float("inf"):
         print(f"Self-hosting ({way}) never costs less than the API at these prices.")
     else:
         print(f"Self-hosting ({way}) costs no more than the API from {tokens:,.0f} tokens per month "
               f"({tokens / 1e6:,.1f}M).")
+    _print_assumptions({} if args.amortize_months is not None or not args.fine_tune_cost
+                       else {"amortize_months": amortize_months})
     return 0
 
 
 def _add_cost(commands) -> None:
+    from lab_utils import memory
+
     parser = _add_command(
         commands, "cost", lambda args: _usage_error(parser, "choose a cost: fine-tune, serve or breakeven"),
         help="fine-tune cost, serving cost per 1M tokens, API vs self-host break-even",
@@ -470,24 +571,33 @@ def _add_cost(commands) -> None:
     costs = parser.add_subparsers(dest="cost", metavar="COST")
     fine = _add_command(costs, "fine-tune", _cost_fine_tune, help="hours, GPUs and dollars for one fine-tune",
                         examples="  lab-utils cost fine-tune --model llama-3.1-8b --tokens 1e8\n"
+                                 "  lab-utils cost fine-tune --model llama-3.1-8b --tokens 1e8 --gpu T4\n"
                                  "  lab-utils cost fine-tune --model llama-3.1-8b --tokens 1e9 --method full "
                                  "--gpu 'H100 SXM' --price-per-gpu-hour 3")
-    fine.add_argument("--model", required=True, help="a public model, e.g. llama-3.1-8b")
+    fine.add_argument("--model", type=_model_name, required=True, help="a public model, e.g. llama-3.1-8b")
     fine.add_argument("--tokens", type=_positive_float, required=True, help="training tokens, e.g. 1e8")
     fine.add_argument("--method", default="lora", choices=("full", "lora", "qlora"))
-    fine.add_argument("--gpu", default="H100 SXM", help="a catalog GPU (default H100 SXM)")
-    fine.add_argument("--mfu", type=_positive_float, default=0.4, help="model FLOPs utilisation (default 0.4)")
+    fine.add_argument("--gpu", type=_gpu_name, default="H100 SXM", help="a catalog GPU (default H100 SXM)")
+    fine.add_argument("--mfu", type=_fraction, help="model FLOPs utilisation (default: the assumption)")
+    fine.add_argument("--dtype", choices=("fp32", "tf32", "bf16", "fp16", "fp8"),
+                      help="the peak to compute at (default: bf16 where the GPU has it, else fp16)")
+    fine.add_argument("--seq-len", type=_positive_int, help="tokens per sequence (default: the assumption)")
+    fine.add_argument("--batch", type=_positive_int, help="sequences per GPU per step (default: the assumption)")
+    fine.add_argument("--lora-rank", type=_positive_int, help="LoRA rank (default: the assumption)")
     fine.add_argument("--price-per-gpu-hour", type=_non_negative_float,
-                      help="default: the cheapest hourly offer for that GPU in the price catalog")
+                      help="default: the cheapest rentable offer for that GPU in the price catalog")
     serve = _add_command(costs, "serve", _cost_serve, help="dollars per 1M generated tokens on a GPU",
                          examples="  lab-utils cost serve --price-per-hour 2.5 --tokens-per-s 1500\n"
                                   "  lab-utils cost serve --model llama-3.1-8b --gpu 'RTX 4090' --batch 8")
     serve.add_argument("--price-per-hour", type=_non_negative_float)
     serve.add_argument("--tokens-per-s", type=_positive_float)
-    serve.add_argument("--model", help="estimate tokens/s and price on a serverless GPU class")
-    serve.add_argument("--gpu", default="H100 SXM")
-    serve.add_argument("--precision", default="bf16")
+    serve.add_argument("--model", type=_model_name, help="estimate tokens/s and price on a serverless GPU class")
+    serve.add_argument("--gpu", type=_gpu_name, default="H100 SXM")
+    serve.add_argument("--precision", choices=memory.precisions_for("inference"),
+                       help="weights' precision (default: the assumption)")
     serve.add_argument("--batch", type=_positive_int, default=1)
+    serve.add_argument("--mfu", type=_fraction, help="model FLOPs utilisation for prompts (default: the assumption)")
+    serve.add_argument("--output-share", type=_fraction, help="share of tokens generated (default: the assumption)")
     even = _add_command(costs, "breakeven", _cost_breakeven,
                         help="tokens per month above which self-hosting costs no more than the API",
                         examples="  lab-utils cost breakeven --api-per-million 0.6 --price-per-hour 2.5 "
@@ -498,7 +608,8 @@ def _add_cost(commands) -> None:
     even.add_argument("--price-per-hour", type=_non_negative_float, required=True, help="GPU $ per hour")
     even.add_argument("--tokens-per-s", type=_positive_float, required=True, help="self-hosted tokens/s per GPU")
     even.add_argument("--fine-tune-cost", type=_non_negative_float, default=0.0)
-    even.add_argument("--amortize-months", type=_positive_float, default=12.0)
+    even.add_argument("--amortize-months", type=_positive_float, help="months to spread the fine-tune over "
+                                                                      "(default: the assumption)")
     even.add_argument("--always-on", action="store_true", help="bill whole GPUs all month")
 
 
@@ -514,8 +625,12 @@ def _pick(args: argparse.Namespace) -> int:
         missing.append("--model or --params")
     if missing:
         raise UsageError(f"pick {args.job} needs {', '.join(missing)}")
+    if args.job == "train" and bool(args.embedding_params) != bool(args.lookups):
+        raise UsageError("arguments --embedding-params and --lookups go together: give both (a sparse model) "
+                         "or neither (a dense one)")
     if args.job == "fine-tune":
-        advice = advisor.fine_tune(args.model or args.params, args.tokens, method=args.method, mfu=args.mfu)
+        advice = advisor.fine_tune(args.model or args.params, args.tokens, method=args.method, mfu=args.mfu,
+                                   seq_len=args.seq_len, batch=args.batch)
     elif args.job == "serve":
         advice = advisor.serve(args.model, args.requests_per_day, input_tokens=args.input_tokens,
                                output_tokens=args.output_tokens, latency_target_s=args.latency_s, mfu=args.mfu)
@@ -527,6 +642,10 @@ def _pick(args: argparse.Namespace) -> int:
     else:
         print(advice.table(limit=args.limit))
         print(advice.verdict)
+        given = {"mfu": args.mfu, "seq_len": args.seq_len, "batch": args.batch,
+                 "input_tokens": args.input_tokens, "output_tokens": args.output_tokens,
+                 "latency_target_s": args.latency_s}
+        _print_assumptions({name: value for name, value in advice.assumptions if given.get(name) is None})
     return 0
 
 
@@ -537,18 +656,21 @@ def _add_pick(commands) -> None:
                  "  lab-utils pick serve --model llama-3.1-8b --requests-per-day 1000 --json\n"
                  "  lab-utils pick train --params 2e7 --examples 1e9 --embedding-params 2e11 --lookups 40")
     parser.add_argument("job", choices=("fine-tune", "serve", "train"))
-    parser.add_argument("--model", help="a public model, e.g. llama-3.1-8b")
+    parser.add_argument("--model", type=_model_name, help="a public model, e.g. llama-3.1-8b")
     parser.add_argument("--params", type=_positive_float, help="parameters (fine-tune without --model; train: dense)")
     parser.add_argument("--tokens", type=_positive_float, help="fine-tune: training tokens, e.g. 1e8")
     parser.add_argument("--method", default="lora", choices=("full", "lora", "qlora"))
     parser.add_argument("--requests-per-day", type=_positive_float)
-    parser.add_argument("--input-tokens", type=_positive_int, default=500)
-    parser.add_argument("--output-tokens", type=_positive_int, default=200)
-    parser.add_argument("--latency-s", type=_positive_float, default=10.0, help="serve: latency target (default 10)")
+    parser.add_argument("--input-tokens", type=_positive_int, help="serve: prompt tokens (default: the assumption)")
+    parser.add_argument("--output-tokens", type=_positive_int, help="serve: answer tokens (default: the assumption)")
+    parser.add_argument("--latency-s", type=_positive_float, help="serve: latency target (default: the assumption)")
+    parser.add_argument("--seq-len", type=_positive_int, help="fine-tune: tokens per sequence (default: the assumption)")
+    parser.add_argument("--batch", type=_positive_int, help="fine-tune: sequences per GPU (default: the assumption)")
     parser.add_argument("--examples", type=_positive_float, help="train: examples seen")
     parser.add_argument("--embedding-params", type=_non_negative_float, default=0.0, help="train: embedding values")
-    parser.add_argument("--lookups", type=int, default=0, help="train: embedding rows looked up per example")
-    parser.add_argument("--mfu", type=_positive_float, default=0.4, help="model FLOPs utilisation (default 0.4)")
+    parser.add_argument("--lookups", type=_non_negative_int, default=0,
+                        help="train: embedding rows looked up per example")
+    parser.add_argument("--mfu", type=_fraction, help="model FLOPs utilisation (default: the assumption)")
     parser.add_argument("--limit", type=_positive_int, help="print only the first N options")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
@@ -576,16 +698,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one sub-command; returns the exit status. Bad usage: one line on stderr, status 2."""
+    """Run one sub-command; returns the exit status. Bad usage or input: one line on stderr,
+    status 2. Anything else is a bug: its traceback, a line saying so, status 1."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    _memory_defaults(args)
     try:
         return args.run(args)
-    except (UsageError, ValueError, TypeError) as error:
+    except UsageError as error:
         _usage_error(parser, error)
     except KeyboardInterrupt:
         parser.exit(130, "\ninterrupted\n")
+    except BrokenPipeError:  # the reader stopped early (| head): not an error of ours
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps Python's exit flush quiet
+        return 0
+    except Exception:  # noqa: BLE001 - everything else is ours to fix
+        traceback.print_exc()
+        print(f"this is a bug in lab-utils {lab_utils.__version__}: please report it with the command you ran "
+              "and the lines above", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from lab_utils import checks, hardware, llms, memory
+from lab_utils import assumptions, checks, hardware, llms, memory
 from lab_utils.prices import (  # re-exported: the notebooks reach prices through economics
     SECONDS_PER_HOUR, ApiPrice, HourlyPrice, ServerlessPrice, api_price, api_prices, hourly_price,
     hourly_prices, serverless_price, serverless_prices,
@@ -47,9 +47,6 @@ FLOPS_PER_PARAM_PER_TOKEN = {"full": 6, "lora": 4, "qlora": 4, "inference": 2}
 """FLOPs per parameter per token: training forward 2 + backward 4 (2 for the input gradients,
 2 for the weight gradients, which LoRA and QLoRA skip for the frozen weights); inference 2.
 QLoRA also dequantizes its 4-bit weights on the fly: more time at the same FLOP count."""
-
-_TRAINING_PRECISION = {"full": "mixed", "lora": "bf16", "qlora": "int4"}  # memory.job_estimate
-
 
 # --- compute and time ----------------------------------------------------------------------
 
@@ -136,24 +133,43 @@ def mixed_tokens_per_s(*, decode_tokens_per_s, prefill_tokens_per_s, output_shar
     return 1.0 / ((1 - output_share) / prefill + output_share / decode)
 
 
-def serving_tokens_per_s(n_params, *, gpu, bytes_per_param=2.0, batch=1, output_share=0.25,
-                         efficiency=1.0, mfu=0.4, dtype="bf16") -> float:
+def _spec(gpu) -> hardware.Spec:
+    return gpu if isinstance(gpu, hardware.Spec) else hardware.get(gpu)
+
+
+def _peak_flops(spec: hardware.Spec, dtype) -> tuple[str, float]:
+    """(dtype, dense peak FLOP/s) of ``spec``: ``dtype`` when given, else the one it computes in."""
+    dtype = assumptions.compute_dtype(spec) if dtype is None else dtype
+    if dtype not in spec.peak_flops:
+        raise ValueError(f"dtype={dtype!r}: {spec.name} has peaks for {tuple(spec.peak_flops)}")
+    return dtype, spec.peak_flops[dtype]
+
+
+def _default(name: str, given):
+    """``given``, or the assumption ``name`` when ``given`` is None."""
+    return assumptions.value(name) if given is None else given
+
+
+def serving_tokens_per_s(n_params, *, gpu, bytes_per_param=2.0, batch=1, output_share=None,
+                         efficiency=1.0, mfu=None, dtype=None) -> float:
     """Tokens/s one ``gpu`` (a catalog name or Spec) serves for a model of ``n_params``.
 
     Generated tokens: ``efficiency`` x :func:`decode_tokens_per_s_bound` at ``batch``, capped by
     compute at ``mfu`` of the dense ``dtype`` peak; prompt tokens: prefilled at the compute
     bound, peak x mfu / (2·N). Mixed by :func:`mixed_tokens_per_s` with ``output_share``.
+    Defaults (None) from ``lab_utils.assumptions``: output_share, mfu, and the dtype the GPU
+    computes in.
     """
-    spec = gpu if isinstance(gpu, hardware.Spec) else hardware.get(gpu)
-    if dtype not in spec.peak_flops:
-        raise ValueError(f"dtype={dtype!r}: {spec.name} has peaks for {tuple(spec.peak_flops)}")
+    spec = _spec(gpu)
+    _, peak = _peak_flops(spec, dtype)
     efficiency = checks.number("efficiency", efficiency, maximum=1.0)
-    compute = spec.peak_flops[dtype] * checks.number("mfu", mfu, maximum=1.0)
+    compute = peak * checks.number("mfu", _default("mfu", mfu), maximum=1.0)
     decode = efficiency * decode_tokens_per_s_bound(
         n_params, bytes_per_param=bytes_per_param, bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s,
         batch=batch, peak_flops=compute)
     prefill = compute / (FLOPS_PER_PARAM_PER_TOKEN["inference"] * n_params)
-    return mixed_tokens_per_s(decode_tokens_per_s=decode, prefill_tokens_per_s=prefill, output_share=output_share)
+    return mixed_tokens_per_s(decode_tokens_per_s=decode, prefill_tokens_per_s=prefill,
+                              output_share=_default("output_share", output_share))
 
 
 @dataclass(frozen=True)
@@ -171,12 +187,14 @@ class ServingSetup:
     price: "ServerlessPrice"
 
 
-def serverless_setup(model, gpu, *, precision="bf16", batch=1, seq_len=4096, output_share=0.25,
-                     efficiency=1.0, mfu=0.4) -> ServingSetup:
-    """Serve ``model`` (an ``llms`` name or LLMConfig) with weights in ``precision`` on the
-    Runpod serverless class of ``gpu``; tokens/s from :func:`serving_tokens_per_s`."""
+def serverless_setup(model, gpu, *, precision=None, batch=1, seq_len=4096, output_share=None,
+                     efficiency=1.0, mfu=None) -> ServingSetup:
+    """Serve ``model`` (an ``llms`` name or LLMConfig) with weights in ``precision`` (default: the
+    assumption for inference) on the Runpod serverless class of ``gpu``; tokens/s from
+    :func:`serving_tokens_per_s`."""
     config = model if isinstance(model, llms.LLMConfig) else llms.get(model)
-    spec = gpu if isinstance(gpu, hardware.Spec) else hardware.get(gpu)
+    spec = _spec(gpu)
+    precision = assumptions.precision_for("inference") if precision is None else precision
     price = serverless_price(spec.name)
     needs = memory.job_estimate(config, method="inference", precision=precision, batch=batch, seq_len=seq_len)
     gpus = memory.gpus_needed(needs.total, spec)
@@ -210,6 +228,7 @@ class ServingCosts:
 
 def _serving_inputs(api_cost_per_million, price_per_hour, tokens_per_s, fine_tune_cost, amortize_months,
                     always_on_price_per_hour):
+    amortize_months = _default("amortize_months", amortize_months)
     api = checks.number("api_cost_per_million", api_cost_per_million, strict=False)
     price = checks.number("price_per_hour", price_per_hour, strict=False)
     tokens_per_s = checks.number("tokens_per_s", tokens_per_s)
@@ -220,12 +239,13 @@ def _serving_inputs(api_cost_per_million, price_per_hour, tokens_per_s, fine_tun
 
 
 def serving_costs(tokens_per_month, *, api_cost_per_million, price_per_hour, tokens_per_s,
-                  fine_tune_cost=0.0, amortize_months=12, always_on_price_per_hour=None) -> ServingCosts:
+                  fine_tune_cost=0.0, amortize_months=None, always_on_price_per_hour=None) -> ServingCosts:
     """Monthly cost of ``tokens_per_month`` on an API at ``api_cost_per_million`` (blended:
     :func:`blended_price_per_million`) and self-hosted on GPUs making ``tokens_per_s`` each
     (:func:`mixed_tokens_per_s`). Pay per use bills the GPU-seconds used at ``price_per_hour``;
     always on bills whole GPUs for :data:`HOURS_PER_MONTH` at ``always_on_price_per_hour``
-    (default ``price_per_hour``). ``fine_tune_cost`` is spread over ``amortize_months``."""
+    (default ``price_per_hour``). ``fine_tune_cost`` is spread over ``amortize_months`` (default:
+    the assumption)."""
     tokens = checks.number("tokens_per_month", tokens_per_month, strict=False)
     api, price, tokens_per_s, fixed, always_price = _serving_inputs(
         api_cost_per_million, price_per_hour, tokens_per_s, fine_tune_cost, amortize_months,
@@ -243,7 +263,7 @@ def serving_costs(tokens_per_month, *, api_cost_per_million, price_per_hour, tok
 
 
 def breakeven_tokens_per_month(*, api_cost_per_million, price_per_hour, tokens_per_s, fine_tune_cost=0.0,
-                               amortize_months=12, always_on=False, always_on_price_per_hour=None) -> float:
+                               amortize_months=None, always_on=False, always_on_price_per_hour=None) -> float:
     """The fewest tokens per month at which self-hosting costs no more than the API
     (same inputs as :func:`serving_costs`); ``math.inf`` when it never does.
 
@@ -280,6 +300,9 @@ class FineTuneEstimate:
 
     ``n_gpus``: the fewest that hold the job's memory (``memory.job_estimate``, split evenly),
     unless given. ``hours`` is wall clock on ``n_gpus``; ``gpu_hours`` what is billed.
+    ``price_source``: where the price per GPU-hour comes from; ``assumptions``: (name, value)
+    of each default the estimate took from ``lab_utils.assumptions`` (arguments given are not
+    listed).
     """
 
     model: str
@@ -288,47 +311,67 @@ class FineTuneEstimate:
     n_gpus: int
     n_tokens: float
     mfu: float
+    dtype: str
     flops: float
     memory_bytes: float
     hours: float
-    price_per_gpu_hour: float
+    price_usd_per_gpu_hour: float | None
+    price_source: str
+    assumptions: tuple[tuple[str, object], ...] = ()
 
     @property
     def gpu_hours(self) -> float:
         return self.hours * self.n_gpus
 
     @property
-    def cost(self) -> float:
-        """Dollars: GPU-hours x price per GPU-hour."""
-        return self.gpu_hours * self.price_per_gpu_hour
+    def cost_usd(self) -> float | None:
+        """Dollars: GPU-hours x price per GPU-hour (None without a price)."""
+        if self.price_usd_per_gpu_hour is None:
+            return None
+        return self.gpu_hours * self.price_usd_per_gpu_hour
 
 
-def fine_tune_estimate(model, n_tokens, *, method="lora", gpu="H100 SXM", mfu=0.4, price_per_gpu_hour,
-                       dtype="bf16", n_gpus=None, seq_len=4096, batch=1, recompute="full",
-                       lora_rank=16) -> FineTuneEstimate:
+def fine_tune_estimate(model, n_tokens, *, method="lora", gpu="H100 SXM", mfu=None, price_per_gpu_hour=None,
+                       dtype=None, n_gpus=None, seq_len=None, batch=None, recompute=None,
+                       lora_rank=None) -> FineTuneEstimate:
     """Estimate a fine-tune of ``model`` (an ``llms`` name or LLMConfig) over ``n_tokens``.
 
     FLOPs: :func:`training_flops` with the model's parameters per token; time:
     :func:`training_hours` at the GPU's dense ``dtype`` peak; memory: ``memory.job_estimate``
-    (full: mixed-precision Adam; LoRA: bf16 frozen weights + adapters; QLoRA: 4-bit weights +
-    adapters; activations for ``batch`` x ``seq_len`` with ``recompute``).
+    in the method's precision. Every argument left None takes its default from
+    ``lab_utils.assumptions``: mfu, the dtype the GPU computes in, sequence length, batch,
+    recomputation, LoRA rank, and the price that stands for the GPU (its cheapest rentable
+    offer; ``cost_usd`` is None when the data has none).
     """
     config = model if isinstance(model, llms.LLMConfig) else llms.get(model)
-    if method not in _TRAINING_PRECISION:
-        raise ValueError(f"method={method!r} is not allowed; use one of {tuple(_TRAINING_PRECISION)}")
-    spec = gpu if isinstance(gpu, hardware.Spec) else hardware.get(gpu)
-    if dtype not in spec.peak_flops:
-        raise ValueError(f"dtype={dtype!r}: {spec.name} has peaks for {tuple(spec.peak_flops)}")
-    price = checks.number("price_per_gpu_hour", price_per_gpu_hour, strict=False)
-    estimate = memory.job_estimate(config, method=method, precision=_TRAINING_PRECISION[method], batch=batch,
-                                   seq_len=seq_len, recompute=recompute, lora_rank=lora_rank)
-    n_gpus = memory.gpus_needed(estimate.total, spec) if n_gpus is None else checks.count("n_gpus", n_gpus)
+    method = checks.choice("method", method, ("full", "lora", "qlora"))
+    spec = _spec(gpu)
+    taken = {name: assumptions.value(name) for name, given in (
+        ("mfu", mfu), ("seq_len", seq_len), ("batch", batch),
+        ("recompute_fine_tune", recompute), ("lora_rank", lora_rank)) if given is None}
+    if dtype is None:
+        taken["compute_dtypes"] = assumptions.compute_dtype(spec)
+    dtype, peak = _peak_flops(spec, dtype)
+    mfu = checks.number("mfu", taken.get("mfu", mfu), maximum=1.0)
+    if price_per_gpu_hour is None:
+        price = assumptions.device_price(spec)
+        price_usd, price_source = price.usd_per_hour, f"{price.offer} ({price.source}, {price.date})"
+        taken["price_rule"] = price.offer
+    else:
+        price_usd = checks.number("price_per_gpu_hour", price_per_gpu_hour, strict=False)
+        price_source = "given"
+    estimate = memory.job_estimate(config, method=method, batch=taken.get("batch", batch),
+                                   seq_len=taken.get("seq_len", seq_len),
+                                   recompute=taken.get("recompute_fine_tune", recompute),
+                                   lora_rank=taken.get("lora_rank", lora_rank))
+    taken[f"precision.{method}"] = estimate.precision
+    n_gpus = memory.gpus_needed(estimate.total_bytes, spec) if n_gpus is None else checks.count("n_gpus", n_gpus)
     flops = training_flops(config.params_per_token, n_tokens, method)
     return FineTuneEstimate(
         model=config.name, method=method, gpu=spec.name, n_gpus=n_gpus, n_tokens=float(n_tokens),
-        mfu=float(mfu), flops=flops, memory_bytes=estimate.total,
-        hours=training_hours(flops, peak_flops=spec.peak_flops[dtype], mfu=mfu, n_devices=n_gpus),
-        price_per_gpu_hour=price,
+        mfu=mfu, dtype=dtype, flops=flops, memory_bytes=estimate.total_bytes,
+        hours=training_hours(flops, peak_flops=peak, mfu=mfu, n_devices=n_gpus),
+        price_usd_per_gpu_hour=price_usd, price_source=price_source, assumptions=tuple(taken.items()),
     )
 
 

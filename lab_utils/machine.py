@@ -65,9 +65,9 @@ class MachineReport:
         ]
 
     def __str__(self) -> str:
-        rows = self.rows()
-        width = max(len(label) for label, _ in rows)
-        return "\n".join(f"{label:<{width}}  {value}" for label, value in rows)
+        from tabulate import tabulate
+
+        return tabulate(self.rows(), tablefmt="plain", disable_numparse=True)
 
     def _repr_html_(self) -> str:
         body = "".join(

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from lab_utils import checks, hardware, llms
+from lab_utils import assumptions, checks, hardware, llms
 
 __all__ = [
     "BYTES_PER_VALUE", "CUDA_CONTEXT_BYTES", "JOB_METHODS", "RECOMPUTE", "TRAINING_PRECISIONS",
@@ -48,20 +48,11 @@ RECOMPUTE = ("none", "selective", "full")
 
 JOB_METHODS = ("inference", "full", "lora", "qlora")
 
-CUDA_CONTEXT_BYTES = (300 * 2**20, 2 * 2**30)
+CUDA_CONTEXT_BYTES = (300 * 2**20, assumptions.value("cuda_context_bytes"))
 """Memory a GPU process holds beyond its tensors (CUDA context, kernels, allocator slack):
-300 MiB to 2 GiB depending on the GPU and libraries (facts.md, Hugging Face accelerate docs).
-:func:`fits` reserves the upper end by default."""
-
-
-# --- argument checks -----------------------------------------------------------------------
-
-def _positive_int(name: str, value, allow_zero: bool = False) -> int:
-    return checks.count(name, value, minimum=0 if allow_zero else 1)
-
-
-def _positive_number(name: str, value) -> float:
-    return checks.number(name, value)
+300 MiB to 2 GiB depending on the GPU and libraries (Hugging Face accelerate's estimate-memory
+documentation). :func:`fits` reserves the upper end by default (the ``cuda_context_bytes``
+assumption)."""
 
 
 # --- training state ------------------------------------------------------------------------
@@ -70,18 +61,26 @@ def _positive_number(name: str, value) -> float:
 class TrainingState:
     """Bytes per device for the weights, gradients and optimizer state of one training job.
 
-    ``optimizer_states`` holds everything the optimizer keeps: for mixed precision the fp32
-    master weights and the Adam moments (ZeRO's K = 12 bytes per parameter).
+    ``optimizer_states_bytes`` holds everything the optimizer keeps: for mixed precision the
+    fp32 master weights and the Adam moments (ZeRO's K = 12 bytes per parameter). The names
+    without ``_bytes`` (``params``, ``grads``, ``optimizer_states``, ``total``) are read-only
+    aliases kept for one release.
     """
 
-    params: float
-    grads: float
-    optimizer_states: float
+    params_bytes: float
+    grads_bytes: float
+    optimizer_states_bytes: float
 
     @property
-    def total(self) -> float:
-        """params + grads + optimizer_states, in bytes."""
-        return self.params + self.grads + self.optimizer_states
+    def total_bytes(self) -> float:
+        """params + grads + optimizer states, in bytes."""
+        return self.params_bytes + self.grads_bytes + self.optimizer_states_bytes
+
+    params = property(lambda self: self.params_bytes, doc="Alias of params_bytes (one release).")
+    grads = property(lambda self: self.grads_bytes, doc="Alias of grads_bytes (one release).")
+    optimizer_states = property(lambda self: self.optimizer_states_bytes,
+                                doc="Alias of optimizer_states_bytes (one release).")
+    total = property(lambda self: self.total_bytes, doc="Alias of total_bytes (one release).")
 
 
 def _state_bytes_per_param(precision: str, optimizer: str) -> tuple[float, float, float]:
@@ -104,13 +103,13 @@ def training_state_bytes(n_params, precision: str = "mixed", optimizer: str = "a
     the weights too. ``fp32_grad_accum`` adds an fp32 gradient buffer (4 bytes per parameter,
     Ultra-Scale Playbook), sharded with the gradients.
     """
-    n_params = _positive_number("n_params", n_params)
+    n_params = checks.number("n_params", n_params)
     checks.choice("precision", precision, TRAINING_PRECISIONS)
     checks.choice("optimizer", optimizer, OPTIMIZERS)
-    zero_stage = _positive_int("zero_stage", zero_stage, allow_zero=True)
+    zero_stage = checks.count("zero_stage", zero_stage, minimum=0)
     if zero_stage > 3:
         raise ValueError(f"zero_stage={zero_stage!r}: ZeRO has stages 0 (off), 1, 2 and 3")
-    data_parallel = _positive_int("data_parallel", data_parallel)
+    data_parallel = checks.count("data_parallel", data_parallel)
     if not isinstance(fp32_grad_accum, bool):
         raise TypeError(f"fp32_grad_accum must be True or False, got {fp32_grad_accum!r}")
     params, grads, states = _state_bytes_per_param(precision, optimizer)
@@ -118,9 +117,9 @@ def training_state_bytes(n_params, precision: str = "mixed", optimizer: str = "a
         grads += 4
     shard = 1 / data_parallel
     return TrainingState(
-        params=n_params * params * (shard if zero_stage >= 3 else 1),
-        grads=n_params * grads * (shard if zero_stage >= 2 else 1),
-        optimizer_states=n_params * states * (shard if zero_stage >= 1 else 1),
+        params_bytes=n_params * params * (shard if zero_stage >= 3 else 1),
+        grads_bytes=n_params * grads * (shard if zero_stage >= 2 else 1),
+        optimizer_states_bytes=n_params * states * (shard if zero_stage >= 1 else 1),
     )
 
 
@@ -131,7 +130,7 @@ def accelerate_training_bytes(n_params, dtype: str = "float16") -> float:
     gradients, optimizer and step sizes it reports the *largest*, not their sum: 8 bytes per
     parameter for "float16" (mixed precision), 16 for "float32". Activations are left out.
     """
-    n_params = _positive_number("n_params", n_params)
+    n_params = checks.number("n_params", n_params)
     checks.choice("dtype", dtype, ("float32", "float16"))
     fp32 = 4 * n_params
     if dtype == "float32":
@@ -153,7 +152,7 @@ def activation_bytes(*, n_layers, hidden, n_heads, seq_len, batch, recompute: st
     dropout); grouped-query attention and gated MLPs (Llama) change the 34 by some percent.
     """
     n_layers, hidden, n_heads, seq_len, batch = (
-        _positive_int(name, value) for name, value in
+        checks.count(name, value) for name, value in
         (("n_layers", n_layers), ("hidden", hidden), ("n_heads", n_heads),
          ("seq_len", seq_len), ("batch", batch)))
     checks.choice("recompute", recompute, RECOMPUTE)
@@ -188,8 +187,8 @@ def tiny_gpt_activation_bytes(config, batch: int, bytes_per_value: float = 4) ->
         if not isinstance(getattr(config, name, None), int):
             raise TypeError(f"config must have integer n_layers, hidden, n_heads and seq_len "
                             f"(a models.GPTConfig); {name} is {getattr(config, name, None)!r}")
-    batch = _positive_int("batch", batch)
-    bytes_per_value = _positive_number("bytes_per_value", bytes_per_value)
+    batch = checks.count("batch", batch)
+    bytes_per_value = checks.number("bytes_per_value", bytes_per_value)
     s, h, a = config.seq_len, config.hidden, config.n_heads
     per_block = 16 * s * batch * h + a * s * s * batch
     final_norm = 2 * s * batch * h
@@ -203,16 +202,16 @@ def kv_cache_bytes(*, n_layers, n_kv_heads, head_dim, seq_len, batch=1, bytes_pe
     8 KV heads of 128): 2·32·8·128·2 = 131,072 bytes = 128 KiB per token.
     """
     n_layers, n_kv_heads, head_dim, seq_len, batch = (
-        _positive_int(name, value) for name, value in
+        checks.count(name, value) for name, value in
         (("n_layers", n_layers), ("n_kv_heads", n_kv_heads), ("head_dim", head_dim),
          ("seq_len", seq_len), ("batch", batch)))
-    bytes_per_value = _positive_number("bytes_per_value", bytes_per_value)
+    bytes_per_value = checks.number("bytes_per_value", bytes_per_value)
     return float(2 * n_layers * n_kv_heads * head_dim * seq_len * batch * bytes_per_value)
 
 
 def weight_bytes(n_params, precision: str = "bf16") -> float:
     """Bytes to hold ``n_params`` weights in ``precision`` (a key of :data:`BYTES_PER_VALUE`)."""
-    n_params = _positive_number("n_params", n_params)
+    n_params = checks.number("n_params", n_params)
     checks.choice("precision", precision, BYTES_PER_VALUE)
     return float(n_params * BYTES_PER_VALUE[precision])
 
@@ -225,7 +224,7 @@ def lora_params(model, rank: int = 16) -> int:
     in every layer. ``model`` is an ``llms.LLMConfig`` or a name ``llms.get`` knows.
     """
     model = _llm(model)
-    rank = _positive_int("rank", rank)
+    rank = checks.count("rank", rank)
     if model.n_heads is None or model.n_kv_heads is None:
         raise ValueError(f"model={model.name!r}: its attention shape (n_heads, n_kv_heads) is not "
                          f"in lab_utils/data/llm_configs.toml, so its adapters cannot be counted")
@@ -240,7 +239,8 @@ class JobEstimate:
     """The memory one job needs on one GPU, part by part, in bytes.
 
     ``parts`` is a tuple of (label, bytes) in drawing order; ``left_out`` names the parts the
-    data cannot estimate for this model (then ``total`` is a lower bound).
+    data cannot estimate for this model (then ``total_bytes`` is a lower bound);
+    ``assumptions``: (name, value) of each default taken from ``lab_utils.assumptions``.
     """
 
     model: str
@@ -250,11 +250,15 @@ class JobEstimate:
     seq_len: int
     parts: tuple[tuple[str, float], ...]
     left_out: tuple[str, ...] = ()
+    recompute: str = "none"
+    assumptions: tuple[tuple[str, object], ...] = ()
 
     @property
-    def total(self) -> float:
+    def total_bytes(self) -> float:
         """Sum of the parts, in bytes."""
         return sum(value for _, value in self.parts)
+
+    total = property(lambda self: self.total_bytes, doc="Alias of total_bytes (one release).")
 
     def part(self, label: str) -> float:
         """The bytes of one part by its label, 0.0 when the job has no such part."""
@@ -284,8 +288,9 @@ def precisions_for(method: str) -> tuple[str, ...]:
     return _precisions_for(checks.choice("method", method, JOB_METHODS))
 
 
-def job_estimate(model, method: str = "inference", precision: str = "bf16", batch: int = 1,
-                 seq_len: int = 4096, recompute: str = "none", lora_rank: int = 16) -> JobEstimate:
+def job_estimate(model, method: str = "inference", precision: str | None = None, batch: int | None = None,
+                 seq_len: int | None = None, recompute: str | None = None,
+                 lora_rank: int | None = None) -> JobEstimate:
     """Memory for one job on a public model (``llms.get`` name or LLMConfig), in bytes.
 
     method "inference": weights in ``precision`` plus a bf16 KV cache for ``batch`` sequences of
@@ -295,12 +300,26 @@ def job_estimate(model, method: str = "inference", precision: str = "bf16", batc
     Adam (16 bytes each) plus activations. "qlora": the same on 4-bit (NF4) weights.
     Activations use Korthikanti's GPT-layer count; a mixture of experts holds all its
     parameters. Parts the data cannot give (no attention shape) are listed in ``left_out``.
+    Left None, ``precision`` is the method's, ``recompute`` is the fine-tuning assumption
+    (gradient checkpointing), and ``batch``, ``seq_len`` and ``lora_rank`` are the assumptions
+    of those names, all from ``lab_utils.assumptions``.
     """
     model = _llm(model)
     checks.choice("method", method, JOB_METHODS)
+    taken = {name: assumptions.value(name) for name, given in (
+        (f"precision.{method}", precision), ("batch", batch), ("seq_len", seq_len), ("lora_rank", lora_rank))
+        if given is None}
+    batch, seq_len = taken.get("batch", batch), taken.get("seq_len", seq_len)
+    if method != "inference" and recompute is None:
+        taken["recompute_fine_tune"] = assumptions.value("recompute_fine_tune")
+    precision = taken.get(f"precision.{method}", precision)
+    lora_rank = taken.get("lora_rank", lora_rank)
+    recompute = taken.get("recompute_fine_tune", recompute or "none")
+    if method == "inference":
+        taken.pop("lora_rank", None)
     checks.choice("precision", precision, _precisions_for(method))
-    batch = _positive_int("batch", batch)
-    seq_len = _positive_int("seq_len", seq_len)
+    batch = checks.count("batch", batch)
+    seq_len = checks.count("seq_len", seq_len)
     checks.choice("recompute", recompute, RECOMPUTE)
     has_attention_shape = model.n_heads is not None and model.n_kv_heads is not None
     parts, left_out = [], []
@@ -315,14 +334,14 @@ def job_estimate(model, method: str = "inference", precision: str = "bf16", batc
     else:
         if method == "full":
             state = training_state_bytes(model.n_params, precision=precision)
-            parts += [("weights", state.params), ("gradients", state.grads),
-                      ("optimizer states", state.optimizer_states)]
+            parts += [("weights", state.params_bytes), ("gradients", state.grads_bytes),
+                      ("optimizer states", state.optimizer_states_bytes)]
         else:
             parts.append(("weights", weight_bytes(model.n_params, precision)))
             if has_attention_shape:
                 adapters = training_state_bytes(lora_params(model, lora_rank))
-                parts += [("adapters", adapters.params), ("gradients", adapters.grads),
-                          ("optimizer states", adapters.optimizer_states)]
+                parts += [("adapters", adapters.params_bytes), ("gradients", adapters.grads_bytes),
+                          ("optimizer states", adapters.optimizer_states_bytes)]
             else:
                 left_out.append("adapters")
         if model.n_heads is not None:
@@ -331,8 +350,12 @@ def job_estimate(model, method: str = "inference", precision: str = "bf16", batc
                 seq_len=seq_len, batch=batch, recompute=recompute)))
         else:
             left_out.append("activations")
+    if method in ("lora", "qlora") and not has_attention_shape:
+        taken.pop("lora_rank", None)
     return JobEstimate(model=model.name, method=method, precision=precision, batch=batch,
-                       seq_len=seq_len, parts=tuple(parts), left_out=tuple(left_out))
+                       seq_len=seq_len, parts=tuple(parts), left_out=tuple(left_out),
+                       recompute=recompute if method != "inference" else "none",
+                       assumptions=tuple(taken.items()))
 
 
 def _gpu(gpu) -> hardware.Spec:
@@ -357,7 +380,7 @@ def fits(n_bytes, gpu, reserve_bytes=CUDA_CONTEXT_BYTES[1]) -> bool:
     Compares with the vendor's nominal memory (``Spec.memory_bytes``) less the CUDA context;
     fragmentation can make a job that "fits" by a few percent fail in practice.
     """
-    n_bytes = _positive_number("n_bytes", n_bytes)
+    n_bytes = checks.number("n_bytes", n_bytes)
     return n_bytes <= _usable_bytes(_gpu(gpu), reserve_bytes)
 
 
@@ -367,7 +390,7 @@ def gpus_needed(n_bytes, gpu, reserve_bytes=CUDA_CONTEXT_BYTES[1]) -> int:
     A lower bound: ceil(n_bytes / (memory - reserve)). Real splits (tensor or pipeline
     parallelism, ZeRO-3) add communication buffers and rarely divide evenly.
     """
-    n_bytes = _positive_number("n_bytes", n_bytes)
+    n_bytes = checks.number("n_bytes", n_bytes)
     return math.ceil(n_bytes / _usable_bytes(_gpu(gpu), reserve_bytes))
 
 

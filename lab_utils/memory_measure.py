@@ -17,22 +17,33 @@ __all__ = ["BudgetExceeded", "StepMemory", "budget", "measure_training_step"]
 class StepMemory:
     """Bytes one measured training step held, part by part.
 
-    params, grads: the tensors themselves (each storage once); optimizer_states: the
-    optimizer's per-parameter state tensors (Adam's moments), zero-dimensional bookkeeping
-    such as Adam's step counts reported apart in optimizer_scalars; activations: bytes the
-    forward pass and the loss saved for backward, each storage once, parameters, buffers and
-    inputs excluded; peak: the most tensor bytes alive at once during the step, parameters
-    included, found by ``peak_method``; device: where the step ran.
+    params_bytes, grads_bytes: the tensors themselves (each storage once);
+    optimizer_states_bytes: the optimizer's per-parameter state tensors (Adam's moments),
+    zero-dimensional bookkeeping such as Adam's step counts reported apart in
+    optimizer_scalars_bytes; activations_bytes: bytes the forward pass and the loss saved for
+    backward, each storage once, parameters, buffers and inputs excluded; peak_bytes: the most
+    tensor bytes alive at once during the step, parameters included, found by ``peak_method``;
+    device: where the step ran. The names without ``_bytes`` are read-only aliases kept for one
+    release.
     """
 
-    params: int
-    grads: int
-    optimizer_states: int
-    optimizer_scalars: int
-    activations: int
-    peak: int
+    params_bytes: int
+    grads_bytes: int
+    optimizer_states_bytes: int
+    optimizer_scalars_bytes: int
+    activations_bytes: int
+    peak_bytes: int
     device: str
     peak_method: str
+
+    params = property(lambda self: self.params_bytes, doc="Alias of params_bytes (one release).")
+    grads = property(lambda self: self.grads_bytes, doc="Alias of grads_bytes (one release).")
+    optimizer_states = property(lambda self: self.optimizer_states_bytes,
+                                doc="Alias of optimizer_states_bytes (one release).")
+    optimizer_scalars = property(lambda self: self.optimizer_scalars_bytes,
+                                 doc="Alias of optimizer_scalars_bytes (one release).")
+    activations = property(lambda self: self.activations_bytes, doc="Alias of activations_bytes (one release).")
+    peak = property(lambda self: self.peak_bytes, doc="Alias of peak_bytes (one release).")
 
 
 def _storage_key(tensor) -> int:
@@ -209,12 +220,12 @@ def measure_training_step(model, batch, loss_fn=None, optimizer=None) -> StepMem
     grads = [p.grad for p in parameters if p.grad is not None]
     state = torch_compat.tensors_in([optimizer.state[p] for p in parameters if p in optimizer.state])
     return StepMemory(
-        params=_storage_bytes(parameters),
-        grads=_storage_bytes(grads),
-        optimizer_states=_storage_bytes([t for t in state if t.dim() > 0]),
-        optimizer_scalars=_storage_bytes([t for t in state if t.dim() == 0]),
-        activations=sum(saved.values()),
-        peak=int(peak),
+        params_bytes=_storage_bytes(parameters),
+        grads_bytes=_storage_bytes(grads),
+        optimizer_states_bytes=_storage_bytes([t for t in state if t.dim() > 0]),
+        optimizer_scalars_bytes=_storage_bytes([t for t in state if t.dim() == 0]),
+        activations_bytes=sum(saved.values()),
+        peak_bytes=int(peak),
         device=str(device),
         peak_method=method,
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from itertools import accumulate
 
-from lab_utils import advisor, economics, hardware, llms, memory, plots
+from lab_utils import advisor, assumptions, economics, hardware, llms, memory, plots
 from lab_utils.units import format_bytes, format_rate
 
 _BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -55,13 +55,14 @@ def _memory_figure(model, method, precision, batch, seq_len, recompute):
     """The job's memory, part by part, above a bar per catalog GPU marked fits / does not fit."""
     estimate = memory.job_estimate(model, method=method, precision=precision, batch=batch,
                                    seq_len=seq_len, recompute=recompute)
+    precision, recompute, batch, seq_len = estimate.precision, estimate.recompute, estimate.batch, estimate.seq_len
     gpus = sorted(hardware.catalog("gpu"), key=lambda spec: spec.memory_bytes)
     reserve = memory.CUDA_CONTEXT_BYTES[1]
     lower_bound = " (lower bound)" if estimate.left_out else ""
     recomputed = "" if method == "inference" else f", {recompute} recompute"
     fig, ax = plots.figure(
         f"{estimate.model}, {method} in {precision}, batch {batch} x {seq_len} tokens{recomputed}: "
-        f"{format_bytes(estimate.total, binary=False)}{lower_bound}",
+        f"{format_bytes(estimate.total_bytes, binary=False)}{lower_bound}",
         "memory (GB = 1e9 bytes)", "this job, then each GPU (vendor spec memory)",
         figsize=(9.0, 5.4),
     )
@@ -72,17 +73,17 @@ def _memory_figure(model, method, precision, batch, seq_len, recompute):
         ax.barh(0, value / _GB, left=start / _GB, color=colour, label=label)
     rows = ["this job (estimate)"]
     for row, spec in enumerate(gpus, start=1):
-        fits = memory.fits(estimate.total, spec)
+        fits = memory.fits(estimate.total_bytes, spec)
         ax.barh(row, spec.memory_bytes / _GB, color=plots.PALETTE["green"] if fits else "white",
                 edgecolor=plots.PALETTE["green"] if fits else plots.PALETTE["vermillion"],
                 hatch=None if fits else "//")
-        verdict = "fits" if fits else f"no: {memory.gpus_needed(estimate.total, spec)}+ GPUs"
+        verdict = "fits" if fits else f"no: {memory.gpus_needed(estimate.total_bytes, spec)}+ GPUs"
         ax.annotate(verdict, (spec.memory_bytes / _GB, row), xytext=(4, 0),
                     textcoords="offset points", va="center", fontsize=9,
                     bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5})
         rows.append(spec.name)
-    ax.axvline(estimate.total / _GB, color=plots.PALETTE["black"], linestyle="--", linewidth=1)
-    ax.set_xlim(0, max(estimate.total, gpus[-1].memory_bytes) / _GB * 1.22)
+    ax.axvline(estimate.total_bytes / _GB, color=plots.PALETTE["black"], linestyle="--", linewidth=1)
+    ax.set_xlim(0, max(estimate.total_bytes, gpus[-1].memory_bytes) / _GB * 1.22)
     ax.set_yticks(range(len(rows)), rows)
     ax.invert_yaxis()
     ax.legend(title="parts of the job", loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9)
@@ -95,12 +96,15 @@ def _memory_figure(model, method, precision, batch, seq_len, recompute):
     return fig
 
 
-def memory_calculator(model: str = "Llama-3.1-8B", method: str = "inference", precision: str = "bf16",
-                      batch: int = 1, seq_len: int = 4096, recompute: str = "none", static: bool = False):
+def memory_calculator(model: str = "Llama-3.1-8B", method: str = "inference", precision: str | None = None,
+                      batch: int | None = None, seq_len: int | None = None, recompute: str | None = None,
+                      static: bool = False):
     """Will this job fit? The memory of ``memory.job_estimate`` against every catalog GPU.
 
     Controls: model (``llms.catalog()``), method (inference, full fine-tune, LoRA, QLoRA),
     precision (the ones the method allows), batch, sequence length, activation recomputation.
+    precision, batch, seq_len and recompute left None are ``memory.job_estimate``'s defaults
+    (the assumptions).
     ``static=True`` returns the matplotlib figure for these inputs; otherwise an ipywidgets
     panel starting from them.
     """
@@ -111,8 +115,9 @@ def memory_calculator(model: str = "Llama-3.1-8B", method: str = "inference", pr
 
     import ipywidgets as w
 
-    memory.job_estimate(model, method=method, precision=precision, batch=batch, seq_len=seq_len,
-                        recompute=recompute)  # bad starting values fail here, naming the parameter
+    start = memory.job_estimate(model, method=method, precision=precision, batch=batch, seq_len=seq_len,
+                                recompute=recompute)  # bad starting values fail here, naming the parameter
+    precision, recompute, batch, seq_len = start.precision, start.recompute, start.batch, start.seq_len
     controls = {
         "model": w.Dropdown(options=[config.name for config in llms.catalog()],
                             value=llms.get(model).name, description="model"),
@@ -142,16 +147,16 @@ _FINE_TUNE_TOKENS = (1e6, 3e6, 1e7, 3e7, 1e8, 3e8, 1e9)
 def _cost_figure(model, gpu, api, batch, output_share, method, fine_tune_tokens, mfu, efficiency,
                  amortize_months):
     """Monthly cost against monthly tokens: the API, serverless flex (pay per use) and active
-    (always on) workers, fine-tune included, with the break-even volumes marked."""
+    (always on) workers, fine-tune included (priced as ``economics.fine_tune_estimate`` prices
+    it: the GPU's cheapest rentable offer), with the break-even volumes marked."""
     setup = economics.serverless_setup(model, gpu, batch=batch, output_share=output_share,
                                        efficiency=efficiency, mfu=mfu)
     api_price = economics.api_price(api)
     api_per_million = economics.blended_price_per_million(
         api_price.input_per_million, api_price.output_per_million, output_share)
-    fine_tune = economics.fine_tune_estimate(model, fine_tune_tokens, method=method, gpu=gpu, mfu=mfu,
-                                             price_per_gpu_hour=setup.price.flex_per_hour)
+    fine_tune = economics.fine_tune_estimate(model, fine_tune_tokens, method=method, gpu=gpu, mfu=mfu)
     kwargs = {"api_cost_per_million": api_per_million, "price_per_hour": setup.price_per_hour,
-              "tokens_per_s": setup.tokens_per_s, "fine_tune_cost": fine_tune.cost,
+              "tokens_per_s": setup.tokens_per_s, "fine_tune_cost": fine_tune.cost_usd or 0.0,
               "amortize_months": amortize_months, "always_on_price_per_hour": setup.always_on_price_per_hour}
     costs = [economics.serving_costs(volume, **kwargs) for volume in _TOKEN_VOLUMES]
     fig, ax = plots.figure(
@@ -174,7 +179,7 @@ def _cost_figure(model, gpu, api, batch, output_share, method, fine_tune_tokens,
     fig.text(0.01, 0.01,
              f"Self-hosted: {format_rate(setup.tokens_per_s, 'tokens/s')} per replica at batch {batch} "
              f"({efficiency:.0%} of the bandwidth bound, MFU {mfu:.0%}), {output_share:.0%} of tokens generated; "
-             f"{method} fine-tune of {fine_tune_tokens:.0e} tokens ${fine_tune.cost:,.2f}, spread over "
+             f"{method} fine-tune of {fine_tune_tokens:.0e} tokens ${fine_tune.cost_usd or 0:,.2f}, spread over "
              f"{amortize_months} months. Estimates from vendor specifications, not measurements.",
              fontsize=8, wrap=True)
     fig.subplots_adjust(bottom=0.2)
@@ -182,18 +187,24 @@ def _cost_figure(model, gpu, api, batch, output_share, method, fine_tune_tokens,
 
 
 def cost_calculator(model: str = "Llama-3.1-8B", gpu: str = "H100 SXM", api: str = "GPT-4o-mini",
-                    batch: int = 8, output_share: float = 0.25, method: str = "lora",
-                    fine_tune_tokens: float = 1e7, mfu: float = 0.4, efficiency: float = 1.0,
+                    batch: int | None = None, output_share: float | None = None, method: str = "lora",
+                    fine_tune_tokens: float = 1e7, mfu: float | None = None, efficiency: float | None = None,
                     amortize_months: int = 12, static: bool = False):
     """API or self-hosted? Monthly cost against monthly tokens, from ``lab_utils.economics``.
 
     Controls: model (``llms.catalog()``), GPU (the catalog GPUs with a Runpod serverless price),
     API (``economics.api_prices()``), batch, share of generated tokens, fine-tune method and
-    tokens, MFU, and the fraction of the decode bandwidth bound reached. ``static=True``
-    returns the matplotlib figure for these inputs; otherwise an ipywidgets panel.
+    tokens, MFU, and the fraction of the decode bandwidth bound reached. Left None: batch,
+    output_share, mfu and efficiency are the assumptions ``serve_batch``, ``output_share``,
+    ``mfu`` and ``decode_efficiency``. ``static=True`` returns the matplotlib figure for these
+    inputs; otherwise an ipywidgets panel.
     """
     if not isinstance(static, bool):
         raise TypeError(f"static must be True or False, got {static!r}")
+    batch = assumptions.value("serve_batch") if batch is None else batch
+    output_share = assumptions.value("output_share") if output_share is None else output_share
+    mfu = assumptions.value("mfu") if mfu is None else mfu
+    efficiency = assumptions.value("decode_efficiency") if efficiency is None else efficiency
     values = {"model": model, "gpu": gpu, "api": api, "batch": batch, "output_share": output_share,
               "method": method, "fine_tune_tokens": fine_tune_tokens, "mfu": mfu, "efficiency": efficiency,
               "amortize_months": amortize_months}

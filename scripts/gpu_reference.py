@@ -42,7 +42,7 @@ def matmul_and_copy(device, budget_s: float) -> dict:
         device=device, budget_s=budget_s, progress=True,
     )
     rows = [{k: v for k, v in dataclasses.asdict(row).items()} for row in table.rows]
-    return {"rows": rows, "skipped_cases": [str(case) for case in table.skipped]}
+    return {"rows": rows, "skipped_cases": [dataclasses.asdict(case) for case in table.skipped]}
 
 
 def batch_latency(device) -> dict:
@@ -93,8 +93,9 @@ def step_memory(device) -> dict:
     state = memory.training_state_bytes(config.n_params, precision="fp32", optimizer="adamw")
     return {
         "measured": dataclasses.asdict(measured),
-        "estimate": {"params": state.params, "grads": state.grads, "optimizer_states": state.optimizer_states,
-                     "activations": memory.tiny_gpt_activation_bytes(config, batch)},
+        "estimate": {"params_bytes": state.params_bytes, "grads_bytes": state.grads_bytes,
+                     "optimizer_states_bytes": state.optimizer_states_bytes,
+                     "activations_bytes": memory.tiny_gpt_activation_bytes(config, batch)},
     }
 
 

@@ -80,13 +80,19 @@ def test_doctor_findings_say_what_to_fix():
     (["memory", "--params", "lots"], ["--params", "number"]),
     (["memory", "--params", "8e9", "--model", "llama-3.1-8b"], ["not allowed with"]),
     (["memory", "--model", "gpt-9"], ["gpt-9"]),
-    (["memory", "--params", "8e9", "--precision", "fp9"], ["precision='fp9'", "bf16"]),
+    (["memory", "--params", "8e9", "--precision", "fp9"], ["--precision", "'fp9'", "bf16"]),
+    (["memory", "--model", "llama-3.1-8b", "--method", "full", "--precision", "int4"],
+     ["--precision", "'int4'", "mixed"]),
     (["memory", "--params", "8e9", "--method", "lora"], ["--method", "--model"]),
     (["memory", "--model", "llama-3.1-8b", "--batch", "0"], ["--batch", ">= 1"]),
     (["cost"], ["fine-tune", "serve", "breakeven"]),
     (["cost", "fine-tune", "--model", "llama-3.1-8b"], ["--tokens"]),
     (["cost", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--gpu", "Z80"], ["Z80"]),
-    (["cost", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--mfu", "2"], ["mfu=2", "<= 1"]),
+    (["cost", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--mfu", "2"], ["--mfu", "'2'", "<= 1"]),
+    (["cost", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--gpu", "T4", "--dtype", "bf16"],
+     ["--dtype", "T4", "fp16"]),
+    (["cost", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--gpu", "AMD EPYC 9684X"],
+     ["--gpu", "not a GPU"]),
     (["cost", "serve", "--price-per-hour", "2"], ["--tokens-per-s"]),
     (["cost", "serve", "--price-per-hour", "-2", "--tokens-per-s", "10"], ["--price-per-hour", ">= 0"]),
     (["cost", "breakeven", "--api-per-million", "inf", "--price-per-hour", "1", "--tokens-per-s", "1"],
@@ -144,7 +150,7 @@ def test_cost_commands_agree_with_economics():
     assert "never" in never.stdout
     fine = run("cost", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--price-per-gpu-hour", "2")
     estimate = economics.fine_tune_estimate("llama-3.1-8b", 1e8, price_per_gpu_hour=2)
-    assert fine.returncode == 0 and f"${estimate.cost:,.2f}" in fine.stdout
+    assert fine.returncode == 0 and f"${estimate.cost_usd:,.2f}" in fine.stdout
 
 
 def test_hardware_lists_and_shows_sources():
@@ -167,7 +173,7 @@ def test_bench_json_then_compare_draws_the_class_roofline(tmp_path):
     kinds = [row["kind"] for row in data["rows"]]
     assert "matmul" in kinds and set(kinds) <= {"copy", "matmul"}  # a busy machine may skip the copy
     assert all(row["flops_per_s"] > 0 for row in data["rows"] if row["kind"] == "matmul")
-    assert "]" in result.stderr  # the progress bar went to stderr, not into the JSON
+    assert "cases" in result.stderr  # the progress bar (tqdm) went to stderr, not into the JSON
     first = tmp_path / "alice.json"
     first.write_text(result.stdout)
     second = dict(data, machine=dict(data["machine"], device_name="another laptop"))
@@ -179,3 +185,51 @@ def test_bench_json_then_compare_draws_the_class_roofline(tmp_path):
     assert drawn.returncode == 0, drawn.stderr
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "alice" in drawn.stdout and "bob" in drawn.stdout
+
+
+def test_the_t4_fine_tune_answers_in_fp16_with_a_rented_price():
+    result = run("cost", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--method", "lora", "--gpu", "T4")
+    assert result.returncode == 0, result.stderr
+    assert "of the fp16 peak" in result.stdout and "compute_dtypes = fp16" in result.stdout
+    assert "Colab" not in result.stdout and "$0.00" not in result.stdout  # a free tier is not a price
+
+
+def test_an_internal_error_is_a_bug_with_its_traceback(monkeypatch, capsys):
+    from lab_utils import hardware
+
+    def broken(kind=None):
+        raise ValueError("catalog damaged")
+
+    monkeypatch.setattr(hardware, "catalog", broken)
+    assert cli.main(["hardware"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "catalog damaged" in err and "this is a bug in lab-utils" in err
+
+
+def test_every_answer_ends_with_the_assumptions_it_took(capsys):
+    for args in (["memory", "--model", "llama-3.1-8b", "--method", "lora"],
+                 ["cost", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8"],
+                 ["cost", "serve", "--model", "llama-3.1-8b"],
+                 ["pick", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--limit", "2"]):
+        assert cli.main(args) == 0
+        out = capsys.readouterr().out
+        tail = out.split("assumptions (lab_utils/data/assumptions.toml):\n")[1].splitlines()
+        assert tail and all(line.startswith("  ") and " = " in line for line in tail), (args, out)
+    assert cli.main(["cost", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--mfu", "0.5"]) == 0
+    assert "mfu = " not in capsys.readouterr().out  # given, so not an assumption
+
+
+@pytest.mark.parametrize("method", ["full", "lora", "qlora"])
+def test_every_catalog_gpu_and_method_answers(method, capsys):
+    from lab_utils import hardware
+
+    for spec in hardware.catalog("gpu"):
+        status = cli.main(["cost", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--method", method,
+                           "--gpu", spec.name])
+        assert status == 0, (spec.name, method, capsys.readouterr())
+        assert spec.name in capsys.readouterr().out
+    for model in ("gpt2", "llama-3.1-8b", "llama-3.1-70b"):
+        assert cli.main(["memory", "--model", model, "--method", method]) == 0
+        assert cli.main(["pick", "fine-tune", "--model", model, "--tokens", "1e7", "--method", method,
+                         "--limit", "3"]) == 0
+    assert cli.main(["memory", "--model", "llama-3.1-8b", "--method", "inference"]) == 0

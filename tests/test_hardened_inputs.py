@@ -32,6 +32,11 @@ def raises_naming(name, call):
     assert name in str(caught.value), (name, str(caught.value))
 
 
+def _given(value):
+    """A bad value as given by a caller; None, which means "the default", as the string 'none'."""
+    return "none" if value is None else value
+
+
 def at_most(a, b):
     return a <= b * (1 + 1e-12) + 1e-300
 
@@ -52,8 +57,8 @@ POSITIVE_INPUTS = {
         v, api_cost_per_million=1, price_per_hour=2, tokens_per_s=100), "tokens_per_month"),
     "economics.breakeven api": (lambda v: economics.breakeven_tokens_per_month(
         api_cost_per_million=v, price_per_hour=2, tokens_per_s=100), "api_cost_per_million"),
-    "economics.fine_tune_estimate price": (lambda v: economics.fine_tune_estimate(
-        "llama-3.1-8b", 1e8, price_per_gpu_hour=v), "price_per_gpu_hour"),
+    "economics.fine_tune_estimate price": (lambda v: economics.fine_tune_estimate(  # None: the default price
+        "llama-3.1-8b", 1e8, price_per_gpu_hour=_given(v)), "price_per_gpu_hour"),
     "economics.range_verdict claimed": (lambda v: economics.range_verdict(v, 1, 2), "claimed"),
     "memory.weight_bytes": (lambda v: memory.weight_bytes(v), "n_params"),
     "memory.training_state_bytes": (lambda v: memory.training_state_bytes(v), "n_params"),
@@ -89,8 +94,9 @@ COUNT_INPUTS = {
         1e20, peak_flops=1e15, mfu=0.4, n_devices=v), "n_devices"),
     "economics.decode bound batch": (lambda v: economics.decode_tokens_per_s_bound(
         8e9, bytes_per_param=2, bandwidth_bytes_per_s=1e12, batch=v), "batch"),
-    "memory.job_estimate batch": (lambda v: memory.job_estimate("llama-3.1-8b", batch=v), "batch"),
-    "memory.job_estimate seq_len": (lambda v: memory.job_estimate("llama-3.1-8b", seq_len=v), "seq_len"),
+    # None is each one's default (an assumption): the other bad counts are refused
+    "memory.job_estimate batch": (lambda v: memory.job_estimate("llama-3.1-8b", batch=_given(v)), "batch"),
+    "memory.job_estimate seq_len": (lambda v: memory.job_estimate("llama-3.1-8b", seq_len=_given(v)), "seq_len"),
     "memory.activation_bytes n_layers": (lambda v: memory.activation_bytes(
         n_layers=v, hidden=8, n_heads=2, seq_len=4, batch=1), "n_layers"),
     "roofline.matmul_flops": (lambda v: roofline.matmul_flops(v, 8, 8), "m"),
@@ -196,8 +202,8 @@ def test_a_higher_price_never_costs_less(price, raise_by, tokens_per_s):
     assert at_most(economics.cost_per_million_tokens(price, tokens_per_s),
                    economics.cost_per_million_tokens(price + raise_by, tokens_per_s))
     assert at_most(serverless.pod_cost(price, 3600), serverless.pod_cost(price + raise_by, 3600))
-    assert at_most(economics.fine_tune_estimate("llama-3.1-8b", 1e8, price_per_gpu_hour=price).cost,
-                   economics.fine_tune_estimate("llama-3.1-8b", 1e8, price_per_gpu_hour=price + raise_by).cost)
+    assert at_most(economics.fine_tune_estimate("llama-3.1-8b", 1e8, price_per_gpu_hour=price).cost_usd,
+                   economics.fine_tune_estimate("llama-3.1-8b", 1e8, price_per_gpu_hour=price + raise_by).cost_usd)
 
 
 @given(tokens=st.floats(0, 1e12), more=st.floats(0, 1e12), price=st.floats(0, 100))

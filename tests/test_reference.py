@@ -28,14 +28,17 @@ def test_script_writes_every_measurement_or_says_why_not(cpu_run):
     assert set(ref.measurements) | set(ref.skipped) >= {
         "matmul_and_copy", "batch_latency", "timing_pitfall", "step_memory", "fine_tune_speed", "oom_recovery"}
     assert ref.skipped == {"oom_recovery": "needs a CUDA device"}  # the only part a CPU cannot run
-    rows = ref.measurements["matmul_and_copy"]["rows"]
-    assert {row["kind"] for row in rows} == {"matmul", "copy"}
+    sweep = ref.measurements["matmul_and_copy"]
+    rows, skipped = sweep["rows"], sweep["skipped_cases"]
+    # a busy machine may skip cases for the time box; each one is measured or said to be skipped
+    kinds = {row["kind"] for row in rows} | {case["kind"] for case in skipped}
+    assert kinds == {"matmul", "copy"}, (rows, skipped)
     assert all(row["seconds"] > 0 for row in rows)
     latency = ref.measurements["batch_latency"]
     # Both batch sizes were timed; which one is faster is a measurement, not something to assert.
     assert all(latency[batch]["sequences_per_s"] > 0 for batch in ("batch_1", "batch_64"))
     step = ref.measurements["step_memory"]
-    assert step["measured"]["params"] == step["estimate"]["params"]
+    assert step["measured"]["params_bytes"] == step["estimate"]["params_bytes"]
     assert ref.measurements["fine_tune_speed"]["full"]["tokens_per_s"] > 0
 
 
