@@ -75,7 +75,8 @@ def categorize(name: str) -> str:
 
 @dataclass(frozen=True)
 class OpTime:
-    """One operator's total self time (its own work, children excluded) over a profile."""
+    """One operator's total self time (its own work, children excluded) over a profile; the same
+    operator inside the optimizer and outside it makes two entries."""
 
     name: str
     category: str
@@ -121,21 +122,40 @@ def _self_us(event, clock: str) -> float:
     raise ValueError("the events carry no device times: profile with ProfilerActivity.CUDA")
 
 
+def _labelled_range(event) -> str | None:
+    """"optimizer" or "data" if ``event`` or a range around it carries that label, else None."""
+    while event is not None:
+        category = categorize(event.key)
+        if category in ("optimizer", "data"):
+            return category
+        event = getattr(event, "cpu_parent", None)
+    return None
+
+
 def group_profile(events, *, clock: str = "cpu") -> ProfileBreakdown:
-    """Group ``events`` (``prof.key_averages()``, or any items with ``key``, ``count`` and
-    ``self_cpu_time_total`` / ``self_device_time_total`` in microseconds) by :func:`categorize`."""
+    """Group profiler ``events`` by category, from their self times (microseconds).
+
+    Pass ``prof.events()``: an operator run inside ``Optimizer.step`` or a
+    ``record_function("data")`` range then counts for the optimizer or for data, whatever its
+    name; other operators go by :func:`categorize`. ``prof.key_averages()`` works too but has
+    lost that nesting, so it goes by names alone. Items need ``key`` and
+    ``self_cpu_time_total`` (``self_device_time_total`` for ``clock="device"``).
+    """
     clock = checks.choice("clock", clock, CLOCKS)
     events = checks.sequence("events", events)
     totals = {category: 0.0 for category in CATEGORIES}
-    ops = []
+    by_op: dict[tuple[str, str], list] = {}
     for event in events:
         seconds = _self_us(event, clock) / 1e6
         if seconds <= 0:
             continue
-        category = categorize(event.key)
+        category = _labelled_range(event) or categorize(event.key)
         totals[category] += seconds
-        ops.append(OpTime(name=event.key, category=category, self_s=seconds, calls=int(event.count)))
-    ops.sort(key=lambda op: op.self_s, reverse=True)
+        entry = by_op.setdefault((event.key, category), [0.0, 0])
+        entry[0] += seconds
+        entry[1] += int(getattr(event, "count", 1))
+    ops = sorted((OpTime(name=name, category=category, self_s=seconds, calls=calls)
+                  for (name, category), (seconds, calls) in by_op.items()), key=lambda op: op.self_s, reverse=True)
     return ProfileBreakdown(clock=clock, seconds_by_category=tuple(totals.items()), ops=tuple(ops))
 
 

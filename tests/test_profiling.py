@@ -61,6 +61,16 @@ def test_group_profile_adds_self_times_by_category():
     assert sum(breakdown.share(c) for c in profiling.CATEGORIES) == pytest.approx(1.0)
 
 
+def test_operators_inside_a_labelled_range_count_for_it():
+    step = SimpleNamespace(key="Optimizer.step#AdamW.step", self_cpu_time_total=10, count=1, cpu_parent=None)
+    inner = SimpleNamespace(key="aten::mul_", self_cpu_time_total=90, count=1, cpu_parent=step)
+    loose = SimpleNamespace(key="aten::mul_", self_cpu_time_total=100, count=1, cpu_parent=None)
+    breakdown = profiling.group_profile([step, inner, loose])
+    assert breakdown.share("optimizer") == pytest.approx(0.5) and breakdown.share("elementwise") == pytest.approx(0.5)
+    assert {(op.name, op.category) for op in breakdown.ops} == {
+        ("aten::mul_", "optimizer"), ("aten::mul_", "elementwise"), ("Optimizer.step#AdamW.step", "optimizer")}
+
+
 def test_group_profile_device_clock_and_empty_profile():
     breakdown = profiling.group_profile([fake("aten::mm", 900, device_us=300), fake("aten::view", 5)], clock="device")
     assert breakdown.total_s == pytest.approx(3e-4) and breakdown.share("matmul") == 1.0
@@ -88,9 +98,10 @@ def test_group_profile_on_a_real_cpu_profile():
             optimizer.zero_grad()
             model(x).square().mean().backward()
             optimizer.step()
-    breakdown = profiling.group_profile(prof.key_averages())
-    assert breakdown.share("matmul") > 0 and breakdown.share("optimizer") > 0 and breakdown.share("elementwise") > 0
-    assert breakdown.total_s > 0
+    for events in (prof.events(), prof.key_averages()):
+        breakdown = profiling.group_profile(events)
+        assert breakdown.share("matmul") > 0 and breakdown.share("optimizer") > 0 and breakdown.share("elementwise") > 0
+    assert profiling.group_profile(prof.events()).total_s == pytest.approx(breakdown.total_s)
 
 
 def test_state_dict_bytes_counts_the_weights():
