@@ -34,6 +34,7 @@ GPU_NOTEBOOKS = {
     "05": "the fine-tuning runs and the matrix-product rate measured on the GPU",
     "06": "the GPU side of each CPU-versus-GPU comparison, measured",
     "07": "a single rank training on the GPU with NCCL (exercise 1)",
+    "09": "GPU kernel times in the profile, fp16/bf16 autocast, pinned-memory loading and CUDA graphs",
 }
 CPU_NOTEBOOKS: dict[str, str] = {  # number -> why a GPU adds nothing there
     "08": "pure arithmetic and small simulations: a GPU adds nothing",
