@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from lab_utils import assumptions, checks, economics, hardware, llms, memory, serverless
 from lab_utils.units import format_seconds
 
-__all__ = ["BOUNDS", "Advice", "Option", "chart", "fine_tune", "serve", "train"]
+__all__ = ["BOUNDS", "Advice", "Option", "fine_tune", "serve", "train"]
 
 BOUNDS = ("memory", "compute", "bandwidth", "cold starts", "price")
 """What limits an option: it does not fit (memory), FLOP/s, bytes/s, serverless cold starts,
@@ -509,45 +509,12 @@ def serve(model, requests_per_day, *, input_tokens: int | None = None, output_to
                    ("simulated_window_s", window_s)))
 
 
-# --- the picture ------------------------------------------------------------------------------
+# --- the picture: drawn by lab_utils.plots, re-exported here on first use ---------------------
 
-_BOUND_MARKERS = {"compute": "o", "bandwidth": "s", "memory": "x", "cold starts": "^", "price": "D"}
-_KIND_COLOURS = {"cpu": "vermillion", "gpu": "blue", "serverless": "orange", "api": "green"}
+def __getattr__(name):
+    """``advisor.chart`` is ``plots.advice_chart`` (drawing lives in plots)."""
+    if name == "chart":
+        from lab_utils import plots
 
-
-def chart(advice: Advice, title: str | None = None):
-    """Cost against time for every working, priced option: colour = kind of option, marker =
-    limiting bound, log axes. Serving: request latency (APIs, with no latency estimate, as a
-    horizontal line at their cost). Returns (fig, ax)."""
-    from lab_utils import plots
-
-    serving = advice.period == "month"
-    xlabel = "request latency (s)" if serving else "wall-clock time of the job (h)"
-    fig, ax = plots.figure(title or advice.job, xlabel, f"cost per {advice.period} (US dollars)", figsize=(8.5, 5.0))
-    drawn_kinds, drawn_bounds = set(), set()
-    for o in advice.options:
-        if not o.works or o.cost_usd is None:
-            continue
-        colour = plots.PALETTE[_KIND_COLOURS[o.kind]]
-        if o.kind == "api":
-            ax.axhline(o.cost_usd, color=colour, linewidth=0.8, linestyle="--", alpha=0.6)
-            ax.annotate(o.name, (0.99, o.cost_usd), xycoords=("axes fraction", "data"), ha="right", va="bottom",
-                        fontsize=7, color=colour)
-            drawn_kinds.add(o.kind)
-            continue
-        x = o.latency_s if serving else o.hours
-        ax.scatter([x], [o.cost_usd], marker=_BOUND_MARKERS[o.bound], color=colour, s=45)
-        ax.annotate(o.name.replace(" always on", ""), (x, o.cost_usd), xytext=(4, 3), textcoords="offset points",
-                    fontsize=7)
-        drawn_kinds.add(o.kind)
-        drawn_bounds.add(o.bound)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.margins(x=0.25, y=0.25)  # room for the labels at the edges
-    for kind in sorted(drawn_kinds):
-        ax.scatter([], [], color=plots.PALETTE[_KIND_COLOURS[kind]], marker="o", label=kind)
-    for bound in sorted(drawn_bounds):
-        ax.scatter([], [], color="grey", marker=_BOUND_MARKERS[bound], label=f"bound: {bound}")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.04, 1.0), fontsize=8)
-    fig.subplots_adjust(right=0.78)
-    return fig, ax
+        return plots.advice_chart
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

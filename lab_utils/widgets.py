@@ -242,12 +242,12 @@ _REQUESTS_PER_DAY = (10, 100, 1_000, 10_000, 100_000, 1_000_000)
 
 
 def _advisor_figure(job, model, method, n_tokens, requests_per_day):
-    """``advisor.chart`` of the ranking for a fine-tune or a serving job, the verdict beneath."""
+    """``plots.advice_chart`` of the ranking for a fine-tune or a serving job, the verdict beneath."""
     if job == "fine-tune":
         advice = advisor.fine_tune(model, n_tokens, method=method)
     else:
         advice = advisor.serve(model, requests_per_day)
-    fig, _ = advisor.chart(advice)
+    fig, _ = plots.advice_chart(advice)
     fig.text(0.01, 0.01, advice.verdict, fontsize=8, wrap=True)
     fig.subplots_adjust(bottom=0.2)
     return fig
