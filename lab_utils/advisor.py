@@ -293,8 +293,8 @@ def fine_tune(model, n_tokens, *, method: str = "lora", mfu: float | None = None
 
 
 def train(dense_params, n_examples, *, tokens_per_example: int = 1, embedding_params: float = 0,
-          lookups_per_example: int = 0, embedding_dim: int = 128, embedding_bytes_per_param: float = 8.0,
-          mfu: float | None = None, cpu_mfu: float | None = None, gather_efficiency: float = 0.5,
+          lookups_per_example: int = 0, embedding_dim: int = 128, embedding_bytes_per_param: float | None = None,
+          mfu: float | None = None, cpu_mfu: float | None = None, gather_efficiency: float | None = None,
           max_devices: int | None = None, cpu_offer: str | None = None, include_cpus: bool = True) -> Advice:
     """Rank the hardware for a training run: a dense network of ``dense_params`` parameters over
     ``n_examples`` examples (x ``tokens_per_example``), plus, for a sparse model such as a
@@ -303,14 +303,16 @@ def train(dense_params, n_examples, *, tokens_per_example: int = 1, embedding_pa
 
     Dense part: 6·N·D FLOPs (``economics.training_flops``), mixed-precision Adam state
     (``memory.training_state_bytes``). Embedding table: ``embedding_bytes_per_param`` bytes per
-    value (default 8: an fp32 weight plus one fp32 optimizer value, as row-wise Adagrad keeps
-    about; Adam would need 12); each lookup reads its row and reads and writes it again in the
-    update (3 x dim x 4 bytes), at ``gather_efficiency`` (default 0.5) of the memory bandwidth,
-    because random rows use memory far worse than streaming. Activations and the all-to-all
-    between GPUs holding shards of the table are left out: hours are a lower bound. mfu, cpu_mfu,
-    max_devices and cpu_offer left None are the assumptions of those names.
+    value (Adam would need 12); each lookup reads its row and reads and writes it again in the
+    update (3 x dim x 4 bytes), at ``gather_efficiency`` of the memory bandwidth, because random
+    rows use memory far worse than streaming. Activations and the all-to-all between GPUs holding
+    shards of the table are left out: hours are a lower bound. mfu, cpu_mfu, max_devices,
+    cpu_offer, embedding_bytes_per_param and gather_efficiency left None are the assumptions of
+    those names.
     """
     mfu, cpu_mfu, max_devices, cpu_offer = _common(mfu, cpu_mfu, max_devices, cpu_offer)
+    sparse = _defaults(embedding_bytes_per_param=embedding_bytes_per_param, gather_efficiency=gather_efficiency)
+    embedding_bytes_per_param, gather_efficiency = sparse["embedding_bytes_per_param"], sparse["gather_efficiency"]
     dense_params = checks.number("dense_params", dense_params)
     n_examples = checks.number("n_examples", n_examples)
     tokens_per_example = checks.count("tokens_per_example", tokens_per_example)

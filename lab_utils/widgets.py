@@ -189,14 +189,14 @@ def _cost_figure(model, gpu, api, batch, output_share, method, fine_tune_tokens,
 def cost_calculator(model: str = "Llama-3.1-8B", gpu: str = "H100 SXM", api: str = "GPT-4o-mini",
                     batch: int | None = None, output_share: float | None = None, method: str = "lora",
                     fine_tune_tokens: float = 1e7, mfu: float | None = None, efficiency: float | None = None,
-                    amortize_months: int = 12, static: bool = False):
+                    amortize_months: int | None = None, static: bool = False):
     """API or self-hosted? Monthly cost against monthly tokens, from ``lab_utils.economics``.
 
     Controls: model (``llms.catalog()``), GPU (the catalog GPUs with a Runpod serverless price),
     API (``economics.api_prices()``), batch, share of generated tokens, fine-tune method and
     tokens, MFU, and the fraction of the decode bandwidth bound reached. Left None: batch,
-    output_share, mfu and efficiency are the assumptions ``serve_batch``, ``output_share``,
-    ``mfu`` and ``decode_efficiency``. ``static=True`` returns the matplotlib figure for these
+    output_share, mfu, efficiency and amortize_months are the assumptions ``serve_batch``,
+    ``output_share``, ``mfu``, ``decode_efficiency`` and ``amortize_months``. ``static=True`` returns the matplotlib figure for these
     inputs; otherwise an ipywidgets panel.
     """
     if not isinstance(static, bool):
@@ -205,6 +205,7 @@ def cost_calculator(model: str = "Llama-3.1-8B", gpu: str = "H100 SXM", api: str
     output_share = assumptions.value("output_share") if output_share is None else output_share
     mfu = assumptions.value("mfu") if mfu is None else mfu
     efficiency = assumptions.value("decode_efficiency") if efficiency is None else efficiency
+    amortize_months = assumptions.value("amortize_months") if amortize_months is None else amortize_months
     values = {"model": model, "gpu": gpu, "api": api, "batch": batch, "output_share": output_share,
               "method": method, "fine_tune_tokens": fine_tune_tokens, "mfu": mfu, "efficiency": efficiency,
               "amortize_months": amortize_months}
