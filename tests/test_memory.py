@@ -82,20 +82,42 @@ def test_tiny_gpt_estimate_at_two_bytes_is_korthikanti_without_dropout():
 
 def test_weights_lora_and_job_estimates():
     llama = llms.get("Llama-3.1-8B")
-    assert memory.weight_bytes(llama.n_params, "bf16") == 16e9
-    assert memory.weight_bytes(llama.n_params, "int4") == 4e9
+    assert memory.weight_bytes(llama.n_params, "bf16") == 2 * 8_030_261_248
     # q, o: 4096 x 4096; k, v: 4096 x 1024; rank 16 in 32 layers
     assert memory.lora_params(llama, rank=16) == 32 * 16 * (2 * 8192 + 2 * 5120)
     inference = memory.job_estimate(llama, "inference", "bf16", batch=1, seq_len=8192)
     assert [label for label, _ in inference.parts] == ["weights", "KV cache"]
     assert inference.part("KV cache") == 8192 * 128 * 1024
     full = memory.job_estimate(llama, "full", "mixed", batch=1, seq_len=2048, recompute="full")
-    assert full.total == 16 * llama.n_params + 32 * 2 * 2048 * 4096
-    qlora = memory.job_estimate(llama, "qlora", "int4", batch=1, seq_len=2048, recompute="full")
-    adapters = memory.training_state_bytes(memory.lora_params(llama)).total
-    assert qlora.total == 0.5 * llama.n_params + adapters + 32 * 2 * 2048 * 4096
+    assert full.total == 16 * llama.n_params + memory.llm_activation_bytes(llama, seq_len=2048, recompute="full")
     kimi = memory.job_estimate("Kimi K2", "inference", "int4")
     assert kimi.left_out == ("KV cache",) and kimi.total == 0.5 * 1.04e12
+
+
+def test_qlora_keeps_embeddings_and_head_in_bf16_as_bitsandbytes_does():
+    # per block: q and o 4096 x 4096, k and v 4096 x 1024, gate, up, down 4096 x 14336
+    linears = 32 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336)
+    assert linears == 6_979_321_856
+    qlora = memory.job_estimate("Llama-3.1-8B", "qlora", batch=1, seq_len=2048, lora_rank=16,
+                                lora_targets="attention")
+    assert qlora.precision == "int4"  # the method's, from the assumptions
+    assert qlora.part("weights (NF4: block linears)") == linears / 2
+    assert qlora.part("weights (bf16: embeddings, head, norms)") == 2 * (8_030_261_248 - linears)
+    assert qlora.part("quantisation constants") == pytest.approx(linears * 0.127 / 8)
+    adapters = 32 * 16 * (2 * 8192 + 2 * 5120)
+    assert qlora.part("adapters") + qlora.part("gradients") + qlora.part("optimizer states") == 16 * adapters
+
+
+def test_both_mixed_precision_layouts_hold_16_bytes_of_state_and_autocast_keeps_bf16_copies():
+    megatron = memory.job_estimate("gpt2", "full", "mixed", seq_len=128)
+    autocast = memory.job_estimate("gpt2", "full", "autocast", seq_len=128)
+    n = 124_439_808
+    assert (megatron.part("weights"), megatron.part("gradients"), megatron.part("optimizer states")) == \
+        (2 * n, 2 * n, 12 * n)
+    assert (autocast.part("weights"), autocast.part("gradients"), autocast.part("optimizer states")) == \
+        (4 * n, 4 * n, 8 * n)
+    assert autocast.part("bf16 weight copies (autocast)") == 2 * n
+    assert autocast.total - megatron.total == 2 * n
 
 
 def test_fits_and_gpus_needed_use_the_catalog_and_reserve_the_cuda_context():
