@@ -29,8 +29,9 @@ def _model_type(config: llms.LLMConfig) -> str:
 
 def hf_config(model, *, attention: str = "sdpa", **overrides):
     """A ``transformers`` config with the shapes of ``model`` (a catalog name or an LLMConfig),
-    ``attn_implementation`` set to ``attention`` ("eager" or "sdpa"); ``overrides`` are
-    config.json keys (e.g. ``num_hidden_layers=2``)."""
+    ``attn_implementation`` set to ``attention`` ("eager" or "sdpa"), no KV cache; ``overrides``
+    are config.json keys (e.g. ``num_hidden_layers=2``). GPT-2's dropout is off, as
+    ``memory.llm_activation_bytes`` assumes (give ``attn_pdrop`` etc. to turn it on)."""
     from transformers import AutoConfig
 
     config = model if isinstance(model, llms.LLMConfig) else llms.get(model)
@@ -39,7 +40,8 @@ def hf_config(model, *, attention: str = "sdpa", **overrides):
     if kind == "gpt2":
         keys = dict(n_layer=config.n_layers, n_embd=config.hidden, n_head=config.n_heads, n_inner=config.ffn_hidden,
                     vocab_size=config.vocab_size, n_positions=config.max_positions,
-                    tie_word_embeddings=config.tied_embeddings)
+                    tie_word_embeddings=config.tied_embeddings, attn_pdrop=0.0, resid_pdrop=0.0, embd_pdrop=0.0,
+                    bos_token_id=config.vocab_size - 1, eos_token_id=config.vocab_size - 1)
     else:
         keys = dict(num_hidden_layers=config.n_layers, hidden_size=config.hidden, num_attention_heads=config.n_heads,
                     num_key_value_heads=config.n_kv_heads, intermediate_size=config.ffn_hidden,

@@ -120,6 +120,33 @@ def test_both_mixed_precision_layouts_hold_16_bytes_of_state_and_autocast_keeps_
     assert autocast.total - megatron.total == 2 * n
 
 
+def test_llama_3_1_8b_activations_worked_by_hand():
+    # Per token and block, bf16 with SDPA, in bytes: two RMSNorms (fp32 input 4h, normalised 2h,
+    # 1/rms 4), the inputs of q/k/v, o_proj and gate/up (3 x 2h), rotated q and k, v (2 x
+    # (4096 + 2 x 1024)), one fp32 log-sum-exp per head (4 x 32), SwiGLU (4 x 2 x 14336).
+    per_token = 2 * (6 * 4096 + 4) + 3 * 2 * 4096 + 2 * (4096 + 2048) + 4 * 32 + 8 * 14336
+    assert per_token == 200_840
+    tokens = 4096
+    none = memory.llm_activation_bytes("Llama-3.1-8B", seq_len=tokens)
+    full = memory.llm_activation_bytes("Llama-3.1-8B", seq_len=tokens, recompute="full")
+    # full recompute keeps each block's bf16 input (2h) and one block live during its backward
+    assert none - full == 31 * per_token * tokens - 32 * 2 * 4096 * tokens
+    # eager: q, and k and v repeated to 32 heads (3 x 2 x 4096) instead of 2 x (4096 + 2048), no
+    # log-sum-exp, and the softmax of 32 heads x 4096 x 4096 in fp32 plus its bf16 cast
+    eager = memory.llm_activation_bytes("Llama-3.1-8B", seq_len=tokens, attention="eager")
+    assert eager - none == 32 * (tokens * (6 * 4096 - 2 * 6144 - 4 * 32) + 6 * 32 * tokens * tokens)
+    # the logits' fp32 log-softmax grows with the vocabulary: 4 bytes per token and entry
+    assert memory.llm_activation_bytes("Llama-3.1-8B", seq_len=tokens) - \
+        memory.llm_activation_bytes("Mistral-7B-v0.1", seq_len=tokens) == 4 * tokens * (128256 - 32000)
+
+
+def test_selective_recompute_drops_only_the_eager_scores():
+    eager = memory.llm_activation_bytes("gpt2", seq_len=1024, attention="eager", recompute="selective")
+    assert eager == memory.llm_activation_bytes("gpt2", seq_len=1024, attention="sdpa")
+    assert memory.llm_activation_bytes("gpt2", seq_len=1024, recompute="selective") == \
+        memory.llm_activation_bytes("gpt2", seq_len=1024)
+
+
 def test_fits_and_gpus_needed_use_the_catalog_and_reserve_the_cuda_context():
     h100 = hardware.get("H100 SXM")
     reserve = memory.CUDA_CONTEXT_BYTES[1]
@@ -154,6 +181,12 @@ def test_accelerate_reports_the_largest_part_not_the_sum():
     (lambda: memory.job_estimate("Llama-3.1-8B", "full", "int4"), ValueError, "precision='int4'"),
     (lambda: memory.job_estimate("Llama-3.1-8B", "pretrain"), ValueError, "method='pretrain'"),
     (lambda: memory.lora_params("Kimi K2"), ValueError, "Kimi K2"),
+    (lambda: memory.lora_params("gpt2", targets="mlp"), ValueError, "targets='mlp'"),
+    (lambda: memory.llm_activation_bytes("gpt2", seq_len=8, attention="flash"), ValueError, "attention='flash'"),
+    (lambda: memory.llm_activation_bytes("gpt2", seq_len=8, bytes_per_value=3), ValueError, "bytes_per_value=3"),
+    (lambda: memory.llm_activation_bytes("gpt2", seq_len=0), ValueError, "seq_len=0"),
+    (lambda: memory.llm_activation_bytes("Kimi K2", seq_len=8), ValueError, "Kimi K2"),
+    (lambda: memory.job_estimate("gpt2", "lora", attention="flash"), ValueError, "attention='flash'"),
     (lambda: memory.fits(1e9, "EPYC 9684X"), ValueError, "gpu="),
     (lambda: memory.fits(1e9, "T4", reserve_bytes=-1), ValueError, "reserve_bytes=-1"),
     (lambda: memory.tiny_gpt_activation_bytes(object(), 1), TypeError, "config"),
