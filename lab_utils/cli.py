@@ -437,9 +437,8 @@ def _memory(args: argparse.Namespace) -> int:
                                        attention=args.attention, lora_targets=args.lora_targets)
         parts, total = estimate.parts, estimate.total_bytes
         taken.update(estimate.assumptions)
-        if any(label.startswith("quantisation") for label, _ in parts):
-            taken["nf4_constant_bits_per_weight"] = assumptions.value("nf4_constant_bits_per_weight")
-        recompute = "" if args.method == "inference" else f", {estimate.recompute} recompute, {estimate.attention} attention"
+        recompute = ("" if args.method == "inference"
+                     else f", {estimate.recompute} recompute, {estimate.attention} attention")
         print(f"{estimate.model}, {estimate.method} in {estimate.precision}, batch {estimate.batch} "
               f"x {estimate.seq_len} tokens{recompute}")
         for label in estimate.left_out:
@@ -448,9 +447,7 @@ def _memory(args: argparse.Namespace) -> int:
         if args.method == "inference":
             parts = (("weights", memory.weight_bytes(args.params, precision)),)
         elif args.method == "full":
-            state = memory.training_state_bytes(args.params, precision=precision)
-            parts = (("weights", state.params_bytes), ("gradients", state.grads_bytes),
-                     ("optimizer states", state.optimizer_states_bytes))
+            parts = memory.training_state_parts(args.params, precision)
         else:
             raise UsageError(f"argument --method: {args.method!r} needs --model (the adapters depend on "
                              "the model's shape); with --params use inference or full")

@@ -7,6 +7,8 @@ config with random weights.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from lab_utils import checks, llms, torch_compat
 
 __all__ = ["SavedTensor", "hf_config", "random_model", "saved_tensors"]
@@ -49,10 +51,8 @@ def hf_config(model, *, attention: str = "sdpa", **overrides):
                     tie_word_embeddings=config.tied_embeddings, head_dim=config.head_dim)
         if kind == "mistral":
             keys["sliding_window"] = config.sliding_window
-    keys.update(overrides, use_cache=False)
-    hf = AutoConfig.for_model(_MODEL_TYPES[kind], **keys)
-    hf._attn_implementation = attention
-    return hf
+    keys.update(overrides, use_cache=False, attn_implementation=attention)
+    return AutoConfig.for_model(_MODEL_TYPES[kind], **keys)
 
 
 def random_model(hf, dtype: str = "bf16"):
@@ -63,20 +63,24 @@ def random_model(hf, dtype: str = "bf16"):
 
     checks.choice("dtype", dtype, ("bf16", "fp32"))
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(hf, attn_implementation=hf._attn_implementation)
+    model = AutoModelForCausalLM.from_config(hf)
     return model.to({"bf16": torch.bfloat16, "fp32": torch.float32}[dtype]).train()
 
 
-class SavedTensor(tuple):
-    """(shape, dtype, bytes) of one storage autograd saved."""
+@dataclass(frozen=True)
+class SavedTensor:
+    """One storage autograd saved: the shape and dtype of a tensor on it, and its size in bytes."""
 
-    __slots__ = ()
+    shape: tuple[int, ...]
+    dtype: str
+    size_bytes: int
 
 
 def saved_tensors(model, input_ids) -> list[SavedTensor]:
     """The distinct storages a forward pass and its loss (labels = the input, as in causal
     language modelling) save for backward, parameters, buffers and the input left out: one
-    ``(shape, dtype, bytes)`` each, largest first. Sum the bytes for the activation memory."""
+    :class:`SavedTensor` each, largest first. Their ``size_bytes`` add up to the activation
+    memory. Runs the backward pass too, so that the model is left as after a step."""
     import torch
 
     if not isinstance(model, torch.nn.Module) or not isinstance(input_ids, torch.Tensor):
@@ -87,11 +91,11 @@ def saved_tensors(model, input_ids) -> list[SavedTensor]:
     def pack(tensor):
         key = torch_compat.storage_key(tensor.untyped_storage())
         if key not in free:
-            saved[key] = SavedTensor((tuple(tensor.shape), str(tensor.dtype).removeprefix("torch."),
-                                      tensor.untyped_storage().nbytes()))
+            saved[key] = SavedTensor(tuple(tensor.shape), str(tensor.dtype).removeprefix("torch."),
+                                     tensor.untyped_storage().nbytes())
         return tensor
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
         loss = model(input_ids=input_ids, labels=input_ids).loss
     loss.backward()
-    return sorted(saved.values(), key=lambda t: -t[2])
+    return sorted(saved.values(), key=lambda t: -t.size_bytes)

@@ -8,7 +8,10 @@ Formulas (pure arithmetic, no torch), all sizes in bytes per device:
   over the data-parallel ranks.
 - :func:`activation_bytes`: what a transformer layer keeps for its backward pass
   (Korthikanti et al., arXiv 2205.05198); :func:`tiny_gpt_activation_bytes` is the same count
-  for ``lab_utils.models.TinyGPT``.
+  for ``lab_utils.models.TinyGPT``; :func:`llm_activation_bytes` counts a whole GPT-2 or Llama
+  model of ``transformers`` (eager or fused attention, gradient checkpointing, the logits),
+  checked against the real models with ``lab_utils.llm_measure``.
+- :func:`lora_params`: adapter parameters, as ``peft`` counts them.
 - :func:`kv_cache_bytes` and :func:`weight_bytes` for inference; :func:`job_estimate` adds
   them up for a model of ``lab_utils.llms`` and a job (inference, full fine-tune, LoRA, QLoRA);
   :func:`fits` and :func:`gpus_needed` compare a total with a GPU from ``lab_utils.hardware``.
@@ -26,11 +29,11 @@ from dataclasses import dataclass
 from lab_utils import assumptions, checks, hardware, llms
 
 __all__ = [
-    "ATTENTION", "BYTES_PER_VALUE", "CUDA_CONTEXT_BYTES", "LORA_TARGETS", "JOB_METHODS", "RECOMPUTE", "TRAINING_PRECISIONS",
-    "OPTIMIZERS", "BudgetExceeded", "JobEstimate", "StepMemory", "TrainingState",
+    "ATTENTION", "BYTES_PER_VALUE", "CUDA_CONTEXT_BYTES", "JOB_METHODS", "LORA_TARGETS", "RECOMPUTE",
+    "TRAINING_PRECISIONS", "OPTIMIZERS", "BudgetExceeded", "JobEstimate", "StepMemory", "TrainingState",
     "accelerate_training_bytes", "activation_bytes", "budget", "fits", "gpus_needed",
     "job_estimate", "kv_cache_bytes", "llm_activation_bytes", "lora_params", "measure_training_step",
-    "tiny_gpt_activation_bytes", "training_state_bytes", "weight_bytes",
+    "tiny_gpt_activation_bytes", "training_state_bytes", "training_state_parts", "weight_bytes",
 ]
 
 BYTES_PER_VALUE = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": 0.5}
@@ -94,7 +97,7 @@ def _state_bytes_per_param(precision: str, optimizer: str) -> tuple[float, float
     moments = OPTIMIZERS[optimizer]
     if precision == "mixed":
         return 2, 2, 4 + 4 * moments  # fp32 master copy + fp32 moments
-    value = 4 if precision == "autocast" else BYTES_PER_VALUE[precision]  # fp32 or bf16: moments stored like the weights
+    value = 4 if precision == "autocast" else BYTES_PER_VALUE[precision]  # moments stored like the weights
     return value, value, value * moments
 
 
@@ -138,6 +141,18 @@ def training_state_bytes(n_params, precision: str = "mixed", optimizer: str = "a
     )
 
 
+def training_state_parts(n_params, precision: str = "mixed") -> list[tuple[str, float]]:
+    """(label, bytes) of a full fine-tune's state with Adam: weights, gradients, optimizer
+    states (:func:`training_state_bytes`), and for "autocast" the bf16 weight copies autocast
+    caches and backward keeps (2 bytes per parameter)."""
+    state = training_state_bytes(n_params, precision=precision)
+    parts = [("weights", state.params_bytes), ("gradients", state.grads_bytes),
+             ("optimizer states", state.optimizer_states_bytes)]
+    if precision == "autocast":
+        parts.append(("bf16 weight copies (autocast)", weight_bytes(n_params, "bf16")))
+    return parts
+
+
 def accelerate_training_bytes(n_params, dtype: str = "float16") -> float:
     """What Hugging Face accelerate's ``estimate-memory`` prints as "Training using Adam", bytes.
 
@@ -163,8 +178,9 @@ def activation_bytes(*, n_layers, hidden, n_heads, seq_len, batch, recompute: st
     Korthikanti et al., arXiv 2205.05198, per layer: s·b·h·(34 + 5·a·s/h) with no
     recomputation, 34·s·b·h with selective recomputation of the attention core, 2·s·b·h
     (the layer input) with full recomputation. Transformer layers only: embeddings, the output
-    layer and the loss are not counted. Assumes a GPT layer (4h MLP, multi-head attention,
-    dropout); grouped-query attention and gated MLPs (Llama) change the 34 by some percent.
+    layer and the loss are not counted. Assumes Megatron's GPT layer (4h MLP, multi-head
+    attention, dropout, unfused attention keeping the s x s scores): the paper's figures. For
+    a ``transformers`` model as fine-tuned today use :func:`llm_activation_bytes`.
     """
     n_layers, hidden, n_heads, seq_len, batch = (
         checks.count(name, value) for name, value in
@@ -387,10 +403,10 @@ def precisions_for(method: str) -> tuple[str, ...]:
     return _precisions_for(checks.choice("method", method, JOB_METHODS))
 
 
-def _frozen_weights(config: llms.LLMConfig, precision: str) -> list[tuple[str, float]]:
+def _frozen_weights(config: llms.LLMConfig, precision: str, constant_bits: float) -> list[tuple[str, float]]:
     """The frozen base weights of a LoRA or QLoRA job as bitsandbytes lays them out: the blocks'
-    linear weights quantised (int8, or NF4 with its constants), embeddings, LM head, norms and
-    biases left in bf16."""
+    linear weights quantised (int8, or NF4 with ``constant_bits`` of constants per weight),
+    embeddings, LM head, norms and biases left in bf16."""
     if precision in ("bf16", "fp16") or config.family is None:
         return [("weights", weight_bytes(config.n_params, precision))]
     quantised = config.n_layers * sum(n_in * n_out for _, n_in, n_out, _ in llms.linear_shapes(config))
@@ -398,7 +414,7 @@ def _frozen_weights(config: llms.LLMConfig, precision: str) -> list[tuple[str, f
     parts = [(f"weights ({label}: block linears)", weight_bytes(quantised, precision)),
              ("weights (bf16: embeddings, head, norms)", weight_bytes(config.n_params - quantised, "bf16"))]
     if precision == "int4":
-        parts.append(("quantisation constants", quantised * assumptions.value("nf4_constant_bits_per_weight") / 8))
+        parts.append(("quantisation constants", quantised * constant_bits / 8))
     return parts
 
 
@@ -455,13 +471,11 @@ def job_estimate(model, method: str = "inference", precision: str | None = None,
             left_out.append("KV cache")
     else:
         if method == "full":
-            state = training_state_bytes(model.n_params, precision=precision)
-            parts += [("weights", state.params_bytes), ("gradients", state.grads_bytes),
-                      ("optimizer states", state.optimizer_states_bytes)]
-            if precision == "autocast":
-                parts.append(("bf16 weight copies (autocast)", weight_bytes(model.n_params, "bf16")))
+            parts += training_state_parts(model.n_params, precision)
         else:
-            parts += _frozen_weights(model, precision)
+            if precision == "int4" and model.family is not None:
+                taken["nf4_constant_bits_per_weight"] = assumptions.value("nf4_constant_bits_per_weight")
+            parts += _frozen_weights(model, precision, taken.get("nf4_constant_bits_per_weight", 0.0))
             if adapted:
                 adapters = training_state_bytes(lora_params(model, lora_rank, lora_targets), precision="fp32")
                 parts += [("adapters", adapters.params_bytes), ("gradients", adapters.grads_bytes),

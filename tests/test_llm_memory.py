@@ -98,7 +98,7 @@ def test_activation_bytes_within_10_percent_of_what_autograd_saves(config, batch
     model = llm_measure.random_model(llm_measure.hf_config(config, attention=attention), dtype="bf16")
     torch.manual_seed(1)
     tokens = torch.randint(0, config.vocab_size, (batch, seq_len))
-    measured = sum(saved[2] for saved in llm_measure.saved_tensors(model, tokens))
+    measured = sum(saved.size_bytes for saved in llm_measure.saved_tensors(model, tokens))
     predicted = memory.llm_activation_bytes(config, seq_len=seq_len, batch=batch, attention=attention)
     assert predicted == pytest.approx(measured, rel=0.10)
 
@@ -109,7 +109,7 @@ def test_eager_attention_adds_the_seq_by_seq_softmax_and_sdpa_does_not():
     for attention in memory.ATTENTION:
         model = llm_measure.random_model(llm_measure.hf_config(config, attention=attention))
         tokens = torch.randint(0, config.vocab_size, (batch, seq_len))
-        saved[attention] = {shape for shape, _, _ in llm_measure.saved_tensors(model, tokens)}
+        saved[attention] = {tensor.shape for tensor in llm_measure.saved_tensors(model, tokens)}
     scores = (batch, config.n_heads, seq_len, seq_len)
     assert scores in saved["eager"] and scores not in saved["sdpa"]
 
