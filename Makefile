@@ -23,7 +23,7 @@ setup: $(INSTALLED)
 $(INSTALLED): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip uninstall --quiet --yes lab-utils 2>/dev/null || true
-	$(BIN)/python -m pip install --quiet --constraint constraints.txt --editable ".[lab,book,serverless,test]"
+	$(BIN)/python -m pip install --quiet --constraint constraints.txt --editable ".[lab,book,serverless,test,llm]"
 	$(BIN)/python -c "import torch; print('installed torch', torch.__version__, '(CUDA build)' if torch.version.cuda else '(CPU build)')"
 	touch $@
 

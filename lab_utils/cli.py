@@ -394,7 +394,8 @@ _FLAGS = {"mfu": "--mfu", "cpu_mfu": None, "seq_len": "--seq-len", "batch": "--b
           "price_rule": "--price-per-gpu-hour", "output_share": "--output-share",
           "precision.inference": "--precision", "precision.full": "--precision", "precision.lora": "--precision",
           "precision.qlora": "--precision", "latency_target_s": "--latency-s", "input_tokens": "--input-tokens",
-          "output_tokens": "--output-tokens", "amortize_months": "--amortize-months"}
+          "output_tokens": "--output-tokens", "amortize_months": "--amortize-months",
+          "attention": "--attention", "lora_targets": "--lora-targets", "nf4_constant_bits_per_weight": None}
 """The option that overrides each assumption a command prints (None: not an option)."""
 
 
@@ -432,10 +433,12 @@ def _memory(args: argparse.Namespace) -> int:
     taken = {} if args.precision else {f"precision.{args.method}": precision}
     if args.model is not None:
         estimate = memory.job_estimate(args.model, method=args.method, precision=precision, batch=args.batch,
-                                       seq_len=args.seq_len, recompute=args.recompute, lora_rank=args.lora_rank)
+                                       seq_len=args.seq_len, recompute=args.recompute, lora_rank=args.lora_rank,
+                                       attention=args.attention, lora_targets=args.lora_targets)
         parts, total = estimate.parts, estimate.total_bytes
         taken.update(estimate.assumptions)
-        recompute = "" if args.method == "inference" else f", {estimate.recompute} recompute"
+        recompute = ("" if args.method == "inference"
+                     else f", {estimate.recompute} recompute, {estimate.attention} attention")
         print(f"{estimate.model}, {estimate.method} in {estimate.precision}, batch {estimate.batch} "
               f"x {estimate.seq_len} tokens{recompute}")
         for label in estimate.left_out:
@@ -444,9 +447,7 @@ def _memory(args: argparse.Namespace) -> int:
         if args.method == "inference":
             parts = (("weights", memory.weight_bytes(args.params, precision)),)
         elif args.method == "full":
-            state = memory.training_state_bytes(args.params, precision=precision)
-            parts = (("weights", state.params_bytes), ("gradients", state.grads_bytes),
-                     ("optimizer states", state.optimizer_states_bytes))
+            parts = memory.training_state_parts(args.params, precision)
         else:
             raise UsageError(f"argument --method: {args.method!r} needs --model (the adapters depend on "
                              "the model's shape); with --params use inference or full")
@@ -480,13 +481,18 @@ def _add_memory(commands) -> None:
     which.add_argument("--params", type=_positive_float, help="parameter count, e.g. 8e9")
     which.add_argument("--model", type=_model_name, help="a public model from the course catalog, e.g. llama-3.1-8b")
     parser.add_argument("--method", default="inference", choices=memory.JOB_METHODS)
-    parser.add_argument("--precision", default=None, choices=tuple(memory.BYTES_PER_VALUE) + memory.TRAINING_PRECISIONS[:1],
+    parser.add_argument("--precision", default=None, choices=tuple(dict.fromkeys((*memory.BYTES_PER_VALUE,
+                                                                                *memory.TRAINING_PRECISIONS))),
                         help="default: the method's (see the assumptions printed with the answer)")
     parser.add_argument("--batch", type=_positive_int, help="sequences at once (default: the assumption)")
     parser.add_argument("--seq-len", type=_positive_int, help="tokens per sequence (default: the assumption)")
     parser.add_argument("--recompute", choices=memory.RECOMPUTE,
                         help="activation recomputation for fine-tunes (default: the assumption)")
     parser.add_argument("--lora-rank", type=_positive_int, help="LoRA rank (default: the assumption)")
+    parser.add_argument("--lora-targets", choices=memory.LORA_TARGETS,
+                        help="layers LoRA adapts (default: the assumption)")
+    parser.add_argument("--attention", choices=memory.ATTENTION,
+                        help="attention kernel of a fine-tune: eager keeps seq x seq scores (default: the assumption)")
 
 
 # --- cost ------------------------------------------------------------------------------------

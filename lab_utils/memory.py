@@ -8,7 +8,10 @@ Formulas (pure arithmetic, no torch), all sizes in bytes per device:
   over the data-parallel ranks.
 - :func:`activation_bytes`: what a transformer layer keeps for its backward pass
   (Korthikanti et al., arXiv 2205.05198); :func:`tiny_gpt_activation_bytes` is the same count
-  for ``lab_utils.models.TinyGPT``.
+  for ``lab_utils.models.TinyGPT``; :func:`llm_activation_bytes` counts a whole GPT-2 or Llama
+  model of ``transformers`` (eager or fused attention, gradient checkpointing, the logits),
+  checked against the real models with ``lab_utils.llm_measure``.
+- :func:`lora_params`: adapter parameters, as ``peft`` counts them.
 - :func:`kv_cache_bytes` and :func:`weight_bytes` for inference; :func:`job_estimate` adds
   them up for a model of ``lab_utils.llms`` and a job (inference, full fine-tune, LoRA, QLoRA);
   :func:`fits` and :func:`gpus_needed` compare a total with a GPU from ``lab_utils.hardware``.
@@ -26,20 +29,26 @@ from dataclasses import dataclass
 from lab_utils import assumptions, checks, hardware, llms
 
 __all__ = [
-    "BYTES_PER_VALUE", "CUDA_CONTEXT_BYTES", "JOB_METHODS", "RECOMPUTE", "TRAINING_PRECISIONS",
-    "OPTIMIZERS", "BudgetExceeded", "JobEstimate", "StepMemory", "TrainingState",
+    "ATTENTION", "BYTES_PER_VALUE", "CUDA_CONTEXT_BYTES", "JOB_METHODS", "LORA_TARGETS", "RECOMPUTE",
+    "TRAINING_PRECISIONS", "OPTIMIZERS", "BudgetExceeded", "JobEstimate", "StepMemory", "TrainingState",
     "accelerate_training_bytes", "activation_bytes", "budget", "fits", "gpus_needed",
-    "job_estimate", "kv_cache_bytes", "lora_params", "measure_training_step",
-    "tiny_gpt_activation_bytes", "training_state_bytes", "weight_bytes",
+    "job_estimate", "kv_cache_bytes", "llm_activation_bytes", "lora_params", "measure_training_step",
+    "tiny_gpt_activation_bytes", "training_state_bytes", "training_state_parts", "weight_bytes",
 ]
 
 BYTES_PER_VALUE = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": 0.5}
 """Bytes per stored value. 4-bit formats (NF4, GPTQ, AWQ) also store a scale per block of
 weights, a few percent more (QLoRA, arXiv 2305.14314: NF4 ~0.5 byte per parameter)."""
 
-TRAINING_PRECISIONS = ("mixed", "fp32", "bf16")
-"""mixed: bf16/fp16 weights and gradients with an fp32 master copy (ZeRO's accounting);
-fp32: everything in fp32; bf16: everything, optimizer state included, in bf16."""
+TRAINING_PRECISIONS = ("mixed", "fp32", "bf16", "autocast")
+"""The layouts of a training job's state, bytes per parameter with Adam:
+
+- mixed: Megatron-style (ZeRO's accounting): bf16/fp16 weights (2) and gradients (2), with an
+  fp32 master copy and fp32 moments in the optimizer (12): 16.
+- autocast: ``torch.autocast`` around an fp32 model: fp32 weights (4), gradients (4) and
+  moments (8), 16; matrix products run in bf16 on copies of the weights that autocast caches
+  and backward keeps, 2 more (:func:`job_estimate` shows them as their own part).
+- fp32: everything in fp32 (16); bf16: everything, optimizer state included, in bf16 (8)."""
 
 OPTIMIZERS = {"adamw": 2, "adam": 2, "sgd_momentum": 1, "sgd": 0}
 """State tensors each optimizer keeps per parameter (Adam: first and second moments)."""
@@ -88,7 +97,7 @@ def _state_bytes_per_param(precision: str, optimizer: str) -> tuple[float, float
     moments = OPTIMIZERS[optimizer]
     if precision == "mixed":
         return 2, 2, 4 + 4 * moments  # fp32 master copy + fp32 moments
-    value = BYTES_PER_VALUE[precision]  # fp32 or bf16: moments stored like the weights
+    value = 4 if precision == "autocast" else BYTES_PER_VALUE[precision]  # moments stored like the weights
     return value, value, value * moments
 
 
@@ -101,7 +110,16 @@ def training_state_bytes(n_params, precision: str = "mixed", optimizer: str = "a
     2Ψ (weights) + 2Ψ (gradients) + KΨ (K = 12: fp32 master, momentum, variance). Stage 1
     divides the optimizer state by ``data_parallel`` (N_d), stage 2 the gradients too, stage 3
     the weights too. ``fp32_grad_accum`` adds an fp32 gradient buffer (4 bytes per parameter,
-    Ultra-Scale Playbook), sharded with the gradients.
+    Ultra-Scale Playbook), sharded with the gradients. ``precision``: one of
+    :data:`TRAINING_PRECISIONS` (autocast's weight copies are not state: see :func:`job_estimate`).
+
+    Stage 3 against DeepSpeed's own estimator (``estimate_zero3_model_states_mem_needs``):
+    it counts 18 bytes per parameter over N, not 16, because its implementation also keeps
+    fp32 gradients (2 + 4 bytes of gradients, 4 of fp32 weights, 8 of moments), and adds 4
+    bytes per parameter of the largest single module (its 16-bit weights and gradients,
+    gathered whole while it runs: Llama-3.1-8B's 525M-parameter embedding, 2.1 GB). This
+    function keeps the paper's 16 (the state ZeRO partitions) and leaves out that transient
+    buffer; for a 70B model over 8 GPUs the two differ by 2 x 70e9 / 8 + 4.3e9 bytes.
     """
     n_params = checks.number("n_params", n_params)
     checks.choice("precision", precision, TRAINING_PRECISIONS)
@@ -121,6 +139,18 @@ def training_state_bytes(n_params, precision: str = "mixed", optimizer: str = "a
         grads_bytes=n_params * grads * (shard if zero_stage >= 2 else 1),
         optimizer_states_bytes=n_params * states * (shard if zero_stage >= 1 else 1),
     )
+
+
+def training_state_parts(n_params, precision: str = "mixed") -> list[tuple[str, float]]:
+    """(label, bytes) of a full fine-tune's state with Adam: weights, gradients, optimizer
+    states (:func:`training_state_bytes`), and for "autocast" the bf16 weight copies autocast
+    caches and backward keeps (2 bytes per parameter)."""
+    state = training_state_bytes(n_params, precision=precision)
+    parts = [("weights", state.params_bytes), ("gradients", state.grads_bytes),
+             ("optimizer states", state.optimizer_states_bytes)]
+    if precision == "autocast":
+        parts.append(("bf16 weight copies (autocast)", weight_bytes(n_params, "bf16")))
+    return parts
 
 
 def accelerate_training_bytes(n_params, dtype: str = "float16") -> float:
@@ -148,8 +178,9 @@ def activation_bytes(*, n_layers, hidden, n_heads, seq_len, batch, recompute: st
     Korthikanti et al., arXiv 2205.05198, per layer: s·b·h·(34 + 5·a·s/h) with no
     recomputation, 34·s·b·h with selective recomputation of the attention core, 2·s·b·h
     (the layer input) with full recomputation. Transformer layers only: embeddings, the output
-    layer and the loss are not counted. Assumes a GPT layer (4h MLP, multi-head attention,
-    dropout); grouped-query attention and gated MLPs (Llama) change the 34 by some percent.
+    layer and the loss are not counted. Assumes Megatron's GPT layer (4h MLP, multi-head
+    attention, dropout, unfused attention keeping the s x s scores): the paper's figures. For
+    a ``transformers`` model as fine-tuned today use :func:`llm_activation_bytes`.
     """
     n_layers, hidden, n_heads, seq_len, batch = (
         checks.count(name, value) for name, value in
@@ -195,6 +226,77 @@ def tiny_gpt_activation_bytes(config, batch: int, bytes_per_value: float = 4) ->
     return float(bytes_per_value * (config.n_layers * per_block + final_norm))
 
 
+ATTENTION = ("eager", "sdpa")
+"""Attention kernels: "eager" (scores and softmax as tensors of s x s per head, kept for
+backward) and "sdpa" (PyTorch's fused scaled_dot_product_attention, FlashAttention: the
+softmax is recomputed in backward from the output and one log-sum-exp per row, no s x s)."""
+
+
+def _layer_activation_bytes(config: llms.LLMConfig, tokens: int, batch: int, seq_len: int,
+                            attention: str, value: int) -> float:
+    """Bytes one block of ``config`` saves for backward over ``tokens`` = batch x seq_len."""
+    h, f, heads = config.hidden, config.ffn_hidden, config.n_heads
+    q, kv = heads * config.head_dim, config.n_kv_heads * config.head_dim
+    scores = batch * heads * seq_len * seq_len
+    if config.family == "gpt2":
+        # two LayerNorms (input, and mean and rstd in fp32 as on CUDA), the inputs of c_attn,
+        # attn.c_proj and c_fc, and the GELU (tanh form: its input, tanh, 0.5x, 1 + tanh, output)
+        kept = value * tokens * (2 * h + 3 * h + 5 * f) + 2 * 2 * 4 * tokens
+        if attention == "sdpa":  # q, k and v in c_attn's output, one log-sum-exp per row and head
+            return kept + value * tokens * 3 * h + 4 * batch * heads * seq_len
+        return kept + value * tokens * 3 * q + value * scores  # q, k, v copies; the softmax output
+    # Llama: two RMSNorms (fp32 upcast of the input, the normalised value, 1/rms per token),
+    # the inputs of q/k/v, o_proj and gate/up, and SwiGLU's gate, SiLU(gate), up and product
+    norms = 2 * ((max(4, value) + value) * tokens * h + 4 * tokens)
+    kept = norms + value * tokens * (2 * h + q + 4 * f)
+    if attention == "sdpa":  # rotated q and k, v (grouped: kv heads), log-sum-exp
+        return kept + value * tokens * (q + 2 * kv) + 4 * batch * heads * seq_len
+    # eager: q, and k and v repeated to every query head; softmax in fp32 and its cast back
+    return kept + value * tokens * 3 * q + (4 + (value if value != 4 else 0)) * scores
+
+
+def llm_activation_bytes(model, *, seq_len, batch=1, recompute: str = "none", attention: str = "sdpa",
+                         bytes_per_value=2) -> float:
+    """Bytes autograd keeps for backward in one forward pass of a whole ``transformers`` model,
+    from the embedding output to the loss, logits included.
+
+    ``model``: a catalog name or an ``llms.LLMConfig`` of family "gpt2" or "llama" (Llama,
+    Mistral, Qwen2), as ``transformers`` (5.x) writes these models, dropout off (the Llama
+    family has none; GPT-2's 0.1 would add its masks). ``bytes_per_value``: 2 for bf16/fp16
+    training, 4 for fp32; softmax statistics, RMSNorm's upcast and the loss stay fp32.
+    ``attention``: one of :data:`ATTENTION` (eager adds the s x s softmax per head and layer).
+    ``recompute`` (gradient checkpointing): "none"; "selective", the attention core recomputed
+    (no s x s term); "full", each block keeps only its input, plus one block's activations,
+    live while its backward runs. Beyond the blocks: the final norm, the LM head's input, and
+    the log-softmax of the logits in fp32 (batch x seq_len x vocab x 4 bytes: 2 GiB for
+    Llama-3.1-8B at 4,096 tokens), the labels, and the positions. Checked within 10% of what
+    ``transformers`` models save (tests/test_llm_memory.py).
+    """
+    config = _llm(model)
+    if config.family is None:
+        raise ValueError(f"model={config.name!r}: its layer shapes are not in lab_utils/data/llm_configs.toml")
+    seq_len, batch = checks.count("seq_len", seq_len), checks.count("batch", batch)
+    checks.choice("recompute", recompute, RECOMPUTE)
+    checks.choice("attention", attention, ATTENTION)
+    if isinstance(bytes_per_value, bool) or bytes_per_value not in (2, 4):
+        raise ValueError(f"bytes_per_value={bytes_per_value!r} is not allowed; use 2 (bf16, fp16) or 4 (fp32)")
+    value = int(bytes_per_value)
+    tokens = batch * seq_len
+    layer = _layer_activation_bytes(config, tokens, batch, seq_len, attention, value)
+    if recompute == "selective" and attention == "eager":
+        layer = _layer_activation_bytes(config, tokens, batch, seq_len, "sdpa", value)
+    blocks = config.n_layers * layer
+    if recompute == "full":
+        blocks = config.n_layers * value * tokens * config.hidden + layer
+    if config.family == "gpt2":
+        norm = value * tokens * config.hidden + 2 * 4 * tokens
+    else:
+        norm = (max(4, value) + value) * tokens * config.hidden + 4 * tokens
+    head = norm + value * tokens * config.hidden + 4 * tokens * config.vocab_size + 8 * tokens
+    positions = 8 * seq_len if config.family == "gpt2" else 2 * value * seq_len * config.head_dim
+    return float(blocks + head + positions)
+
+
 def kv_cache_bytes(*, n_layers, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_value=2) -> float:
     """Bytes of the key/value cache: 2 (K and V) x layers x KV heads x head_dim x tokens x bytes.
 
@@ -216,20 +318,31 @@ def weight_bytes(n_params, precision: str = "bf16") -> float:
     return float(n_params * BYTES_PER_VALUE[precision])
 
 
-def lora_params(model, rank: int = 16) -> int:
-    """Trainable LoRA parameters with rank-``rank`` adapters on the attention projections.
+LORA_TARGETS = ("attention", "all-linear")
+"""Where :func:`lora_params` puts adapters: "attention", the attention projections (q, k, v
+and o; GPT-2's fused ``c_attn`` and its ``attn.c_proj``); "all-linear", peft's
+``target_modules="all-linear"``: every linear layer of every block, the LM head excepted."""
+
+
+def lora_params(model, rank: int = 16, targets: str = "attention") -> int:
+    """Trainable LoRA parameters with rank-``rank`` adapters on the ``targets`` layers.
 
     An adapter on a d_in x d_out weight adds r·(d_in + d_out) parameters (Hu et al., arXiv
-    2106.09685). Adapted here: query and output (h x h), key and value (h x kv_heads·head_dim),
-    in every layer. ``model`` is an ``llms.LLMConfig`` or a name ``llms.get`` knows.
+    2106.09685), counted per layer as the model has it: one adapter on GPT-2's fused q/k/v
+    matrix (h x 3h), three on Llama's separate q, k and v. ``model`` is an ``llms.LLMConfig``
+    or a name ``llms.get`` knows; ``targets`` one of :data:`LORA_TARGETS`. Llama-3.1-8B,
+    rank 16 on q, k, v and o: 32 layers x 16 x (2·(4096 + 4096) + 2·(4096 + 1024)).
     """
     model = _llm(model)
     rank = checks.count("rank", rank)
-    if model.n_heads is None or model.n_kv_heads is None:
-        raise ValueError(f"model={model.name!r}: its attention shape (n_heads, n_kv_heads) is not "
+    checks.choice("targets", targets, LORA_TARGETS)
+    if model.family is None:
+        raise ValueError(f"model={model.name!r}: its layer shapes (family, n_heads, ffn_hidden) are not "
                          f"in lab_utils/data/llm_configs.toml, so its adapters cannot be counted")
-    h, kv = model.hidden, model.n_kv_heads * model.head_dim
-    return model.n_layers * rank * (2 * (h + h) + 2 * (h + kv))
+    attention = {"c_attn", "attn.c_proj", "q_proj", "k_proj", "v_proj", "o_proj"}
+    per_layer = sum(rank * (n_in + n_out) for name, n_in, n_out, _ in llms.linear_shapes(model)
+                    if targets == "all-linear" or name in attention)
+    return model.n_layers * per_layer
 
 
 # --- a whole job on a real model -----------------------------------------------------------
@@ -240,7 +353,8 @@ class JobEstimate:
 
     ``parts`` is a tuple of (label, bytes) in drawing order; ``left_out`` names the parts the
     data cannot estimate for this model (then ``total_bytes`` is a lower bound);
-    ``assumptions``: (name, value) of each default taken from ``lab_utils.assumptions``.
+    ``assumptions``: (name, value) of each default taken from ``lab_utils.assumptions``;
+    ``attention``: the kernel the activations assume (:data:`ATTENTION`).
     """
 
     model: str
@@ -252,6 +366,7 @@ class JobEstimate:
     left_out: tuple[str, ...] = ()
     recompute: str = "none"
     assumptions: tuple[tuple[str, object], ...] = ()
+    attention: str = "sdpa"
 
     @property
     def total_bytes(self) -> float:
@@ -288,44 +403,67 @@ def precisions_for(method: str) -> tuple[str, ...]:
     return _precisions_for(checks.choice("method", method, JOB_METHODS))
 
 
+def _frozen_weights(config: llms.LLMConfig, precision: str, constant_bits: float) -> list[tuple[str, float]]:
+    """The frozen base weights of a LoRA or QLoRA job as bitsandbytes lays them out: the blocks'
+    linear weights quantised (int8, or NF4 with ``constant_bits`` of constants per weight),
+    embeddings, LM head, norms and biases left in bf16."""
+    if precision in ("bf16", "fp16") or config.family is None:
+        return [("weights", weight_bytes(config.n_params, precision))]
+    quantised = config.n_layers * sum(n_in * n_out for _, n_in, n_out, _ in llms.linear_shapes(config))
+    label = "NF4" if precision == "int4" else precision
+    parts = [(f"weights ({label}: block linears)", weight_bytes(quantised, precision)),
+             ("weights (bf16: embeddings, head, norms)", weight_bytes(config.n_params - quantised, "bf16"))]
+    if precision == "int4":
+        parts.append(("quantisation constants", quantised * constant_bits / 8))
+    return parts
+
+
 def job_estimate(model, method: str = "inference", precision: str | None = None, batch: int | None = None,
                  seq_len: int | None = None, recompute: str | None = None,
-                 lora_rank: int | None = None) -> JobEstimate:
+                 lora_rank: int | None = None, attention: str | None = None,
+                 lora_targets: str | None = None) -> JobEstimate:
     """Memory for one job on a public model (``llms.get`` name or LLMConfig), in bytes.
 
     method "inference": weights in ``precision`` plus a bf16 KV cache for ``batch`` sequences of
     ``seq_len`` tokens (:func:`kv_cache_bytes`). "full": :func:`training_state_bytes` with Adam
-    in ``precision`` ("mixed", "fp32", "bf16") plus :func:`activation_bytes`. "lora": frozen
-    weights in ``precision`` plus adapters (:func:`lora_params`) trained with mixed-precision
-    Adam (16 bytes each) plus activations. "qlora": the same on 4-bit (NF4) weights.
-    Activations use Korthikanti's GPT-layer count; a mixture of experts holds all its
-    parameters. Parts the data cannot give (no attention shape) are listed in ``left_out``.
-    Left None, ``precision`` is the method's, ``recompute`` is the fine-tuning assumption
-    (gradient checkpointing), and ``batch``, ``seq_len`` and ``lora_rank`` are the assumptions
-    of those names, all from ``lab_utils.assumptions``.
+    in ``precision`` (see :data:`TRAINING_PRECISIONS`: "mixed" Megatron-style, "autocast" fp32
+    weights with bf16 copies, "fp32", "bf16") plus activations. "lora": frozen weights in
+    ``precision`` plus adapters (:func:`lora_params` on ``lora_targets``) kept in fp32 as peft
+    does, with fp32 gradients and Adam moments (16 bytes each), plus activations. "qlora": the
+    same on bitsandbytes' layout: the blocks' linear weights in NF4 with their quantisation
+    constants, embeddings, LM head and norms in bf16.
+    Activations: :func:`llm_activation_bytes` (logits included) with ``attention`` and
+    ``recompute``, 16-bit values (fp32 for precision "fp32"). A model without a layer shape in
+    the catalog (a mixture of experts) has its activations and adapters listed in
+    ``left_out``. Left None, ``precision`` is the method's, ``recompute`` the fine-tuning
+    assumption (gradient checkpointing), ``attention`` the ``attention`` assumption (SDPA),
+    and ``batch``, ``seq_len``, ``lora_rank`` and ``lora_targets`` the assumptions of those
+    names, all from ``lab_utils.assumptions``.
     """
     model = _llm(model)
     checks.choice("method", method, JOB_METHODS)
-    taken = {name: assumptions.value(name) for name, given in (
-        (f"precision.{method}", precision), ("batch", batch), ("seq_len", seq_len), ("lora_rank", lora_rank))
-        if given is None}
-    batch, seq_len = taken.get("batch", batch), taken.get("seq_len", seq_len)
-    if method != "inference" and recompute is None:
-        taken["recompute_fine_tune"] = assumptions.value("recompute_fine_tune")
+    training = method != "inference"
+    adapted = method in ("lora", "qlora") and model.family is not None
+    wanted = [(f"precision.{method}", precision), ("batch", batch), ("seq_len", seq_len)]
+    if training:
+        wanted += [("recompute_fine_tune", recompute), ("attention", attention)]
+    if adapted:
+        wanted += [("lora_rank", lora_rank), ("lora_targets", lora_targets)]
+    taken = {name: assumptions.value(name) for name, given in wanted if given is None}
     precision = taken.get(f"precision.{method}", precision)
-    lora_rank = taken.get("lora_rank", lora_rank)
-    recompute = taken.get("recompute_fine_tune", recompute or "none")
-    if method == "inference":
-        taken.pop("lora_rank", None)
+    batch, seq_len = taken.get("batch", batch), taken.get("seq_len", seq_len)
+    recompute = taken.get("recompute_fine_tune", recompute) if training else "none"
+    attention = taken.get("attention", attention) if training else "sdpa"
+    lora_rank, lora_targets = taken.get("lora_rank", lora_rank), taken.get("lora_targets", lora_targets)
     checks.choice("precision", precision, _precisions_for(method))
     batch = checks.count("batch", batch)
     seq_len = checks.count("seq_len", seq_len)
     checks.choice("recompute", recompute, RECOMPUTE)
-    has_attention_shape = model.n_heads is not None and model.n_kv_heads is not None
+    checks.choice("attention", attention, ATTENTION)
     parts, left_out = [], []
     if method == "inference":
         parts.append(("weights", weight_bytes(model.n_params, precision)))
-        if has_attention_shape:
+        if model.n_heads is not None and model.n_kv_heads is not None:
             parts.append(("KV cache", kv_cache_bytes(
                 n_layers=model.n_layers, n_kv_heads=model.n_kv_heads, head_dim=model.head_dim,
                 seq_len=seq_len, batch=batch)))
@@ -333,29 +471,26 @@ def job_estimate(model, method: str = "inference", precision: str | None = None,
             left_out.append("KV cache")
     else:
         if method == "full":
-            state = training_state_bytes(model.n_params, precision=precision)
-            parts += [("weights", state.params_bytes), ("gradients", state.grads_bytes),
-                      ("optimizer states", state.optimizer_states_bytes)]
+            parts += training_state_parts(model.n_params, precision)
         else:
-            parts.append(("weights", weight_bytes(model.n_params, precision)))
-            if has_attention_shape:
-                adapters = training_state_bytes(lora_params(model, lora_rank))
+            if precision == "int4" and model.family is not None:
+                taken["nf4_constant_bits_per_weight"] = assumptions.value("nf4_constant_bits_per_weight")
+            parts += _frozen_weights(model, precision, taken.get("nf4_constant_bits_per_weight", 0.0))
+            if adapted:
+                adapters = training_state_bytes(lora_params(model, lora_rank, lora_targets), precision="fp32")
                 parts += [("adapters", adapters.params_bytes), ("gradients", adapters.grads_bytes),
                           ("optimizer states", adapters.optimizer_states_bytes)]
             else:
                 left_out.append("adapters")
-        if model.n_heads is not None:
-            parts.append(("activations", activation_bytes(
-                n_layers=model.n_layers, hidden=model.hidden, n_heads=model.n_heads,
-                seq_len=seq_len, batch=batch, recompute=recompute)))
+        if model.family is not None:
+            parts.append(("activations", llm_activation_bytes(
+                model, seq_len=seq_len, batch=batch, recompute=recompute, attention=attention,
+                bytes_per_value=4 if precision == "fp32" else 2)))
         else:
             left_out.append("activations")
-    if method in ("lora", "qlora") and not has_attention_shape:
-        taken.pop("lora_rank", None)
     return JobEstimate(model=model.name, method=method, precision=precision, batch=batch,
                        seq_len=seq_len, parts=tuple(parts), left_out=tuple(left_out),
-                       recompute=recompute if method != "inference" else "none",
-                       assumptions=tuple(taken.items()))
+                       recompute=recompute, assumptions=tuple(taken.items()), attention=attention)
 
 
 def _gpu(gpu) -> hardware.Spec:

@@ -82,20 +82,69 @@ def test_tiny_gpt_estimate_at_two_bytes_is_korthikanti_without_dropout():
 
 def test_weights_lora_and_job_estimates():
     llama = llms.get("Llama-3.1-8B")
-    assert memory.weight_bytes(llama.n_params, "bf16") == 16e9
-    assert memory.weight_bytes(llama.n_params, "int4") == 4e9
+    assert memory.weight_bytes(llama.n_params, "bf16") == 2 * 8_030_261_248
     # q, o: 4096 x 4096; k, v: 4096 x 1024; rank 16 in 32 layers
     assert memory.lora_params(llama, rank=16) == 32 * 16 * (2 * 8192 + 2 * 5120)
     inference = memory.job_estimate(llama, "inference", "bf16", batch=1, seq_len=8192)
     assert [label for label, _ in inference.parts] == ["weights", "KV cache"]
     assert inference.part("KV cache") == 8192 * 128 * 1024
     full = memory.job_estimate(llama, "full", "mixed", batch=1, seq_len=2048, recompute="full")
-    assert full.total == 16 * llama.n_params + 32 * 2 * 2048 * 4096
-    qlora = memory.job_estimate(llama, "qlora", "int4", batch=1, seq_len=2048, recompute="full")
-    adapters = memory.training_state_bytes(memory.lora_params(llama)).total
-    assert qlora.total == 0.5 * llama.n_params + adapters + 32 * 2 * 2048 * 4096
+    assert full.total == 16 * llama.n_params + memory.llm_activation_bytes(llama, seq_len=2048, recompute="full")
     kimi = memory.job_estimate("Kimi K2", "inference", "int4")
     assert kimi.left_out == ("KV cache",) and kimi.total == 0.5 * 1.04e12
+
+
+def test_qlora_keeps_embeddings_and_head_in_bf16_as_bitsandbytes_does():
+    # per block: q and o 4096 x 4096, k and v 4096 x 1024, gate, up, down 4096 x 14336
+    linears = 32 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336)
+    assert linears == 6_979_321_856
+    qlora = memory.job_estimate("Llama-3.1-8B", "qlora", batch=1, seq_len=2048, lora_rank=16,
+                                lora_targets="attention")
+    assert qlora.precision == "int4"  # the method's, from the assumptions
+    assert qlora.part("weights (NF4: block linears)") == linears / 2
+    assert qlora.part("weights (bf16: embeddings, head, norms)") == 2 * (8_030_261_248 - linears)
+    assert qlora.part("quantisation constants") == pytest.approx(linears * 0.127 / 8)
+    adapters = 32 * 16 * (2 * 8192 + 2 * 5120)
+    assert qlora.part("adapters") + qlora.part("gradients") + qlora.part("optimizer states") == 16 * adapters
+
+
+def test_both_mixed_precision_layouts_hold_16_bytes_of_state_and_autocast_keeps_bf16_copies():
+    megatron = memory.job_estimate("gpt2", "full", "mixed", seq_len=128)
+    autocast = memory.job_estimate("gpt2", "full", "autocast", seq_len=128)
+    n = 124_439_808
+    assert (megatron.part("weights"), megatron.part("gradients"), megatron.part("optimizer states")) == \
+        (2 * n, 2 * n, 12 * n)
+    assert (autocast.part("weights"), autocast.part("gradients"), autocast.part("optimizer states")) == \
+        (4 * n, 4 * n, 8 * n)
+    assert autocast.part("bf16 weight copies (autocast)") == 2 * n
+    assert autocast.total - megatron.total == 2 * n
+
+
+def test_llama_3_1_8b_activations_worked_by_hand():
+    # Per token and block, bf16 with SDPA, in bytes: two RMSNorms (fp32 input 4h, normalised 2h,
+    # 1/rms 4), the inputs of q/k/v, o_proj and gate/up (3 x 2h), rotated q and k, v (2 x
+    # (4096 + 2 x 1024)), one fp32 log-sum-exp per head (4 x 32), SwiGLU (4 x 2 x 14336).
+    per_token = 2 * (6 * 4096 + 4) + 3 * 2 * 4096 + 2 * (4096 + 2048) + 4 * 32 + 8 * 14336
+    assert per_token == 200_840
+    tokens = 4096
+    none = memory.llm_activation_bytes("Llama-3.1-8B", seq_len=tokens)
+    full = memory.llm_activation_bytes("Llama-3.1-8B", seq_len=tokens, recompute="full")
+    # full recompute keeps each block's bf16 input (2h) and one block live during its backward
+    assert none - full == 31 * per_token * tokens - 32 * 2 * 4096 * tokens
+    # eager: q, and k and v repeated to 32 heads (3 x 2 x 4096) instead of 2 x (4096 + 2048), no
+    # log-sum-exp, and the softmax of 32 heads x 4096 x 4096 in fp32 plus its bf16 cast
+    eager = memory.llm_activation_bytes("Llama-3.1-8B", seq_len=tokens, attention="eager")
+    assert eager - none == 32 * (tokens * (6 * 4096 - 2 * 6144 - 4 * 32) + 6 * 32 * tokens * tokens)
+    # the logits' fp32 log-softmax grows with the vocabulary: 4 bytes per token and entry
+    assert memory.llm_activation_bytes("Llama-3.1-8B", seq_len=tokens) - \
+        memory.llm_activation_bytes("Mistral-7B-v0.1", seq_len=tokens) == 4 * tokens * (128256 - 32000)
+
+
+def test_selective_recompute_drops_only_the_eager_scores():
+    eager = memory.llm_activation_bytes("gpt2", seq_len=1024, attention="eager", recompute="selective")
+    assert eager == memory.llm_activation_bytes("gpt2", seq_len=1024, attention="sdpa")
+    assert memory.llm_activation_bytes("gpt2", seq_len=1024, recompute="selective") == \
+        memory.llm_activation_bytes("gpt2", seq_len=1024)
 
 
 def test_fits_and_gpus_needed_use_the_catalog_and_reserve_the_cuda_context():
@@ -132,6 +181,12 @@ def test_accelerate_reports_the_largest_part_not_the_sum():
     (lambda: memory.job_estimate("Llama-3.1-8B", "full", "int4"), ValueError, "precision='int4'"),
     (lambda: memory.job_estimate("Llama-3.1-8B", "pretrain"), ValueError, "method='pretrain'"),
     (lambda: memory.lora_params("Kimi K2"), ValueError, "Kimi K2"),
+    (lambda: memory.lora_params("gpt2", targets="mlp"), ValueError, "targets='mlp'"),
+    (lambda: memory.llm_activation_bytes("gpt2", seq_len=8, attention="flash"), ValueError, "attention='flash'"),
+    (lambda: memory.llm_activation_bytes("gpt2", seq_len=8, bytes_per_value=3), ValueError, "bytes_per_value=3"),
+    (lambda: memory.llm_activation_bytes("gpt2", seq_len=0), ValueError, "seq_len=0"),
+    (lambda: memory.llm_activation_bytes("Kimi K2", seq_len=8), ValueError, "Kimi K2"),
+    (lambda: memory.job_estimate("gpt2", "lora", attention="flash"), ValueError, "attention='flash'"),
     (lambda: memory.fits(1e9, "EPYC 9684X"), ValueError, "gpu="),
     (lambda: memory.fits(1e9, "T4", reserve_bytes=-1), ValueError, "reserve_bytes=-1"),
     (lambda: memory.tiny_gpt_activation_bytes(object(), 1), TypeError, "config"),

@@ -1,0 +1,101 @@
+"""Real language models from ``transformers``, built from the course's catalog shapes, and the
+bytes autograd saves in one of their forward passes: what ``memory.llm_activation_bytes``
+predicts. torch and transformers are imported inside the functions (``pip install
+'cpu-vs-gpu-course[llm]'``; Colab has both). Nothing here downloads: models are built from a
+config with random weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lab_utils import checks, llms, torch_compat
+
+__all__ = ["SavedTensor", "hf_config", "random_model", "saved_tensors"]
+
+_MODEL_TYPES = {"gpt2": "gpt2", "llama": "llama", "mistral": "mistral", "qwen2": "qwen2"}
+
+
+def _model_type(config: llms.LLMConfig) -> str:
+    """The transformers ``model_type`` whose layers match ``config``: Qwen2 for q/k/v biases,
+    Mistral for a sliding window, else Llama (or GPT-2)."""
+    if config.family == "gpt2":
+        return "gpt2"
+    if config.family != "llama":
+        raise ValueError(f"model={config.name!r}: family={config.family!r} has no transformers layout here; "
+                         f"use one of {', '.join(llms.FAMILIES)}")
+    if config.attention_bias:
+        return "qwen2"
+    return "mistral" if config.sliding_window else "llama"
+
+
+def hf_config(model, *, attention: str = "sdpa", **overrides):
+    """A ``transformers`` config with the shapes of ``model`` (a catalog name or an LLMConfig),
+    ``attn_implementation`` set to ``attention`` ("eager" or "sdpa"), no KV cache; ``overrides``
+    are config.json keys (e.g. ``num_hidden_layers=2``). GPT-2's dropout is off, as
+    ``memory.llm_activation_bytes`` assumes (give ``attn_pdrop`` etc. to turn it on)."""
+    from transformers import AutoConfig
+
+    config = model if isinstance(model, llms.LLMConfig) else llms.get(model)
+    checks.choice("attention", attention, ("eager", "sdpa"))
+    kind = _model_type(config)
+    if kind == "gpt2":
+        keys = dict(n_layer=config.n_layers, n_embd=config.hidden, n_head=config.n_heads, n_inner=config.ffn_hidden,
+                    vocab_size=config.vocab_size, n_positions=config.max_positions,
+                    tie_word_embeddings=config.tied_embeddings, attn_pdrop=0.0, resid_pdrop=0.0, embd_pdrop=0.0,
+                    bos_token_id=config.vocab_size - 1, eos_token_id=config.vocab_size - 1)
+    else:
+        keys = dict(num_hidden_layers=config.n_layers, hidden_size=config.hidden, num_attention_heads=config.n_heads,
+                    num_key_value_heads=config.n_kv_heads, intermediate_size=config.ffn_hidden,
+                    vocab_size=config.vocab_size, max_position_embeddings=config.max_positions or 4096,
+                    tie_word_embeddings=config.tied_embeddings, head_dim=config.head_dim)
+        if kind == "mistral":
+            keys["sliding_window"] = config.sliding_window
+    keys.update(overrides, use_cache=False, attn_implementation=attention)
+    return AutoConfig.for_model(_MODEL_TYPES[kind], **keys)
+
+
+def random_model(hf, dtype: str = "bf16"):
+    """A ``transformers`` causal LM built from ``hf`` (see :func:`hf_config`) with random
+    weights on the CPU, in ``dtype`` ("bf16" or "fp32"), in training mode."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    checks.choice("dtype", dtype, ("bf16", "fp32"))
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(hf)
+    return model.to({"bf16": torch.bfloat16, "fp32": torch.float32}[dtype]).train()
+
+
+@dataclass(frozen=True)
+class SavedTensor:
+    """One storage autograd saved: the shape and dtype of a tensor on it, and its size in bytes."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    size_bytes: int
+
+
+def saved_tensors(model, input_ids) -> list[SavedTensor]:
+    """The distinct storages a forward pass and its loss (labels = the input, as in causal
+    language modelling) save for backward, parameters, buffers and the input left out: one
+    :class:`SavedTensor` each, largest first. Their ``size_bytes`` add up to the activation
+    memory. Runs the backward pass too, so that the model is left as after a step."""
+    import torch
+
+    if not isinstance(model, torch.nn.Module) or not isinstance(input_ids, torch.Tensor):
+        raise TypeError("model must be a torch.nn.Module and input_ids a tensor of token ids")
+    free = {torch_compat.storage_key(t.untyped_storage()) for t in (*model.parameters(), *model.buffers(), input_ids)}
+    saved = {}
+
+    def pack(tensor):
+        key = torch_compat.storage_key(tensor.untyped_storage())
+        if key not in free:
+            saved[key] = SavedTensor(tuple(tensor.shape), str(tensor.dtype).removeprefix("torch."),
+                                     tensor.untyped_storage().nbytes())
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        loss = model(input_ids=input_ids, labels=input_ids).loss
+    loss.backward()
+    return sorted(saved.values(), key=lambda t: -t.size_bytes)
