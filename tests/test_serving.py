@@ -123,3 +123,9 @@ def test_a_model_or_device_is_a_name_or_a_record_and_bad_ones_are_named():
     with pytest.raises(ValueError, match="KV cache"):
         serving.max_batch(no_kv, device=device(), context_len=10)
     assert math.isfinite(serving.prefill_s(no_kv, device=device(), prompt_len=3))
+
+
+def test_docstring_examples():
+    import doctest
+
+    assert doctest.testmod(serving).failed == 0
