@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from lab_utils import assumptions, checks, hardware, llms, memory, prices
 
-__all__ = ["ServingEstimate", "capacity", "decode_limit", "decode_step_s", "estimate", "max_batch",
+__all__ = ["ServingEstimate", "at_load", "capacity", "decode_limit", "decode_step_s", "estimate", "max_batch",
            "prefill_s"]
 
 
@@ -220,23 +220,49 @@ def estimate(model, *, device, prompt_len, output_len, batch=1, weight_bytes_per
         usd_per_hour=usd_per_hour, price_source=source)
 
 
-def capacity(model, *, device, prompt_len, output_len, latency_target_s, weight_bytes_per_param=2.0,
-             kv_bytes_per_value=2, efficiency=1.0, usd_per_hour=None) -> ServingEstimate | None:
-    """The batch that serves the most requests/s while each request finishes within
-    ``latency_target_s`` (:func:`estimate` at the largest such batch, up to :func:`max_batch`);
-    None when even one request alone takes longer, or the weights do not fit."""
-    latency_target_s = checks.number("latency_target_s", latency_target_s)
+def _largest_batch(model, common, room, fits) -> int:
+    """The largest batch in 1..``room`` whose estimate ``fits`` (latency and requests/s grow
+    with the batch); 0 when none does."""
+    low, high = 0, room
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(estimate(model, batch=middle, **common)):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _common(model, device, prompt_len, output_len, weight_bytes_per_param, kv_bytes_per_value, efficiency,
+            usd_per_hour):
     common = dict(device=device, prompt_len=prompt_len, output_len=output_len,
                   weight_bytes_per_param=weight_bytes_per_param, kv_bytes_per_value=kv_bytes_per_value,
                   efficiency=efficiency, usd_per_hour=usd_per_hour)
     room = max_batch(model, device=device, context_len=checks.count("prompt_len", prompt_len)
                      + checks.count("output_len", output_len), weight_bytes_per_param=weight_bytes_per_param,
                      kv_bytes_per_value=kv_bytes_per_value)
-    low, high = 0, room  # latency grows with the batch: bisect for the largest batch within the target
-    while low < high:
-        middle = (low + high + 1) // 2
-        if estimate(model, batch=middle, **common).latency_s <= latency_target_s:
-            low = middle
-        else:
-            high = middle - 1
-    return estimate(model, batch=low, **common) if low else None
+    return common, room
+
+
+def capacity(model, *, device, prompt_len, output_len, latency_target_s, weight_bytes_per_param=2.0,
+             kv_bytes_per_value=2, efficiency=1.0, usd_per_hour=None) -> ServingEstimate | None:
+    """The batch that serves the most requests/s while each request finishes within
+    ``latency_target_s`` (:func:`estimate` at the largest such batch, up to :func:`max_batch`);
+    None when even one request alone takes longer, or the weights do not fit."""
+    latency_target_s = checks.number("latency_target_s", latency_target_s)
+    common, room = _common(model, device, prompt_len, output_len, weight_bytes_per_param, kv_bytes_per_value,
+                           efficiency, usd_per_hour)
+    best = _largest_batch(model, common, room, lambda e: e.latency_s <= latency_target_s)
+    return estimate(model, batch=best, **common) if best else None
+
+
+def at_load(model, *, device, prompt_len, output_len, requests_per_s, weight_bytes_per_param=2.0,
+            kv_bytes_per_value=2, efficiency=1.0, usd_per_hour=None) -> ServingEstimate | None:
+    """The server at a steady load of ``requests_per_s``: :func:`estimate` at the smallest batch
+    whose requests/s keep up (a request waits for no more than that batch); None when no batch
+    that fits (:func:`max_batch`) keeps up: the queue grows without end."""
+    requests_per_s = checks.number("requests_per_s", requests_per_s)
+    common, room = _common(model, device, prompt_len, output_len, weight_bytes_per_param, kv_bytes_per_value,
+                           efficiency, usd_per_hour)
+    too_slow = _largest_batch(model, common, room, lambda e: e.requests_per_s < requests_per_s)
+    return estimate(model, batch=too_slow + 1, **common) if too_slow < room else None

@@ -129,3 +129,15 @@ def test_docstring_examples():
     import doctest
 
     assert doctest.testmod(serving).failed == 0
+
+
+def test_at_load_takes_the_smallest_batch_that_keeps_up():
+    fast = device(bandwidth_bytes_per_s=1e6, peak=1e9)  # reading the weights dominates: batching pays
+    one = serving.estimate(TOY, device=fast, prompt_len=4, output_len=2)
+    assert serving.at_load(TOY, device=fast, prompt_len=4, output_len=2, requests_per_s=one.requests_per_s / 2) == one
+    busy = serving.at_load(TOY, device=fast, prompt_len=4, output_len=2, requests_per_s=3 * one.requests_per_s)
+    assert busy.requests_per_s >= 3 * one.requests_per_s
+    assert serving.estimate(TOY, device=fast, prompt_len=4, output_len=2,
+                            batch=busy.batch - 1).requests_per_s < 3 * one.requests_per_s
+    small = device(bandwidth_bytes_per_s=1e6, peak=1e9, memory_bytes=RESERVE + 2000 + 2245)  # room for 7 sequences
+    assert serving.at_load(TOY, device=small, prompt_len=4, output_len=2, requests_per_s=1e9) is None
