@@ -10,8 +10,8 @@ the bound that limits it, and for an option that cannot work, why.
 
 No arithmetic of its own beyond adding up: memory from ``lab_utils.memory`` (job_estimate,
 training_state_bytes, fits, gpus_needed), time from ``lab_utils.economics`` (training_flops,
-training_hours, decode_tokens_per_s_bound, serving_tokens_per_s), serverless from
-``lab_utils.serverless.simulate``, prices from ``lab_utils/data/prices.toml`` with their dates.
+training_hours), serving from ``lab_utils.serving`` (prefill, decode and batching bounds),
+serverless from ``lab_utils.serverless`` (simulate, cold_start), prices from ``lab_utils/data/prices.toml`` with their dates.
 
 Prices: a GPU is priced by its cheapest hourly offer in the data (per GPU); a catalog GPU with no
 hourly offer by its Runpod serverless *active* rate x 3600, labelled so; a GPU with neither is
@@ -23,10 +23,11 @@ and list prices, not a measurement. Pure Python: no torch.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
-from lab_utils import assumptions, checks, economics, hardware, llms, memory, serverless
+from lab_utils import assumptions, checks, economics, hardware, llms, memory, serverless, serving
 from lab_utils.units import format_seconds
 
 __all__ = ["BOUNDS", "Advice", "Option", "fine_tune", "serve", "train"]
@@ -212,9 +213,11 @@ def _model(model, name="model"):
 # --- time-bound jobs: one fine-tune or training run -----------------------------------------
 
 def _run_options(label, memory_bytes, flops, bytes_moved, specs, *, mfu, cpu_mfu, max_devices, cpu_offer,
-                 bandwidth_efficiency):
+                 bandwidth_efficiency, servers=False):
     """Options for a job of ``flops`` that moves ``bytes_moved`` and must hold ``memory_bytes``:
-    hours = max(FLOPs / (peak x MFU x n), bytes / (bandwidth x efficiency x n)) / 3600."""
+    hours = max(FLOPs / (peak x MFU x n), bytes / (bandwidth x efficiency x n)) / 3600. With
+    ``servers``, a GPU job beyond one server of ``max_devices`` rents whole servers
+    (``economics.gpu_price``); else it cannot run."""
     options = []
     for spec in specs:
         kind = spec.kind
@@ -225,12 +228,15 @@ def _run_options(label, memory_bytes, flops, bytes_moved, specs, *, mfu, cpu_mfu
             options.append(_not_possible(spec.name, kind, spec, False, 1, memory_bytes, "memory",
                                          "does not fit in one server's memory", price))
             continue
-        if n > max_devices:
+        if n > max_devices and not servers:
             options.append(_not_possible(f"{n} x {spec.name}", kind, spec, False, n, memory_bytes, "memory",
                                          f"needs {n} GPUs to hold the job: more than one server of "
                                          f"{max_devices} (max_devices)", price))
             continue
         name = spec.name if n == 1 else f"{n} x {spec.name}"
+        if n > max_devices:
+            n = math.ceil(n / max_devices) * max_devices
+            name, price = f"{n} x {spec.name} ({n // max_devices} servers)", economics.gpu_price(spec, n)
         if peak is None or (bytes_moved and not spec.bandwidth_bytes_per_s):
             options.append(_not_possible(name, kind, spec, True, n, memory_bytes, "compute",
                                          "the catalog has no peak or bandwidth to estimate its speed", price))
@@ -260,7 +266,8 @@ def fine_tune(model, n_tokens, *, method: str = "lora", mfu: float | None = None
     the optimizer state are known: the total is a lower bound. FLOPs: ``economics.training_flops``
     (6ND full, 4ND LoRA/QLoRA); hours at ``mfu`` of the dense peak in the dtype each device
     computes in (``cpu_mfu`` on CPUs); GPUs split the job evenly and scale perfectly (a lower
-    bound on hours). Every argument left None is the assumption of the same name in
+    bound on hours); beyond one server of ``max_devices`` GPUs, whole servers, priced as such
+    (``economics.gpu_price``). Every argument left None is the assumption of the same name in
     ``lab_utils.assumptions`` (seq_len: ``seq_len``; batch: ``batch``;
     recompute: ``recompute_fine_tune``).
     """
@@ -285,7 +292,7 @@ def fine_tune(model, n_tokens, *, method: str = "lora", mfu: float | None = None
     flops = economics.training_flops(n_compute, n_tokens, method)
     advice = _run_options(f"{method} fine-tune of {label} on {n_tokens:.3g} tokens", memory_bytes, flops, 0.0,
                           _hardware(include_cpus), mfu=mfu, cpu_mfu=cpu_mfu, max_devices=max_devices,
-                          cpu_offer=cpu_offer, bandwidth_efficiency=1.0)
+                          cpu_offer=cpu_offer, bandwidth_efficiency=1.0, servers=True)
     return Advice(advice.job, advice.period, advice.options,
                   ((f"precision.{method}", precision), ("mfu", mfu), ("cpu_mfu", cpu_mfu), *job.items(),
                    ("max_devices", max_devices), ("cpu_offer", cpu_offer), ("memory_bytes", memory_bytes),
@@ -343,18 +350,14 @@ def train(dense_params, n_examples, *, tokens_per_example: int = 1, embedding_pa
 
 # --- serving: a monthly bill ----------------------------------------------------------------
 
-def _request_seconds(n_params, bytes_per_param, spec, n, *, batch, mfu, efficiency, input_tokens, output_tokens):
-    """Seconds for one request on ``n`` devices at ``batch``: prompt at the compute bound
-    (2·N FLOPs per token at ``mfu``), output at the decode bound per sequence
-    (``economics.decode_tokens_per_s_bound`` / batch x ``efficiency``). Returns (prefill, decode)."""
-    dtype, peak = _peak(spec)
-    compute = peak * mfu * n
-    prefill_s = input_tokens * economics.FLOPS_PER_PARAM_PER_TOKEN["inference"] * n_params / compute
-    decode = economics.decode_tokens_per_s_bound(n_params, bytes_per_param=bytes_per_param,
-                                                 bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s * n, batch=batch,
-                                                 peak_flops=compute)
-    decode_s = output_tokens / (decode * efficiency / batch)
-    return prefill_s, decode_s
+def _replica(spec: hardware.Spec, n: int) -> hardware.Spec:
+    """``n`` devices of ``spec`` as one (ideal tensor parallelism: memory, bandwidth and peaks
+    add up), so that ``serving`` can size a replica spread over several GPUs."""
+    if n == 1:
+        return spec
+    return dataclasses.replace(spec, name=f"{n} x {spec.name}", memory_bytes=n * spec.memory_bytes,
+                               bandwidth_bytes_per_s=n * spec.bandwidth_bytes_per_s,
+                               peak_flops={dtype: n * peak for dtype, peak in spec.peak_flops.items()})
 
 
 def serve(model, requests_per_day, *, input_tokens: int | None = None, output_tokens: int | None = None,
@@ -366,29 +369,33 @@ def serve(model, requests_per_day, *, input_tokens: int | None = None, output_to
     """Rank the ways to serve ``model`` (an ``llms`` name) for ``requests_per_day`` requests of
     ``input_tokens`` in and ``output_tokens`` out, each within ``latency_target_s``; cost per month.
 
-    Always-on servers (CPU, each GPU): replicas holding the weights and KV cache
-    (``memory.job_estimate``, ``memory.gpus_needed``), enough of them that the average load uses
-    at most ``utilisation`` of their throughput (``economics.serving_tokens_per_s`` at ``batch``),
-    billed :data:`economics.HOURS_PER_MONTH` hours. Serverless (Runpod flex): one request at a time
-    per worker, Poisson arrivals simulated by ``serverless.simulate`` over a window of at most
-    ``max_simulated_requests`` requests (or a day) and scaled to a month; the class is timed on its
-    slowest catalog GPU. APIs: ``economics.api_cost`` of the month's tokens (a different model:
-    compare quality yourself).
+    Always-on servers (CPU, each GPU): replicas of as many devices as hold the weights and one
+    request's KV cache, each batching requests (continuous batching) up to the batch that keeps
+    a request within the target (``serving.capacity``; ``batch`` fixes it instead); enough
+    replicas that the average load uses at most ``utilisation`` of their requests/s, billed
+    :data:`economics.HOURS_PER_MONTH` hours. Serverless (Runpod flex): one request at a time per
+    worker (``serving.estimate`` at batch 1), each new worker paying a cold start
+    (``serverless.cold_start`` of the weights, unless ``cold_start_s``), Poisson arrivals simulated
+    by ``serverless.simulate`` over a window of at most ``max_simulated_requests`` requests (or a
+    day) and scaled to a month; the class is timed on its slowest catalog GPU. APIs:
+    ``economics.api_cost`` of the month's tokens (a different model: compare quality yourself).
 
     Every argument left None is an assumption from ``lab_utils.assumptions`` (not a
-    measurement): precision ``precision.inference``, batch ``serve_batch``, utilisation
-    ``serve_utilisation``, efficiency ``decode_efficiency``, and the others under their own names.
+    measurement): precision ``precision.inference``, utilisation ``serve_utilisation``,
+    efficiency ``decode_efficiency``, the cold start's parts ``cold_start.*``, and the others
+    under their own names. ``mfu`` and ``cpu_mfu`` are checked and listed but the serving bounds
+    use the peaks (``efficiency`` scales all of a request's time).
     """
     mfu, cpu_mfu, max_devices, cpu_offer = _common(mfu, cpu_mfu, max_devices, cpu_offer)
     taken = _defaults(input_tokens=input_tokens, output_tokens=output_tokens, latency_target_s=latency_target_s,
-                      serve_batch=batch, serve_utilisation=utilisation, decode_efficiency=efficiency,
-                      cold_start_s=cold_start_s, idle_timeout_s=idle_timeout_s, max_workers=max_workers)
+                      serve_utilisation=utilisation, decode_efficiency=efficiency,
+                      idle_timeout_s=idle_timeout_s, max_workers=max_workers)
     taken["precision.inference"] = assumptions.precision_for("inference") if precision is None else precision
-    precision, batch, utilisation, efficiency = (taken["precision.inference"], taken["serve_batch"],
-                                                 taken["serve_utilisation"], taken["decode_efficiency"])
+    precision, utilisation, efficiency = (taken["precision.inference"], taken["serve_utilisation"],
+                                          taken["decode_efficiency"])
     input_tokens, output_tokens, latency_target_s = (taken["input_tokens"], taken["output_tokens"],
                                                      taken["latency_target_s"])
-    cold_start_s, idle_timeout_s, max_workers = taken["cold_start_s"], taken["idle_timeout_s"], taken["max_workers"]
+    idle_timeout_s, max_workers = taken["idle_timeout_s"], taken["max_workers"]
     if not isinstance(model, (str, llms.LLMConfig)):
         raise TypeError(f"model must be a model name from lab_utils.llms, got {type(model).__name__} {model!r}")
     config = llms.get(model) if isinstance(model, str) else model
@@ -397,70 +404,80 @@ def serve(model, requests_per_day, *, input_tokens: int | None = None, output_to
     output_tokens = checks.count("output_tokens", output_tokens)
     latency_target_s = checks.number("latency_target_s", latency_target_s)
     checks.choice("precision", precision, memory.precisions_for("inference"))
-    batch = checks.count("batch", batch)
+    batch = None if batch is None else checks.count("batch", batch)
     utilisation = checks.number("utilisation", utilisation, maximum=1.0)
     efficiency = checks.number("efficiency", efficiency, maximum=1.0)
-    cold_start_s = checks.number("cold_start_s", cold_start_s, strict=False)
+    if cold_start_s is not None:
+        cold_start_s = checks.number("cold_start_s", cold_start_s, strict=False)
     idle_timeout_s = checks.number("idle_timeout_s", idle_timeout_s, strict=False)
     max_workers = checks.count("max_workers", max_workers)
     max_simulated_requests = checks.count("max_simulated_requests", max_simulated_requests, minimum=10)
 
-    n_params, bytes_per_param = config.params_per_token, memory.BYTES_PER_VALUE[precision]
+    bytes_per_param = memory.BYTES_PER_VALUE[precision]
     tokens_per_request = input_tokens + output_tokens
     output_share = output_tokens / tokens_per_request
-    needed_tokens_per_s = requests_per_day * tokens_per_request / _SECONDS_PER_DAY
-    tokens_per_month = needed_tokens_per_s * _SECONDS_PER_MONTH
-    seq_len = tokens_per_request
-    busy = memory.job_estimate(config, method="inference", precision=precision, batch=batch,
-                               seq_len=seq_len).total_bytes
+    rate_per_s = requests_per_day / _SECONDS_PER_DAY
+    tokens_per_month = rate_per_s * tokens_per_request * _SECONDS_PER_MONTH
+    shape = dict(prompt_len=max(1, input_tokens), output_len=output_tokens, weight_bytes_per_param=bytes_per_param,
+                 efficiency=efficiency)
     single = memory.job_estimate(config, method="inference", precision=precision, batch=1,
-                                 seq_len=seq_len).total_bytes
+                                 seq_len=tokens_per_request).total_bytes
     options = []
 
     for spec in _hardware(include_cpus):
         kind = spec.kind
         price = _price(spec, cpu_offer)
-        per_replica = _devices_needed(busy, spec)
+        per_replica = _devices_needed(single, spec)
         if per_replica == 0 or per_replica > max_devices:
             n = max(per_replica, 1)
             why = ("does not fit in one server's memory" if per_replica == 0 else
                    f"needs {per_replica} GPUs per replica: more than one server of {max_devices} (max_devices)")
             options.append(_not_possible(spec.name if n == 1 else f"{n} x {spec.name}", kind, spec, False, n,
-                                         busy, "memory", why, price))
+                                         single, "memory", why, price))
             continue
-        dtype, peak = _peak(spec)
-        if peak is None or not spec.bandwidth_bytes_per_s:
-            options.append(_not_possible(spec.name, kind, spec, True, per_replica, busy, "compute",
+        if _peak(spec)[1] is None or not spec.bandwidth_bytes_per_s:
+            options.append(_not_possible(spec.name, kind, spec, True, per_replica, single, "compute",
                                          "the catalog has no peak or bandwidth to estimate its speed", price))
             continue
-        device_mfu = cpu_mfu if kind == "cpu" else mfu
-        throughput = per_replica * economics.serving_tokens_per_s(
-            n_params, gpu=spec, bytes_per_param=bytes_per_param, batch=batch, output_share=output_share,
-            efficiency=efficiency, mfu=device_mfu, dtype=dtype)
-        replicas = max(1, math.ceil(needed_tokens_per_s / (throughput * utilisation)))
+        replica = _replica(spec, per_replica)
+        alone = serving.estimate(config, device=replica, batch=1, usd_per_hour=0.0, **shape)
+        if batch is None:
+            served = serving.capacity(config, device=replica, latency_target_s=latency_target_s, usd_per_hour=0.0,
+                                      **shape) or alone
+        else:
+            served = serving.estimate(config, device=replica, batch=batch, usd_per_hour=0.0, **shape)
+        replicas = max(1, math.ceil(rate_per_s / (served.requests_per_s * utilisation)))
         n = replicas * per_replica
-        prefill_s, decode_s = _request_seconds(n_params, bytes_per_param, spec, per_replica, batch=batch,
-                                               mfu=device_mfu, efficiency=efficiency, input_tokens=input_tokens,
-                                               output_tokens=output_tokens)
-        latency = prefill_s + decode_s
-        load = needed_tokens_per_s / (throughput * n / per_replica)
-        speed_bound = "bandwidth" if decode_s >= prefill_s else "compute"
+        load = rate_per_s / (served.requests_per_s * replicas)
+        if batch is None:  # the batch the average load fills, and its latency
+            served = serving.at_load(config, device=replica, requests_per_s=rate_per_s / replicas, usd_per_hour=0.0,
+                                     **shape) or served
+        speed_bound = "compute" if served.limit == "compute" else "bandwidth"
         bound = "price" if replicas == 1 and load < utilisation / 2 else speed_bound
         name = spec.name if n == 1 else f"{n} x {spec.name}"
         why = None
-        if latency > latency_target_s:
-            why, bound = f"a request takes {format_seconds(latency, 2)} at batch {batch} > the target", speed_bound
+        if served.latency_s > latency_target_s:
+            why, bound = (f"a request takes {format_seconds(served.latency_s, 2)} at batch {served.batch} > the target",
+                          speed_bound)
         elif price.usd_per_hour is None:
             why = "no price in the data for this device"
         cost = None if price.usd_per_hour is None else n * price.usd_per_hour * economics.HOURS_PER_MONTH
+        kv_bytes = (served.batch - 1) * memory.kv_cache_bytes(
+            n_layers=config.n_layers, n_kv_heads=config.n_kv_heads, head_dim=config.head_dim,
+            seq_len=tokens_per_request) if served.batch > 1 else 0.0
         options.append(Option(name=f"{name} always on", kind=kind, fits=True, n_devices=n,
                               hours=n * economics.HOURS_PER_MONTH, cost_usd=cost, bound=bound, why=why,
-                              latency_s=latency, memory_bytes=busy, **_price_fields(price)))
+                              latency_s=served.latency_s, memory_bytes=single + kv_bytes, **_price_fields(price)))
 
     # serverless: each worker serves one request at a time (batch 1)
-    rate_per_s = requests_per_day / _SECONDS_PER_DAY
     window_s = min(_SECONDS_PER_DAY, max_simulated_requests / rate_per_s)
     arrivals = serverless.poisson_arrivals(rate_per_s, window_s, seed=seed)
+    start = serverless.cold_start(config.n_params * bytes_per_param)
+    if cold_start_s is None:
+        cold_start_s = start.total_s
+        taken.update(start.assumptions)
+    else:
+        taken["cold_start_s"] = cold_start_s
     for price in economics.serverless_prices():
         specs = [hardware.get(gpu) for gpu in price.gpus]
         if not specs:
@@ -478,21 +495,19 @@ def serve(model, requests_per_day, *, input_tokens: int | None = None, output_to
             options.append(_not_possible(label, "serverless", spec, False, per_worker, single, "memory",
                                          f"needs {per_worker} GPUs per worker (> max_devices)", flex))
             continue
-        prefill_s, decode_s = _request_seconds(n_params, bytes_per_param, spec, per_worker, batch=1, mfu=mfu,
-                                               efficiency=efficiency, input_tokens=input_tokens,
-                                               output_tokens=output_tokens)
-        service_s = prefill_s + decode_s
+        alone = serving.estimate(config, device=_replica(spec, per_worker), batch=1, usd_per_hour=0.0, **shape)
+        service_s = alone.latency_s
         result = serverless.simulate(arrivals, service_s=service_s, cold_start_s=cold_start_s,
                                      idle_timeout_s=idle_timeout_s, max_workers=max_workers,
                                      price_per_worker_s=price.flex_per_s * per_worker)
         scale = _SECONDS_PER_MONTH / window_s
         p95 = result.p95_s if arrivals else service_s
-        bound = "cold starts" if p95 > 1.5 * service_s else ("bandwidth" if decode_s >= prefill_s else "compute")
+        bound = "cold starts" if p95 > 1.5 * service_s else ("compute" if alone.limit == "compute" else "bandwidth")
         why = None
         if p95 > latency_target_s:
             why = f"p95 latency {format_seconds(p95, 2)} > the target ({result.cold_starts} cold starts simulated)"
         options.append(Option(name=label, kind="serverless", fits=True, n_devices=per_worker,
-                              hours=result.billed_s * scale / 3600, cost_usd=result.cost * scale,
+                              hours=result.billed_s * scale / 3600, cost_usd=result.cost_usd * scale,
                               bound=bound, why=why, latency_s=p95, memory_bytes=single, **_price_fields(flex)))
 
     for api in economics.api_prices():

@@ -395,7 +395,8 @@ _FLAGS = {"mfu": "--mfu", "cpu_mfu": None, "seq_len": "--seq-len", "batch": "--b
           "precision.inference": "--precision", "precision.full": "--precision", "precision.lora": "--precision",
           "precision.qlora": "--precision", "latency_target_s": "--latency-s", "input_tokens": "--input-tokens",
           "output_tokens": "--output-tokens", "amortize_months": "--amortize-months",
-          "attention": "--attention", "lora_targets": "--lora-targets", "nf4_constant_bits_per_weight": None}
+          "attention": "--attention", "lora_targets": "--lora-targets", "nf4_constant_bits_per_weight": None,
+          "decode_efficiency": "--efficiency", "max_devices": None}
 """The option that overrides each assumption a command prints (None: not an option)."""
 
 
@@ -511,9 +512,12 @@ def _cost_fine_tune(args: argparse.Namespace) -> int:
     cost = ("no price for this GPU in the data: give --price-per-gpu-hour" if estimate.cost_usd is None
             else _fmt_money(estimate.cost_usd))
     price = "-" if estimate.price_usd_per_gpu_hour is None else f"${estimate.price_usd_per_gpu_hour:.2f} per GPU-hour"
+    servers = f" ({estimate.n_nodes} servers)" if estimate.n_nodes > 1 else ""
     print(f"{estimate.model}, {estimate.method} on {estimate.n_tokens:.3g} tokens, "
-          f"{estimate.n_gpus} x {estimate.gpu} at MFU {estimate.mfu:g} of the {estimate.dtype} peak")
-    print(_table([("compute", f"{estimate.flops:.3g} FLOP"), ("memory", format_bytes(estimate.memory_bytes)),
+          f"{estimate.n_gpus} x {estimate.gpu}{servers} at MFU {estimate.mfu:g} of the {estimate.dtype} peak")
+    print(_table([("compute", f"{estimate.flops:.3g} model FLOP; the GPUs execute {estimate.hardware_flops:.3g} "
+                              f"(recomputation), HFU {estimate.hfu:.2f}"),
+                  ("memory", format_bytes(estimate.memory_bytes)),
                   ("time", f"{estimate.hours:.3g} h wall clock, {estimate.gpu_hours:.3g} GPU-hours"),
                   ("price", f"{price} ({estimate.price_source})"), ("cost", cost)]))
     _print_assumptions(estimate.assumptions)
@@ -521,24 +525,48 @@ def _cost_fine_tune(args: argparse.Namespace) -> int:
 
 
 def _cost_serve(args: argparse.Namespace) -> int:
-    from lab_utils import assumptions, economics
+    from lab_utils import assumptions, economics, hardware, memory, serving
 
     price, tokens_per_s = args.price_per_hour, args.tokens_per_s
+    taken = {}
     if args.model is not None:
-        setup = economics.serverless_setup(args.model, args.gpu, precision=args.precision, batch=args.batch,
-                                           output_share=args.output_share, mfu=args.mfu)
-        print(f"{setup.model} on {setup.gpus_per_replica} x {setup.gpu} (serverless flex price, "
-              f"{setup.price.source}, {setup.price.date}); tokens/s from the roofline bound")
-        price = setup.price_per_hour if price is None else price
-        tokens_per_s = setup.tokens_per_s if tokens_per_s is None else tokens_per_s
         taken = {name: assumptions.value(name) for name, given in (
-            ("precision.inference", args.precision), ("output_share", args.output_share), ("mfu", args.mfu))
-            if given is None}
+            ("precision.inference", args.precision), ("input_tokens", args.input_tokens),
+            ("output_tokens", args.output_tokens), ("decode_efficiency", args.efficiency)) if given is None}
+        precision = taken.get("precision.inference", args.precision)
+        prompt_len = max(1, taken.get("input_tokens", args.input_tokens))
+        output_len = taken.get("output_tokens", args.output_tokens)
+        shape = dict(device=hardware.get(args.gpu), prompt_len=prompt_len, output_len=output_len,
+                     weight_bytes_per_param=memory.BYTES_PER_VALUE[precision],
+                     efficiency=taken.get("decode_efficiency", args.efficiency), usd_per_hour=price)
+        room = serving.max_batch(args.model, device=shape["device"], context_len=prompt_len + output_len,
+                                 weight_bytes_per_param=shape["weight_bytes_per_param"])
+        if room == 0:
+            raise UsageError(f"argument --model: {args.model} in {precision} does not fit on one {args.gpu} "
+                             "beside one request's KV cache")
+        if args.batch > room:
+            raise UsageError(f"argument --batch: {args.batch} sequences of {prompt_len + output_len} tokens do not "
+                             f"fit on one {args.gpu} beside the weights; at most {room}")
+        estimate = serving.estimate(args.model, batch=args.batch, **shape)
+        if estimate.usd_per_hour is None:
+            raise UsageError(f"argument --gpu: no price for {args.gpu} in the data; give --price-per-hour")
+        if price is None:
+            taken["price_rule"] = assumptions.device_price(shape["device"]).offer
+        print(f"{estimate.model} on one {estimate.device}, batch {estimate.batch} (room for {room}), "
+              f"{prompt_len} tokens in + {output_len} out per request; serving bounds x efficiency, "
+              f"limited by {estimate.limit}")
+        print(_table([("time to first token", f"{estimate.ttft_s * 1e3:,.1f} ms"),
+                      ("time per output token", f"{estimate.tpot_s * 1e3:,.2f} ms"),
+                      ("request in a full batch", f"{estimate.latency_s:,.2f} s"),
+                      ("tokens/s (in + out)", f"{estimate.tokens_per_s:,.0f}"),
+                      ("generated tokens/s", f"{estimate.output_tokens_per_s:,.0f}"),
+                      ("price", f"${estimate.usd_per_hour:.2f}/h ({estimate.price_source})")]))
+        price, tokens_per_s = estimate.usd_per_hour, estimate.tokens_per_s
+        print(f"  {_fmt_money(estimate.usd_per_million_output_tokens)} per 1M generated tokens")
     elif price is None or tokens_per_s is None:
         raise UsageError("arguments --price-per-hour and --tokens-per-s are both needed without --model")
     else:
-        taken = {}
-    print(f"  ${price:.2f}/h at {tokens_per_s:,.0f} tokens/s")
+        print(f"  ${price:.2f}/h at {tokens_per_s:,.0f} tokens/s")
     print(f"  {_fmt_money(economics.cost_per_million_tokens(price, tokens_per_s))} per 1M tokens "
           "(fully busy; idle time costs extra)")
     _print_assumptions(taken)
@@ -572,7 +600,7 @@ def _add_cost(commands) -> None:
         help="fine-tune cost, serving cost per 1M tokens, API vs self-host break-even",
         examples="  lab-utils cost fine-tune --model llama-3.1-8b --tokens 1e8 --method lora --gpu h100\n"
                  "  lab-utils cost serve --price-per-hour 2.5 --tokens-per-s 1500\n"
-                 "  lab-utils cost serve --model llama-3.1-8b --gpu 'RTX 4090'\n"
+                 "  lab-utils cost serve --model llama-3.1-8b --gpu 'RTX 4090' --batch 32\n"
                  "  lab-utils cost breakeven --api-per-million 0.6 --price-per-hour 2.5 --tokens-per-s 1500")
     costs = parser.add_subparsers(dest="cost", metavar="COST")
     fine = _add_command(costs, "fine-tune", _cost_fine_tune, help="hours, GPUs and dollars for one fine-tune",
@@ -592,18 +620,22 @@ def _add_cost(commands) -> None:
     fine.add_argument("--lora-rank", type=_positive_int, help="LoRA rank (default: the assumption)")
     fine.add_argument("--price-per-gpu-hour", type=_non_negative_float,
                       help="default: the cheapest rentable offer for that GPU in the price catalog")
-    serve = _add_command(costs, "serve", _cost_serve, help="dollars per 1M generated tokens on a GPU",
+    serve = _add_command(costs, "serve", _cost_serve, help="TTFT, TPOT, tokens/s and dollars per 1M tokens on a GPU",
                          examples="  lab-utils cost serve --price-per-hour 2.5 --tokens-per-s 1500\n"
                                   "  lab-utils cost serve --model llama-3.1-8b --gpu 'RTX 4090' --batch 8")
-    serve.add_argument("--price-per-hour", type=_non_negative_float)
+    serve.add_argument("--price-per-hour", type=_non_negative_float,
+                       help="with --model: default the GPU's cheapest rentable offer")
     serve.add_argument("--tokens-per-s", type=_positive_float)
-    serve.add_argument("--model", type=_model_name, help="estimate tokens/s and price on a serverless GPU class")
+    serve.add_argument("--model", type=_model_name,
+                       help="estimate TTFT, TPOT and tokens/s from the serving bounds (lab_utils.serving)")
     serve.add_argument("--gpu", type=_gpu_name, default="H100 SXM")
     serve.add_argument("--precision", choices=memory.precisions_for("inference"),
                        help="weights' precision (default: the assumption)")
-    serve.add_argument("--batch", type=_positive_int, default=1)
-    serve.add_argument("--mfu", type=_fraction, help="model FLOPs utilisation for prompts (default: the assumption)")
-    serve.add_argument("--output-share", type=_fraction, help="share of tokens generated (default: the assumption)")
+    serve.add_argument("--batch", type=_positive_int, default=1, help="sequences decoded at once (default 1)")
+    serve.add_argument("--input-tokens", type=_non_negative_int, help="prompt tokens (default: the assumption)")
+    serve.add_argument("--output-tokens", type=_positive_int, help="answer tokens (default: the assumption)")
+    serve.add_argument("--efficiency", type=_fraction,
+                       help="share of the bounds an engine reaches (default: the assumption)")
     even = _add_command(costs, "breakeven", _cost_breakeven,
                         help="tokens per month above which self-hosting costs no more than the API",
                         examples="  lab-utils cost breakeven --api-per-million 0.6 --price-per-hour 2.5 "

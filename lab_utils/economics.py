@@ -34,7 +34,7 @@ __all__ = [
     "ApiPrice", "FineTuneEstimate", "HourlyPrice", "ServerlessPrice", "ServingCosts", "ServingSetup",
     "api_cost", "api_price", "api_prices", "blended_price_per_million",
     "breakeven_tokens_per_month", "cost_per_million_tokens", "decode_tokens_per_s_bound",
-    "fine_tune_estimate", "hourly_price", "hourly_prices", "mixed_tokens_per_s",
+    "fine_tune_estimate", "gpu_price", "hourly_price", "hourly_prices", "mixed_tokens_per_s",
     "range_verdict", "serverless_price", "serverless_prices", "serverless_setup", "serving_costs",
     "serving_tokens_per_s",
     "training_flops", "training_hours",
@@ -299,7 +299,10 @@ class FineTuneEstimate:
     """Hours, GPUs and dollars for one fine-tune of a public model on one catalog GPU type.
 
     ``n_gpus``: the fewest that hold the job's memory (``memory.job_estimate``, split evenly),
-    unless given. ``hours`` is wall clock on ``n_gpus``; ``gpu_hours`` what is billed.
+    unless given; beyond one server, whole servers of ``max_devices`` GPUs (``n_nodes``).
+    ``hours`` is wall clock on ``n_gpus``; ``gpu_hours`` what is billed. ``flops``: the model's
+    FLOPs (6·N·D or 4·N·D); ``hardware_flops``: what the GPUs execute, one more forward pass
+    (2·N·D) with full recomputation.
     ``price_source``: where the price per GPU-hour comes from; ``assumptions``: (name, value)
     of each default the estimate took from ``lab_utils.assumptions`` (arguments given are not
     listed).
@@ -318,10 +321,18 @@ class FineTuneEstimate:
     price_usd_per_gpu_hour: float | None
     price_source: str
     assumptions: tuple[tuple[str, object], ...] = ()
+    hardware_flops: float | None = None  # what the GPUs execute: flops + the recomputed forward pass
+    n_nodes: int = 1  # servers of max_devices GPUs rented (jobs beyond one server take whole ones)
 
     @property
     def gpu_hours(self) -> float:
         return self.hours * self.n_gpus
+
+    @property
+    def hfu(self) -> float:
+        """Hardware FLOPs utilisation: the share of the peak spent on the FLOPs executed,
+        recomputation included (``mfu`` counts only the model's FLOPs)."""
+        return self.mfu * (self.hardware_flops or self.flops) / self.flops
 
     @property
     def cost_usd(self) -> float | None:
@@ -366,13 +377,42 @@ def fine_tune_estimate(model, n_tokens, *, method="lora", gpu="H100 SXM", mfu=No
                                    lora_rank=taken.get("lora_rank", lora_rank))
     taken[f"precision.{method}"] = estimate.precision
     n_gpus = memory.gpus_needed(estimate.total_bytes, spec) if n_gpus is None else checks.count("n_gpus", n_gpus)
+    per_node = assumptions.value("max_devices")
+    n_nodes = math.ceil(n_gpus / per_node)
+    if n_nodes > 1:  # beyond one server: whole 8-GPU servers, priced as such where the data has one
+        taken["max_devices"] = per_node
+        n_gpus = n_nodes * per_node
+        if price_per_gpu_hour is None:
+            price = gpu_price(spec, n_gpus)
+            price_usd, price_source = price.usd_per_hour, f"{price.offer} ({price.source}, {price.date})"
+            taken["price_rule"] = price.offer
     flops = training_flops(config.params_per_token, n_tokens, method)
+    recomputed = training_flops(config.params_per_token, n_tokens, "inference") if estimate.recompute == "full" else 0.0
+    if mfu * (flops + recomputed) / flops > 1:
+        raise ValueError(f"mfu={mfu}: with full recomputation the GPUs would execute more than their peak")
     return FineTuneEstimate(
         model=config.name, method=method, gpu=spec.name, n_gpus=n_gpus, n_tokens=float(n_tokens),
         mfu=mfu, dtype=dtype, flops=flops, memory_bytes=estimate.total_bytes,
         hours=training_hours(flops, peak_flops=peak, mfu=mfu, n_devices=n_gpus),
         price_usd_per_gpu_hour=price_usd, price_source=price_source, assumptions=tuple(taken.items()),
+        hardware_flops=flops + recomputed, n_nodes=n_nodes,
     )
+
+
+def gpu_price(spec: hardware.Spec, n_gpus: int) -> assumptions.DevicePrice:
+    """The price per GPU-hour of a job on ``n_gpus`` of ``spec``: up to one server
+    (``max_devices`` GPUs) the device's price (``assumptions.device_price``: pods come with 1 to 8
+    GPUs at one price per GPU); beyond, the cheapest rentable whole server of ``max_devices``
+    GPUs, per GPU (the device's price when the data has no such server)."""
+    n_gpus = checks.count("n_gpus", n_gpus)
+    per_node = assumptions.value("max_devices")
+    excluded = assumptions.value("price_excluded_kinds")
+    nodes = [p for p in hourly_prices() if p.gpu == spec.name and p.n_gpus == per_node and p.price_per_hour > 0
+             and p.kind not in excluded]
+    if n_gpus <= per_node or not nodes:
+        return assumptions.device_price(spec)
+    node = min(nodes, key=lambda p: p.price_per_gpu_hour)
+    return assumptions.DevicePrice(node.price_per_gpu_hour, f"{node.name}, per GPU", node.source, node.date)
 
 
 # --- claim checks ----------------------------------------------------------------------------

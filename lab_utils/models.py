@@ -82,6 +82,20 @@ class CausalSelfAttention(nn.Module):
         out = torch.softmax(scores, dim=-1) @ v
         return self.proj(out.transpose(1, 2).reshape(batch, seq, hidden))
 
+    def cached(self, x, past):
+        """Attention of the new positions ``x`` (batch, new, hidden) to themselves and to the
+        ``past`` keys and values (a (k, v) pair, or None): returns (output, (k, v) so far)."""
+        batch, seq, hidden = x.shape
+        head_dim = hidden // self.n_heads
+        q, k, v = (t.view(batch, seq, self.n_heads, head_dim).transpose(1, 2) for t in self.qkv(x).split(hidden, dim=2))
+        if past is not None:
+            k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
+        start = k.shape[2] - seq
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(head_dim)
+        scores = scores.masked_fill(~self.mask[start:start + seq, :start + seq], float("-inf"))
+        out = torch.softmax(scores, dim=-1) @ v
+        return self.proj(out.transpose(1, 2).reshape(batch, seq, hidden)), (k, v)
+
 
 class Block(nn.Module):
     """One pre-norm transformer block: x + attention(norm(x)), then x + MLP(norm(x))."""
@@ -96,6 +110,12 @@ class Block(nn.Module):
     def forward(self, x):
         x = x + self.attention(self.norm1(x))
         return x + self.mlp(self.norm2(x))
+
+    def cached(self, x, past):
+        """The block on new positions with the attention's KV cache: (output, new cache)."""
+        attended, past = self.attention.cached(self.norm1(x), past)
+        x = x + attended
+        return x + self.mlp(self.norm2(x)), past
 
 
 class TinyGPT(nn.Module):
@@ -130,6 +150,60 @@ class TinyGPT(nn.Module):
         for block in self.blocks:
             x = block(x)
         return self.norm(x) @ self.token_embedding.weight.T  # tied output layer
+
+    def prefill(self, tokens):
+        """Read the prompts ``tokens`` (batch, seq) at once: (logits of the next token (batch,
+        vocab), the KV cache: one (keys, values) pair per block)."""
+        return self._cached(tokens, [None] * len(self.blocks), start=0)
+
+    def decode(self, tokens, cache):
+        """One decode step: ``tokens`` (batch, 1), the newest token of each sequence, attends to
+        ``cache``; returns (logits of the next token, the cache one position longer)."""
+        return self._cached(tokens, cache, start=cache[0][0].shape[2])
+
+    def _cached(self, tokens, cache, start):
+        if tokens.dim() != 2:
+            raise ValueError(f"tokens must have shape (batch, seq), got {tuple(tokens.shape)}")
+        end = start + tokens.shape[1]
+        if end > self.config.seq_len:
+            raise ValueError(f"{end} positions exceed config.seq_len={self.config.seq_len}")
+        x = self.token_embedding(tokens) + self.position_embedding(torch.arange(start, end, device=tokens.device))
+        new_cache = []
+        for block, past in zip(self.blocks, cache):
+            x, past = block.cached(x, past)
+            new_cache.append(past)
+        return self.norm(x[:, -1]) @ self.token_embedding.weight.T, new_cache
+
+    @torch.no_grad()
+    def generate(self, tokens, max_new_tokens: int):
+        """Greedy generation with a KV cache: prefill ``tokens`` (batch, seq), then
+        ``max_new_tokens`` decode steps that each read the cache instead of re-reading the
+        prompt. Returns (batch, seq + max_new_tokens) token ids."""
+        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens={max_new_tokens!r}: must be a positive integer")
+        if tokens.shape[-1] + max_new_tokens - 1 > self.config.seq_len:
+            raise ValueError(f"max_new_tokens={max_new_tokens}: prompt {tokens.shape[-1]} + new tokens exceed "
+                             f"config.seq_len={self.config.seq_len}")
+        logits, cache = self.prefill(tokens)
+        out = [tokens]
+        for step in range(max_new_tokens):
+            out.append(logits.argmax(dim=-1, keepdim=True))
+            if step < max_new_tokens - 1:
+                logits, cache = self.decode(out[-1], cache)
+        return torch.cat(out, dim=1)
+
+
+def llm_config(config: GPTConfig):
+    """``config`` as an ``llms.LLMConfig`` for the serving bounds (``lab_utils.serving``): its
+    parameters counted as the ones each token multiplies (the blocks' matrices and the tied
+    output layer; no position table, norms or biases), so the bound stays a lower bound."""
+    from lab_utils import llms
+
+    h = config.hidden
+    return llms.LLMConfig(name=f"tiny GPT ({config.n_layers} layers, hidden {h})", aliases=(),
+                          n_layers=config.n_layers, hidden=h, n_params=config.n_layers * 12 * h * h + h * config.vocab_size,
+                          source="lab_utils.models.GPTConfig", source_date="2026", n_heads=config.n_heads,
+                          n_kv_heads=config.n_heads, ffn_hidden=4 * h, vocab_size=config.vocab_size)
 
 
 def random_tokens(config: GPTConfig, batch: int, seed: int = 0):

@@ -1,16 +1,22 @@
-"""A serverless endpoint, simulated: workers, cold starts, idle timeout, per-second billing.
+"""A serverless endpoint, simulated: one queue, workers, cold starts, idle timeout, per-second billing.
 
 ``simulate`` models a Runpod serverless endpoint (Runpod's serverless documentation) like this:
-requests are served first come, first served; a request goes to a warm idle worker if there
-is one (the longest-running such worker), else starts a new worker while fewer than
-``max_workers`` run (its cold start comes before its service), else waits for the first worker
-to free. A worker stays warm for ``idle_timeout_s`` after its last job ends (a request arriving
-exactly then still finds it warm), then stops. Each worker's lifetime, from its start to its
-stop, is billed rounded up to a whole second. Latency = finish time - arrival time.
+requests join one first-in, first-out queue. A request goes to a warm idle worker if there is
+one (the longest-running such worker); else it waits in the queue and, while fewer than
+``max_workers`` run, a new worker starts (its cold start comes before it can serve). The first
+worker that is warm and idle takes the head of the queue, so a busy worker that frees before the
+new one is ready serves the request; the new worker still boots and is billed. A worker stays
+warm for ``idle_timeout_s`` after its last job ends (a request arriving exactly then still finds
+it warm), then stops. Each worker's lifetime, from its start to its stop, is billed rounded up
+to a whole second. Latency = finish time - arrival time.
 
 Active workers (Runpod's always-on workers, billed at their own lower rate) are optional:
 they are warm from time 0, never stop, count towards ``max_workers`` and are billed for the
 whole period, ``duration_s`` (by default until the last flex worker stops or the last job ends).
+
+A cold start is made of parts (:func:`cold_start`): pulling the container image, starting the
+container and its Python, creating the CUDA context, and loading the weights; each part is an
+assumption in ``lab_utils/data/assumptions.toml`` (notebook 04 measures the container start).
 
 Pure Python: no torch.
 """
@@ -21,20 +27,26 @@ import math
 import random
 from dataclasses import dataclass
 
-from lab_utils import checks
+from lab_utils import assumptions, checks
 
 
 @dataclass(frozen=True)
 class SimulationResult:
     """What a traffic pattern costs on a serverless endpoint. Money in US dollars."""
 
-    cost: float  # flex billed seconds x price, plus active workers for the whole period
+    cost_usd: float  # flex billed seconds x price, plus active workers for the whole period
     cold_starts: int  # flex workers started (each paid a cold start)
     latencies_s: tuple[float, ...]  # in the order of the arrivals given
     p50_s: float  # median latency (nan when there were no requests)
     p95_s: float  # 95th percentile latency, linear interpolation (as numpy's default)
     billed_s: int  # flex worker-seconds billed, each lifetime rounded up to a whole second
     active_billed_s: int = 0  # active worker-seconds billed
+    busy_s: float = 0.0  # worker-seconds spent serving requests (all workers)
+
+    @property
+    def cost(self) -> float:
+        """The same as ``cost_usd`` (the older name)."""
+        return self.cost_usd
 
 
 def percentile(values, q: float) -> float:
@@ -50,7 +62,8 @@ def percentile(values, q: float) -> float:
 
 
 class _Worker:
-    """One worker: when it started, when its current job ends, whether it is always on."""
+    """One worker: when it started, when it is next free (its cold start's end, then its current
+    job's), whether it is always on."""
 
     def __init__(self, started_s: float, free_at_s: float, active: bool):
         self.started_s = started_s
@@ -76,7 +89,7 @@ def simulate(
     """Serve requests arriving at ``arrival_times_s`` (seconds) and return cost and latencies.
 
     ``service_s``: seconds of work per request on a warm worker; ``cold_start_s``: seconds from
-    a worker's start until it can serve (container start + model load); ``idle_timeout_s``:
+    a worker's start until it can serve (:func:`cold_start`); ``idle_timeout_s``:
     seconds a worker stays warm after its last job; ``price_per_worker_s``: dollars per flex
     worker-second. See the module docstring for the rules.
     """
@@ -95,7 +108,7 @@ def simulate(
     retired_lifetimes_s = []
     latencies = [0.0] * len(arrivals)
     last_end_s = 0.0
-    for index in sorted(range(len(arrivals)), key=arrivals.__getitem__):
+    for index in sorted(range(len(arrivals)), key=arrivals.__getitem__):  # the queue, first in first out
         arrival = arrivals[index]
         # Workers whose idle window closed before this arrival have stopped: bill them.
         for worker in [w for w in workers if w.stops_at(idle_timeout_s) < arrival]:
@@ -104,12 +117,10 @@ def simulate(
         idle = [w for w in workers if w.free_at_s <= arrival]
         if idle:
             worker, start = idle[0], arrival
-        elif len(workers) < max_workers:
-            worker = _Worker(arrival, arrival, active=False)
-            workers.append(worker)
-            start = arrival + cold_start_s
         else:
-            worker = min(workers, key=lambda w: w.free_at_s)
+            if len(workers) < max_workers:  # the request waits; a new worker boots meanwhile
+                workers.append(_Worker(arrival, arrival + cold_start_s, active=False))
+            worker = min(workers, key=lambda w: w.free_at_s)  # the first to be warm and idle
             start = worker.free_at_s
         worker.free_at_s = start + service_s
         latencies[index] = worker.free_at_s - arrival
@@ -123,13 +134,14 @@ def simulate(
         period_s = max(period_s, checks.number("duration_s", duration_s, strict=False))
     active_billed_s = active_workers * math.ceil(period_s)
     return SimulationResult(
-        cost=billed_s * price_per_worker_s + active_billed_s * active_price_per_worker_s,
+        cost_usd=billed_s * price_per_worker_s + active_billed_s * active_price_per_worker_s,
         cold_starts=len(lifetimes_s),
         latencies_s=tuple(latencies),
         p50_s=percentile(latencies, 50),
         p95_s=percentile(latencies, 95),
         billed_s=billed_s,
         active_billed_s=active_billed_s,
+        busy_s=len(arrivals) * service_s,
     )
 
 
@@ -172,3 +184,41 @@ def batch_arrivals(n_requests: int, start_s: float = 0.0, spacing_s: float = 0.0
     start_s = checks.number("start_s", start_s, strict=False)
     spacing_s = checks.number("spacing_s", spacing_s, strict=False)
     return tuple(start_s + k * spacing_s for k in range(n_requests))
+
+
+_COLD_START_PARTS = ("image_pull_s", "container_start_s", "cuda_init_s")
+
+
+@dataclass(frozen=True)
+class ColdStart:
+    """A GPU worker's cold start, part by part, in seconds: ``parts`` holds (label, seconds) in
+    the order they happen; ``assumptions`` the (name, value) of each default it took."""
+
+    parts: tuple[tuple[str, float], ...]
+    assumptions: tuple[tuple[str, object], ...] = ()
+
+    @property
+    def total_s(self) -> float:
+        return sum(seconds for _, seconds in self.parts)
+
+    def cost_usd(self, price_per_worker_s: float) -> float:
+        """Dollars one cold start bills at ``price_per_worker_s`` (before the job it serves)."""
+        return math.ceil(self.total_s) * checks.number("price_per_worker_s", price_per_worker_s, strict=False)
+
+
+def cold_start(weight_bytes, *, image_pull_s=None, container_start_s=None, cuda_init_s=None,
+               weight_load_bytes_per_s=None) -> ColdStart:
+    """The cold start of a worker that serves ``weight_bytes`` of weights: image pull +
+    container start + CUDA initialisation + weight load (``weight_bytes`` /
+    ``weight_load_bytes_per_s``). Each part left None is the ``cold_start.*`` assumption."""
+    weight_bytes = checks.number("weight_bytes", weight_bytes, strict=False)
+    given = {"image_pull_s": image_pull_s, "container_start_s": container_start_s, "cuda_init_s": cuda_init_s,
+             "weight_load_bytes_per_s": weight_load_bytes_per_s}
+    taken = {f"cold_start.{name}": assumptions.value(f"cold_start.{name}") for name, value in given.items()
+             if value is None}
+    values = {name: taken.get(f"cold_start.{name}", value) for name, value in given.items()}
+    seconds = {name: checks.number(name, values[name], strict=False) for name in _COLD_START_PARTS}
+    load_s = weight_bytes / checks.number("weight_load_bytes_per_s", values["weight_load_bytes_per_s"])
+    labels = {"image_pull_s": "image pull", "container_start_s": "container start", "cuda_init_s": "CUDA init"}
+    parts = tuple((labels[name], seconds[name]) for name in _COLD_START_PARTS) + (("weight load", load_s),)
+    return ColdStart(parts, tuple(taken.items()))

@@ -233,3 +233,24 @@ def test_every_catalog_gpu_and_method_answers(method, capsys):
         assert cli.main(["pick", "fine-tune", "--model", model, "--tokens", "1e7", "--method", method,
                          "--limit", "3"]) == 0
     assert cli.main(["memory", "--model", "llama-3.1-8b", "--method", "inference"]) == 0
+
+
+def test_cost_serve_reports_the_serving_estimate(capsys):
+    from lab_utils import serving
+
+    assert cli.main(["cost", "serve", "--model", "llama-3.1-8b", "--batch", "32", "--input-tokens", "3584",
+                     "--output-tokens", "512", "--efficiency", "1"]) == 0
+    out = capsys.readouterr().out
+    estimate = serving.estimate("llama-3.1-8b", device="H100 SXM", batch=32, prompt_len=3584, output_len=512)
+    assert f"{estimate.output_tokens_per_s:,.0f}" in out and "room for 115" in out
+    assert f"${estimate.usd_per_million_output_tokens:,.2f} per 1M generated tokens" in out
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["cost", "serve", "--model", "llama-3.1-8b", "--batch", "5000"])
+    assert exited.value.code == 2 and "--batch" in capsys.readouterr().err
+
+
+def test_pick_fine_tune_of_70b_in_full_rents_whole_servers(capsys):
+    assert cli.main(["pick", "fine-tune", "--model", "llama-3.1-70b", "--tokens", "1e7", "--method", "full",
+                     "--limit", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "x H100 SXM (2 servers)" in out and "max_devices = 8" in out

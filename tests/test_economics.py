@@ -176,6 +176,34 @@ def test_qlora_of_a_70b_model_needs_more_than_48gb_and_fits_80gb():
     assert gpus("A100 80GB SXM") == 1
 
 
+def test_full_recomputation_adds_one_forward_pass_to_the_hardware_flops():
+    n_params = llms.get("Llama-3.1-8B").n_params
+    estimate = economics.fine_tune_estimate("Llama-3.1-8B", 1e6, method="full", gpu="H100", mfu=0.4,
+                                            price_per_gpu_hour=1.0, recompute="full")
+    # model FLOPs 6·N·D; the GPUs also redo the forward pass, 2·N·D: 8·N·D, so 40% MFU is 53% HFU
+    assert estimate.flops == pytest.approx(6 * n_params * 1e6)
+    assert estimate.hardware_flops == pytest.approx(8 * n_params * 1e6)
+    assert estimate.hfu == pytest.approx(0.4 * 8 / 6)
+    kept = economics.fine_tune_estimate("Llama-3.1-8B", 1e6, method="full", gpu="H100", mfu=0.4,
+                                        price_per_gpu_hour=1.0, recompute="none", n_gpus=8)
+    assert kept.hardware_flops == kept.flops
+    with pytest.raises(ValueError, match="mfu=0.8"):
+        economics.fine_tune_estimate("Llama-3.1-8B", 1e6, method="full", gpu="H100", mfu=0.8,
+                                     price_per_gpu_hour=1.0, recompute="full")
+
+
+def test_a_job_beyond_one_server_rents_whole_8_gpu_servers_at_a_server_price():
+    per_node = assumptions.value("max_devices")
+    nine = economics.fine_tune_estimate("Llama-3.1-8B", 1e6, method="full", gpu="H100", n_gpus=per_node + 1)
+    assert (nine.n_gpus, nine.n_nodes) == (2 * per_node, 2)
+    node = min((p for p in economics.hourly_prices() if p.gpu == "H100 SXM" and p.n_gpus == per_node),
+               key=lambda p: p.price_per_gpu_hour)
+    assert nine.price_usd_per_gpu_hour == node.price_per_gpu_hour
+    assert node.name in nine.price_source
+    one_server = economics.fine_tune_estimate("Llama-3.1-8B", 1e6, method="full", gpu="H100", n_gpus=per_node)
+    assert (one_server.n_gpus, one_server.n_nodes) == (per_node, 1)
+
+
 # --- claim checks -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("claimed, low, high, verdict", [

@@ -68,3 +68,40 @@ def test_mlp_shapes():
 def test_bad_input_is_refused(make, error, match):
     with pytest.raises(error, match=match):
         make()
+
+
+def _greedy_without_cache(model, tokens, new):
+    for _ in range(new):
+        tokens = torch.cat([tokens, model(tokens)[:, -1].argmax(-1, keepdim=True)], dim=1)
+    return tokens
+
+
+def test_generate_with_a_kv_cache_matches_recomputing_the_whole_prefix():
+    torch.manual_seed(0)
+    config = models.GPTConfig(seq_len=24)
+    model = models.TinyGPT(config).eval()
+    prompt = models.random_tokens(config, batch=3)[:, :8]
+    with torch.no_grad():
+        expected = _greedy_without_cache(model, prompt, 16)
+        logits, cache = model.prefill(prompt)
+        torch.testing.assert_close(logits, model(prompt)[:, -1])
+    assert len(cache) == config.n_layers and cache[0][0].shape == (3, config.n_heads, 8, config.hidden // config.n_heads)
+    assert torch.equal(model.generate(prompt, 16), expected)
+
+
+def test_generate_refuses_more_positions_than_the_model_has():
+    config = models.GPTConfig(seq_len=10)
+    model = models.TinyGPT(config)
+    prompt = models.random_tokens(config, batch=1)[:, :8]
+    assert model.generate(prompt, 3).shape == (1, 11)  # the last token needs no position of its own
+    with pytest.raises(ValueError, match="max_new_tokens=4"):
+        model.generate(prompt, 4)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        model.generate(prompt, 0)
+
+
+def test_llm_config_counts_the_parameters_each_token_multiplies():
+    config = models.GPTConfig(hidden=64, n_layers=2, vocab_size=256)
+    shape = models.llm_config(config)
+    assert shape.n_params == 2 * 12 * 64 * 64 + 64 * 256  # blocks' matrices + the tied output layer
+    assert (shape.n_kv_heads, shape.head_dim) == (config.n_heads, 64 // config.n_heads)

@@ -21,6 +21,8 @@ CALLS = {
     "roofline": "roofline.attainable_flops(65e12, 320e9, np.array([1.0, 100.0, 1000.0]))",
     "memory": "memory.job_estimate('llama-3.1-8b', method='inference')",
     "economics": "economics.cost_per_million_tokens(2.0, 1000.0)",
+    "interconnects": "interconnects.get('H100 SXM').pcie_bytes_per_s_each_way",
+    "serving": "serving.estimate('llama-3.1-8b', device='H100 SXM', prompt_len=500, output_len=200)",
     "serverless": "serverless.simulate([0.0, 1.0], service_s=0.5, cold_start_s=2.0, idle_timeout_s=5.0,"
                   " max_workers=2, price_per_worker_s=0.001)",
     "advisor": "advisor.fine_tune('llama-3.1-8b', 1e7, method='full')",

@@ -165,3 +165,45 @@ def test_percentile_matches_linear_interpolation():
     assert serverless.percentile([10], 95) == 10
     with pytest.raises(ValueError, match="q="):
         serverless.percentile([1], 101)
+
+
+def test_a_busy_worker_that_frees_first_takes_the_queue_head_while_a_new_one_still_boots():
+    # t=0: worker 1 boots (ready 10), serves 10-12; t=13: it is idle, serves 13-15;
+    # t=14: it is busy, so worker 2 boots (ready 24), but worker 1 frees at 15 and serves 15-17.
+    result = run([0.0, 13.0, 14.0], max_workers=2)
+    assert result.latencies_s == (12.0, 2.0, 3.0)
+    assert result.cold_starts == 2
+    assert result.billed_s == 22 + 15  # worker 1: 0 -> 17 + 5 idle; worker 2: 14 -> 24 ready + 5 idle
+
+
+def test_a_new_worker_ready_before_the_busy_one_frees_takes_the_waiting_request():
+    # service 20 s, cold start 5 s: worker 1 serves 5-25; the request at 11 boots worker 2 (ready 16)
+    result = run([0.0, 11.0], max_workers=2, service_s=20.0, cold_start_s=5.0)
+    assert result.latencies_s == (25.0, 25.0)
+    assert result.billed_s == 30 + 30  # 0 -> 25 + 5 and 11 -> 36 + 5
+    assert result.busy_s == 40.0
+
+
+def test_cost_is_a_read_only_alias_of_cost_usd():
+    result = run([0.0])
+    assert result.cost == result.cost_usd == pytest.approx(0.017)
+    with pytest.raises(AttributeError):
+        result.cost = 1.0
+
+
+def test_cold_start_adds_its_parts_and_costs_whole_seconds():
+    start = serverless.cold_start(4e9, image_pull_s=30.0, container_start_s=4.0, cuda_init_s=1.5,
+                                  weight_load_bytes_per_s=2e9)
+    assert start.parts == (("image pull", 30.0), ("container start", 4.0), ("CUDA init", 1.5), ("weight load", 2.0))
+    assert start.total_s == 37.5
+    assert start.cost_usd(0.001) == pytest.approx(0.038)  # 38 billed seconds
+    assert start.assumptions == ()
+
+
+def test_cold_start_takes_each_missing_part_from_the_assumptions():
+    start = serverless.cold_start(0.0, cuda_init_s=0.0)
+    assert [name for name, _ in start.assumptions] == [
+        "cold_start.image_pull_s", "cold_start.container_start_s", "cold_start.weight_load_bytes_per_s"]
+    assert dict(start.parts)["weight load"] == 0.0
+    with pytest.raises(ValueError, match="weight_load_bytes_per_s"):
+        serverless.cold_start(1e9, weight_load_bytes_per_s=0)
