@@ -19,7 +19,7 @@ All figures are lower bounds on time (upper bounds on throughput) from vendor sp
 ``efficiency`` (0 < e <= 1) scales them to what an engine reaches. Pure Python: no torch.
 
 >>> round(decode_step_s("Llama-3.1-8B", device="H100 SXM", context_len=4096) * 1e3, 1)  # ms
-4.9
+5.0
 >>> max_batch("Llama-3.1-8B", device="H100 SXM", context_len=4096)
 115
 """
