@@ -47,6 +47,20 @@ class Timing:
         )
 
 
+def _block_s(min_run_time: float, min_runs: int) -> float:
+    """Seconds a block of calls should last."""
+    return max(min_run_time / (2 * min_runs), _MIN_BLOCK_S)
+
+
+def predicted_seconds(call_s: float, min_run_time: float = 0.2, min_runs: int = 5) -> float:
+    """About how long :func:`measure` takes for calls of ``call_s`` seconds: the warm-up calls,
+    then blocks until both ``min_run_time`` and ``min_runs`` blocks are done."""
+    call_s = checks.number("call_s", call_s)
+    warmup_s = call_s * (_WARMUP_CALLS if call_s < min_run_time else 2)
+    block_s = max(call_s, _block_s(min_run_time, min_runs))
+    return warmup_s + max(min_run_time, min_runs * block_s)
+
+
 @contextlib.contextmanager
 def _torch_threads(threads: int | None):
     """torch's intra-op thread count set to ``threads`` inside the block (None: left as is)."""
@@ -99,8 +113,7 @@ def measure(fn, *, device=None, min_run_time: float = 0.2, min_runs: int = 5,
         while len(warm) + 1 < _WARMUP_CALLS and sum(warm) < min_run_time:
             warm.append(timed_block(1))
         call_s = max(min(warm), 1e-9)
-        block_s = max(min_run_time / (2 * min_runs), _MIN_BLOCK_S)
-        calls = max(1, round(block_s / call_s))
+        calls = max(1, round(_block_s(min_run_time, min_runs) / call_s))
         times, spent = [], 0.0
         while len(times) < min_runs or spent < min_run_time:
             seconds = timed_block(calls)
