@@ -175,7 +175,7 @@ def _progress_bar(stream=None):
         if bar is None:
             bar = tqdm(total=progress.total, file=stream or sys.stderr, unit="case", leave=True,
                        bar_format="{l_bar}{bar}| {n}/{total} cases, {elapsed} {postfix}")
-        size = f"{progress.size * 4 / 2**20:g} MiB" if progress.kind == "copy" else f"n={progress.size}"
+        size = f"{progress.size * 4 / 2**20:g} MiB" if progress.kind != "matmul" else f"n={progress.size}"
         bar.set_postfix_str(f"{progress.kind} {size} {progress.dtype}", refresh=False)
         bar.update(progress.done - bar.n)
         if progress.done == progress.total:

@@ -34,12 +34,12 @@ _DATA_FILE = "hardware.toml"
 # Keys a [[device]] table may hold, and the type each must have.
 _STR_KEYS = ("name", "kind", "memory_type", "source", "source_date", "note")
 _INT_KEYS = (
-    "memory_bytes", "tdp_watts", "sm_count", "fp32_lanes_per_sm", "cores",
+    "memory_bytes", "tdp_watts", "sm_count", "fp32_lanes_per_sm", "l2_bytes", "cores",
     "fp32_flops_per_cycle_per_core", "memory_channels", "bytes_per_transfer",
 )
 _FLOAT_KEYS = ("bandwidth_bytes_per_s", "clock_hz", "memory_transfers_per_s")
 _REQUIRED_KEYS = ("name", "kind", "source", "source_date")
-_GPU_ONLY_KEYS = ("sm_count", "fp32_lanes_per_sm")
+_GPU_ONLY_KEYS = ("sm_count", "fp32_lanes_per_sm", "l2_bytes")
 _CPU_ONLY_KEYS = (
     "cores", "clock_hz", "fp32_flops_per_cycle_per_core",
     "memory_channels", "memory_transfers_per_s", "bytes_per_transfer",
@@ -58,7 +58,8 @@ class Spec:
     bandwidth_bytes_per_s (theoretical peak, None when unpublished);
     peak_flops: read-only mapping dtype -> dense peak FLOP/s (OP/s for int8), keys among
     :data:`DTYPES`, only those the device has; tdp_watts;
-    GPUs: sm_count, fp32_lanes_per_sm; CPUs: cores, clock_hz (base),
+    GPUs: sm_count, fp32_lanes_per_sm, l2_bytes (the L2 cache: a bandwidth test must move
+    buffers well past it, or it measures the cache); CPUs: cores, clock_hz (base),
     fp32_flops_per_cycle_per_core; source and source_date (YYYY or YYYY-MM) of the figures;
     note. Unknown figures are None.
     """
@@ -75,6 +76,7 @@ class Spec:
     tdp_watts: int | None = None
     sm_count: int | None = None
     fp32_lanes_per_sm: int | None = None
+    l2_bytes: int | None = None
     cores: int | None = None
     clock_hz: float | None = None
     fp32_flops_per_cycle_per_core: int | None = None
@@ -239,9 +241,9 @@ def _parse_catalog(text: str, origin: str = _DATA_FILE) -> tuple[Spec, ...]:
 
 @functools.cache
 def _load() -> tuple[tuple[Spec, ...], dict[str, Spec]]:
-    """The catalog, parsed once: (specs in file order, lookup key -> Spec)."""
+    """The catalog, parsed once: (GPUs then CPUs, each in file order; lookup key -> Spec)."""
     origin = f"lab_utils/data/{_DATA_FILE}"
-    specs = _parse_catalog(catalogs.text(_DATA_FILE), origin)
+    specs = tuple(sorted(_parse_catalog(catalogs.text(_DATA_FILE), origin), key=lambda s: KINDS.index(s.kind)))
     return specs, catalogs.index(specs, origin)
 
 
@@ -257,7 +259,7 @@ def get(name: str) -> Spec:
 
 
 def catalog(kind: str | None = None) -> tuple[Spec, ...]:
-    """Every device in the catalog, in file order (GPUs first); ``kind`` "gpu" or "cpu" filters."""
+    """Every device in the catalog, GPUs first, each kind in file order; ``kind`` "gpu" or "cpu" filters."""
     if kind is not None and not isinstance(kind, str):
         raise TypeError(f"kind must be None, 'gpu' or 'cpu', got {type(kind).__name__} {kind!r}")
     specs, _ = _load()

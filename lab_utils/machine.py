@@ -38,10 +38,14 @@ class MachineReport:
     ram_bytes: int
     runtime: str  # "colab" | "runpod" | "local"
     os_name: str
+    mps_available: bool = False  # an Apple-silicon GPU torch can use (then gpu_memory_bytes is
+    # torch.mps.recommended_max_memory(): the unified memory macOS lets the GPU use)
 
     def rows(self) -> list[tuple[str, str]]:
         """The report as (label, human-readable value) pairs, in display order."""
         gpu = "none (torch sees no CUDA device)"
+        if self.mps_available:
+            gpu = f"{self.device_name} GPU via MPS, up to {format_bytes(self.gpu_memory_bytes)} of unified memory"
         if self.cuda_available:
             gpu = (
                 f"{self.device_name} x {self.gpu_count}, "
@@ -123,6 +127,9 @@ def describe() -> MachineReport:
         device_name = properties.name
         gpu_memory_bytes = properties.total_memory
         gpu_compute_capability = f"{properties.major}.{properties.minor}"
+    mps_available = not cuda_available and _mps_available()
+    if mps_available:
+        gpu_memory_bytes = torch.mps.recommended_max_memory()
     return MachineReport(
         python_version=platform.python_version(),
         torch_version=torch.__version__,
@@ -139,14 +146,53 @@ def describe() -> MachineReport:
         ram_bytes=psutil.virtual_memory().total,
         runtime=detect_runtime(),
         os_name=f"{platform.system()} {platform.release()}",
+        mps_available=mps_available,
     )
 
 
-def pick_device():
-    """The device to compute on: torch.device('cuda') when a GPU is usable, else 'cpu'."""
+def _mps_available() -> bool:
+    """Whether torch can compute on an Apple-silicon GPU (MPS): built with it, and the Mac able
+    to run it (macOS 12.3 or later); False on torch builds without the backend."""
     import torch
 
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    mps = getattr(torch.backends, "mps", None)
+    return bool(mps is not None and mps.is_available())
+
+
+def pick_device():
+    """The device to compute on: torch.device('cuda') when a CUDA GPU is usable, else 'mps' on
+    an Apple-silicon Mac whose torch can use its GPU, else 'cpu'.
+
+    MPS lacks some operators and float64: torch raises NotImplementedError for those unless
+    the environment variable PYTORCH_ENABLE_MPS_FALLBACK=1 was set before torch was imported,
+    which runs them on the CPU instead.
+    """
+    import torch
+
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    return torch.device("mps" if _mps_available() else "cpu")
+
+
+def l2_cache_bytes(device=None) -> int | None:
+    """Bytes of a CUDA device's L2 cache: what torch reports, else the hardware catalog's figure
+    for the device's name; None on other devices or when neither knows. A bandwidth test must
+    move buffers well past it, or it measures the cache."""
+    import torch
+
+    from lab_utils import hardware
+
+    device = as_device(device)
+    if device.type != "cuda":
+        return None
+    properties = torch.cuda.get_device_properties(device)
+    reported = getattr(properties, "L2_cache_size", None)
+    if reported:
+        return int(reported)
+    try:
+        return hardware.get(properties.name).l2_bytes
+    except ValueError:  # a GPU the catalog lacks
+        return None
 
 
 def as_device(device):

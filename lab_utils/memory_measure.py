@@ -107,7 +107,7 @@ def _live_bytes_mode(limit_bytes=None, device_type=None):
 
 
 class BudgetExceeded(MemoryError):
-    """Raised by :func:`budget` on the CPU when live tensor bytes pass the budget."""
+    """Raised by :func:`budget` when the live bytes of tensors created in its block pass the budget."""
 
     def __init__(self, budget_bytes: int, live_bytes: int):
         self.budget_bytes, self.live_bytes = budget_bytes, live_bytes
@@ -117,15 +117,19 @@ class BudgetExceeded(MemoryError):
 
 @contextlib.contextmanager
 def budget(limit_bytes, device=None):
-    """Run a block as if the device had only ``limit_bytes`` of memory.
+    """Run a block as if the device had only ``limit_bytes`` of memory for the tensors the block
+    creates.
 
-    On CUDA: ``torch.cuda.set_per_process_memory_fraction`` caps PyTorch's caching allocator
-    for the whole process (every tensor on the device counts, the model included); an
-    allocation past the cap raises ``torch.OutOfMemoryError``, the error a full GPU gives.
-    Afterwards the previous fraction is restored and the cache emptied.
-    On the CPU: tensors created inside the block are tracked and :class:`BudgetExceeded` is
-    raised once they pass the limit (checked after each operation), long before the machine's
-    RAM runs out. Create the model inside the block for it to count.
+    On every device (CPU, CUDA, MPS) the storages of tensors created on it inside the block are
+    followed from creation to release, and :class:`BudgetExceeded` is raised once their live
+    bytes pass the limit (checked after each operation), long before the device runs out.
+    Tensors that existed before the block do not count: create the model inside the block for
+    it to count. The CPU and a GPU thus count the same thing, what ``lab_utils.memory``
+    predicts; a real GPU also holds its CUDA context, cuBLAS workspaces and the caching
+    allocator's idle blocks, which the course's reserve stands for. (Capping the allocator
+    with ``torch.cuda.set_per_process_memory_fraction`` would count those too, and blocks that
+    earlier cells left cached, so its "largest batch that fits" would disagree with the
+    prediction.) A CUDA device must have at least ``limit_bytes`` of memory.
     """
     import torch
 
@@ -137,17 +141,22 @@ def budget(limit_bytes, device=None):
         total = torch.cuda.get_device_properties(device).total_memory
         if limit_bytes > total:
             raise ValueError(f"limit_bytes={limit_bytes:,} exceeds the {total:,} bytes of {device}")
-        get_fraction = getattr(torch.cuda, "get_per_process_memory_fraction", None)  # torch >= 2.5
-        before = get_fraction(device) if get_fraction else 1.0
-        torch.cuda.set_per_process_memory_fraction(limit_bytes / total, device)
-        try:
-            yield
-        finally:
-            torch.cuda.set_per_process_memory_fraction(before, device)
-            torch.cuda.empty_cache()
-    else:
-        with _live_bytes_mode(limit_bytes, device_type=device.type):
-            yield
+    with _live_bytes_mode(limit_bytes, device_type=device.type):
+        yield
+
+
+def _cuda_step_peak(device, step, owned_bytes: int) -> int:
+    """Bytes at the peak of ``step()`` on a CUDA device, counting only the step: the most the
+    allocator held during the step, less what it held before, plus ``owned_bytes`` (the step's
+    own tensors that existed before it)."""
+    import torch
+
+    torch.cuda.synchronize(device)
+    before = torch.cuda.memory_allocated(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    step()
+    torch.cuda.synchronize(device)
+    return torch.cuda.max_memory_allocated(device) - before + owned_bytes
 
 
 def measure_training_step(model, batch, loss_fn=None, optimizer=None) -> StepMemory:
@@ -160,11 +169,14 @@ def measure_training_step(model, batch, loss_fn=None, optimizer=None) -> StepMem
 
     Activations are what the forward pass and the loss save for backward, counted with
     ``torch.autograd.graph.saved_tensors_hooks``, each storage once, leaving out parameters,
-    buffers and inputs (saving them costs no new memory). The
-    peak on CUDA is ``torch.cuda.max_memory_allocated`` (every tensor on the device, the
-    allocator's rounding included); elsewhere it is found by following every tensor storage
-    from creation to release (see ``_live_bytes_mode``), starting from the parameters,
-    buffers, inputs and optimizer state that exist before the step.
+    buffers and inputs (saving them costs no new memory). The peak counts the step's own
+    tensors: the parameters, buffers, inputs and optimizer state that exist before the step,
+    plus the most that the step adds at once. On CUDA the addition is
+    ``torch.cuda.max_memory_allocated`` minus ``memory_allocated`` before the step (so tensors
+    that earlier cells keep on the device do not count; the allocator's rounding to 512 bytes
+    does, and so does a cuBLAS workspace that the step's first product allocates); elsewhere
+    the peak is found by following every tensor storage from creation to release (see
+    ``_live_bytes_mode``).
     """
     import torch
 
@@ -204,11 +216,9 @@ def measure_training_step(model, batch, loss_fn=None, optimizer=None) -> StepMem
         optimizer.step()
 
     if device.type == "cuda":
-        torch.cuda.synchronize(device)
-        torch.cuda.reset_peak_memory_stats(device)
-        step()
-        torch.cuda.synchronize(device)
-        peak, method = torch.cuda.max_memory_allocated(device), "torch.cuda.max_memory_allocated"
+        owned = [*parameters, *model.buffers(), *inputs, *torch_compat.tensors_in(list(optimizer.state.values()))]
+        peak = _cuda_step_peak(device, step, _storage_bytes([t for t in owned if t.device == device]))
+        method = "torch.cuda.max_memory_allocated during the step - memory_allocated before + the step's own tensors"
     else:
         tracker = _live_bytes_mode(device_type=device.type)
         with tracker:

@@ -7,6 +7,7 @@ alternately (tests/alternating.median_ratio); run with -s to see them.
 import statistics
 import time
 
+import numpy as np
 import pytest
 import torch
 
@@ -52,9 +53,12 @@ def test_measure_copy_copies_and_counts_read_plus_written():
 def test_rows_count_flops_and_bytes_as_the_roofline_does():
     table = bench.sweep(sizes=(64, 128), dtypes=("fp32", "bf16"), copy_bytes=(2**20,), device="cpu",
                         budget_s=30, min_run_time=0.01)
-    assert [(r.kind, r.size, r.dtype) for r in table.rows] == [
-        ("copy", 2**18, "fp32"), ("matmul", 64, "fp32"), ("matmul", 128, "fp32"),
-        ("matmul", 64, "bf16"), ("matmul", 128, "bf16")]
+    everyone = torch.get_num_threads()
+    one_thread = [("copy", 2**18, "fp32", 1)] if everyone > 1 else []
+    assert [(r.kind, r.size, r.dtype, r.threads) for r in table.rows] == [
+        ("copy", 2**18, "fp32", everyone), *one_thread, ("triad", 2**18, "fp32", everyone),
+        ("matmul", 64, "fp32", None), ("matmul", 128, "fp32", None),
+        ("matmul", 64, "bf16", None), ("matmul", 128, "bf16", None)]
     assert table.skipped == () and table.device == "cpu" and table.budget_s == 30
     for row in table.select("matmul"):
         n, size = row.size, 4 if row.dtype == "fp32" else 2
@@ -66,6 +70,9 @@ def test_rows_count_flops_and_bytes_as_the_roofline_does():
         assert row.seconds > 0 and row.iqr_s >= 0 and row.device == "cpu"
     copy = table.best("copy")
     assert copy.bytes_per_call == 2 * 2**20 and copy.flops_per_s == 0 and copy.intensity == 0
+    assert copy.array_bytes == 2**20 and table.best("triad").array_bytes == 2**20
+    assert table.best("triad").bytes_per_call == 3 * 2**20  # b and c read, a written
+    assert table.best("copy", threads=1) in (None, *table.select("copy", threads=1))
     assert table.best("matmul", "fp16") is None
     assert [p.intensity for p in table.points()] == [r.intensity for r in table.select("matmul")]
     assert table.points()[0].label == "fp32 matmul on cpu, measured here"
@@ -105,6 +112,75 @@ def test_a_case_that_fails_is_skipped_with_the_error_and_the_sweep_goes_on(monke
     assert table.skipped == (bench.Skipped("matmul", 32, "fp16", "failed: CUDA out of memory. Tried to allocate 2.00 GiB"),)
 
 
+def test_measure_copy_cuts_the_arrays_over_threads_and_copies_every_byte():
+    src, dst = torch.arange(10_000, dtype=torch.float32), torch.zeros(10_000)
+    for threads in (1, 3):
+        dst.zero_()
+        row = bench.measure_copy(src, dst, min_run_time=0.01, threads=threads)
+        assert torch.equal(src, dst) and row.threads == threads
+        assert f"{threads} thread" in row.describe()
+    assert bench.measure_copy(src, dst, min_run_time=0.01).threads == torch.get_num_threads()
+    # 40,000 bytes in 3 pieces on 4 KiB pages: ceil(40000 / 3 / 4096) = 4 pages = 16,384 bytes each
+    pieces = bench._chunks(np.zeros(40_000, dtype=np.uint8), 3)
+    assert [p.size for p in pieces] == [16_384, 16_384, 7_232]
+
+
+def test_measure_triad_computes_b_plus_scalar_c_and_counts_three_arrays():
+    a, b, c = torch.zeros(1000), torch.arange(1000.0), torch.full((1000,), 2.0)
+    row = bench.measure_triad(a, b, c, min_run_time=0.01, threads=1)
+    assert torch.equal(a, torch.arange(1000.0) + 6.0)  # b + 3 x 2, by hand
+    assert (row.kind, row.size, row.bytes_per_call, row.threads) == ("triad", 1000, 3 * 4000, 1)
+
+
+def test_threads_are_refused_off_the_cpu():
+    src = torch.ones(16, device="meta")
+    with pytest.raises(ValueError, match="threads=2"):
+        bench.measure_copy(src, torch.ones(16, device="meta"), threads=2)
+
+
+def test_default_sizes_reach_a_gpus_plateau():
+    assert bench.default_sizes("cpu") == bench.CPU_SIZES
+    assert bench.default_sizes("cuda") == bench.GPU_SIZES and max(bench.GPU_SIZES) >= 8192
+
+
+def patch_cuda_capability(monkeypatch, major, minor):
+    """A CUDA GPU of compute capability major.minor, as torch.cuda would describe it."""
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (major, minor))
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported",
+                        lambda including_emulation=True: including_emulation or major >= 8)
+
+
+@pytest.mark.parametrize("major, minor, tf32, bf16", [(7, 5, False, False), (8, 0, True, True), (9, 0, True, True)])
+def test_tf32_and_bf16_need_compute_capability_8(monkeypatch, major, minor, tf32, bf16):
+    """Issue 18 item 2: a T4 (7.5) would only emulate bf16, so the sweep skips it and says why."""
+    patch_cuda_capability(monkeypatch, major, minor)
+    cuda = torch.device("cuda")
+    assert (bench._unsupported("tf32", cuda) is None) == tf32
+    assert (bench._unsupported("bf16", cuda) is None) == bf16
+    assert bench._unsupported("fp16", cuda) is None and bench._unsupported("fp32", cuda) is None
+    if not bf16:
+        assert "emulated" in bench._unsupported("bf16", cuda) and f"{major}.{minor}" in bench._unsupported("bf16", cuda)
+
+
+def test_sweep_keeps_the_newer_fp32_precision_api_and_restores_it():
+    """Issue 18 item 9: once torch.backends.cuda.matmul.fp32_precision is set, the legacy getter
+    raises; the sweep must save and restore through the newer API."""
+    matmul = torch.backends.cuda.matmul
+    if not hasattr(matmul, "fp32_precision"):
+        pytest.skip("this torch has only the legacy precision API")
+    before = matmul.fp32_precision
+    matmul.fp32_precision = "tf32"
+    try:
+        with bench._matmul_precision("fp32"):
+            assert matmul.fp32_precision == "ieee" and not bench._tf32_matmuls()
+        with bench._matmul_precision("tf32"):
+            assert matmul.fp32_precision == "tf32" and bench._tf32_matmuls()
+        table = bench.sweep(sizes=(32,), copy_bytes=(), device="cpu", budget_s=5, min_run_time=0.01)
+        assert matmul.fp32_precision == "tf32" and table.rows[0].dtype == "fp32"
+    finally:
+        matmul.fp32_precision = before
+
+
 def test_sweep_restores_the_float32_matmul_precision():
     before = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision("high")
@@ -120,9 +196,11 @@ def test_progress_reports_every_case(capsys):
     events = []
     bench.sweep(sizes=(16, 32), dtypes=("fp32", "tf32"), copy_bytes=(4096,), device="cpu", budget_s=5,
                 min_run_time=0.01, progress=events.append)
-    assert [(e.done, e.total) for e in events] == [(i, 5) for i in range(1, 6)]
-    assert [e.row is None for e in events] == [False, False, False, True, True]
-    assert all(e.skipped_reason for e in events[3:]) and events[-1].elapsed_s >= events[0].elapsed_s
+    bandwidth = 3 if torch.get_num_threads() > 1 else 2  # copy (all threads, one thread), triad
+    total = bandwidth + 4
+    assert [(e.done, e.total) for e in events] == [(i, total) for i in range(1, total + 1)]
+    assert [e.row is None for e in events] == [False] * (bandwidth + 2) + [True, True]
+    assert all(e.skipped_reason for e in events[-2:]) and events[-1].elapsed_s >= events[0].elapsed_s
 
     bench.sweep(sizes=(16,), copy_bytes=(), device="cpu", budget_s=5, min_run_time=0.01, progress=True)
     assert capsys.readouterr().out.startswith("[1/1, ")

@@ -19,6 +19,8 @@ from lab_utils.hardware import DTYPES, Spec, catalog, get
 GPUS = catalog("gpu")
 CPUS = catalog("cpu")
 HBM, GDDR = ("HBM2", "HBM2e", "HBM3", "HBM3e"), ("GDDR6", "GDDR6X")
+# Apple chips compute on a GPU without tensor cores, in memory shared with the CPU
+DISCRETE_GPUS = tuple(s for s in GPUS if "unified" not in (s.memory_type or ""))
 
 
 def present(name):
@@ -91,7 +93,7 @@ def test_gpu_fp32_peak_implies_a_real_clock(spec):
     assert 1.0 < clock_ghz < 3.0, clock_ghz
 
 
-@pytest.mark.parametrize("spec", GPUS, ids=lambda s: s.name)
+@pytest.mark.parametrize("spec", DISCRETE_GPUS, ids=lambda s: s.name)
 def test_gpu_precisions_are_ordered_as_tensor_cores_work(spec):
     peaks = spec.peak_flops
     half = peaks.get("bf16", peaks.get("fp16"))
@@ -106,7 +108,7 @@ def test_gpu_precisions_are_ordered_as_tensor_cores_work(spec):
     assert peaks["int8"] >= half
 
 
-@pytest.mark.parametrize("spec", GPUS, ids=lambda s: s.name)
+@pytest.mark.parametrize("spec", DISCRETE_GPUS, ids=lambda s: s.name)
 def test_gpu_memory_type_matches_its_bandwidth(spec):
     if spec.memory_type in HBM:
         assert spec.bandwidth_bytes_per_s > 1.5e12

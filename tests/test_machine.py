@@ -76,11 +76,48 @@ def test_detect_runtime(environ, expected):
     assert machine.detect_runtime(environ) == expected
 
 
-def test_pick_device_follows_cuda_availability(monkeypatch):
+@pytest.mark.parametrize("cuda, mps, expected", [
+    (False, False, "cpu"), (True, False, "cuda"), (False, True, "mps"), (True, True, "cuda")])
+def test_pick_device_prefers_cuda_then_mps_then_cpu(monkeypatch, cuda, mps, expected):
+    """Issue 18 item 13: a Mac's GPU is picked through MPS where torch can use it."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: mps)
+    assert machine.pick_device() == torch.device(expected)
+
+
+def test_a_torch_without_the_mps_backend_falls_back_to_the_cpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.delattr(torch.backends, "mps")
     assert machine.pick_device() == torch.device("cpu")
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert machine.pick_device() == torch.device("cuda")
+
+
+def test_report_reads_an_apple_gpu_through_torch_mps(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+    monkeypatch.setattr(torch.mps, "recommended_max_memory", lambda: 48 * 2**30)
+    monkeypatch.setattr(machine, "cpu_model", lambda: "Apple M1 Max")
+    report = machine.describe()
+    assert report.mps_available and not report.cuda_available
+    assert report.gpu_memory_bytes == 48 * 2**30 and report.device_name == "Apple M1 Max"
+    assert "Apple M1 Max GPU via MPS, up to 48.0 GiB of unified memory" in str(report)
+
+
+def test_synchronize_waits_on_mps(monkeypatch):
+    calls = []
+    monkeypatch.setattr(torch.mps, "synchronize", lambda: calls.append("mps"))
+    machine.synchronize("mps")
+    assert calls == ["mps"]
+
+
+@pytest.mark.parametrize("properties, expected", [
+    (types.SimpleNamespace(name="NVIDIA H100 NVL", L2_cache_size=52_428_800), 52_428_800),  # torch's figure
+    (types.SimpleNamespace(name="NVIDIA A100 80GB PCIe"), 40 * 2**20),  # no torch figure: the catalog's
+    (types.SimpleNamespace(name="NVIDIA Future GPU"), None),  # neither knows
+])
+def test_l2_cache_bytes_of_a_cuda_device(monkeypatch, properties, expected):
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: properties)
+    assert machine.l2_cache_bytes("cuda") == expected
+    assert machine.l2_cache_bytes("cpu") is None
 
 
 def test_synchronize_on_cpu_is_a_no_op():

@@ -41,11 +41,63 @@ def test_measure_synchronizes_the_device_at_every_clock_read(monkeypatch):
     assert len(synchronized) >= 2 * result.runs  # a clock read before and after every timed block
 
 
-def test_measure_uses_all_torch_threads(monkeypatch):
+def test_measure_uses_torch_threads_and_restores_them():
+    outside = torch.get_num_threads()
     seen = []
-    monkeypatch.setattr(torch, "set_num_threads", lambda n, real=torch.set_num_threads: seen.append(n) or real(n))
-    timing.measure(lambda: None, device="cpu", min_run_time=0.01)
-    assert seen and set(seen) == {torch.get_num_threads()}
+    timing.measure(lambda: seen.append(torch.get_num_threads()), device="cpu", min_run_time=0.01)
+    assert set(seen) == {outside}  # by default: all of torch's threads, as set
+    seen.clear()
+    timing.measure(lambda: seen.append(torch.get_num_threads()), device="cpu", min_run_time=0.01, threads=1)
+    assert set(seen) == {1}
+    assert torch.get_num_threads() == outside
+
+
+class FakeClock:
+    """A clock that only the timed function moves: the first call costs ``cold_s``, every
+    later one ``warm_s``. Timing with it is exact, so the arithmetic can be checked by hand."""
+
+    def __init__(self, cold_s, warm_s):
+        self.now, self.calls, self.cold_s, self.warm_s = 0.0, 0, cold_s, warm_s
+
+    def __call__(self):
+        return self.now
+
+    def call(self):
+        self.now += self.cold_s if self.calls == 0 else self.warm_s
+        self.calls += 1
+
+
+def test_a_cold_first_call_is_warmed_up_and_never_timed(monkeypatch):
+    """Item 1 of issue 18: a first call (cuBLAS handle, kernel loading) far longer than
+    min_run_time is a warm-up, not a block; at least five blocks follow."""
+    clock = FakeClock(cold_s=5.0, warm_s=0.002)
+    monkeypatch.setattr(timing, "_clock", clock)
+    result = timing.measure(clock.call, device="cpu", min_run_time=0.1)
+    assert result.median_s == pytest.approx(0.002) and result.iqr_s == pytest.approx(0.0, abs=1e-12)
+    assert result.warmup_calls == 3
+    # blocks of 10 ms (0.1 s / (2 x 5)) = 5 calls of 2 ms; 0.1 s needs 10 blocks
+    assert result.calls_per_run == 5 and result.runs in (10, 11)  # 11: 10 x 0.01 rounds below 0.1
+    assert clock.calls == 3 + 5 * result.runs
+    assert f"{result.runs} runs x 5 calls" in str(result) and "3 warm-up calls" in str(result)
+
+
+def test_slow_calls_still_get_min_runs_blocks(monkeypatch):
+    clock = FakeClock(cold_s=1.0, warm_s=1.0)  # each call longer than min_run_time
+    monkeypatch.setattr(timing, "_clock", clock)
+    result = timing.measure(clock.call, device="cpu", min_run_time=0.2, min_runs=5)
+    assert (result.runs, result.calls_per_run) == (5, 1)
+    assert result.warmup_calls == 2  # the second warm-up call already took min_run_time
+    assert result.median_s == pytest.approx(1.0)
+
+
+def test_measure_synchronizes_a_patched_cuda_device(monkeypatch):
+    """The CUDA path without a GPU: every block is bracketed by a synchronize of 'cuda'."""
+    synchronized = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: synchronized.append(str(device)))
+    result = timing.measure(lambda: None, device="cuda", min_run_time=0.01)
+    assert set(synchronized) == {"cuda"}
+    assert len(synchronized) == 2 * (result.runs + result.warmup_calls)
+    assert result.device == "cuda"
 
 
 @pytest.mark.parametrize(
@@ -58,6 +110,9 @@ def test_measure_uses_all_torch_threads(monkeypatch):
         ({"min_run_time": "1"}, TypeError, "min_run_time"),
         ({"min_run_time": True}, TypeError, "min_run_time"),
         ({"device": "tpu9"}, ValueError, "device"),
+        ({"min_runs": 0}, ValueError, "min_runs"),
+        ({"threads": 0}, ValueError, "threads"),
+        ({"threads": 1.5}, TypeError, "threads"),
     ],
 )
 def test_measure_refuses_bad_input(kwargs, error, match):
