@@ -178,8 +178,8 @@ def _doctor(args: argparse.Namespace) -> int:
     print(report)
     installed = {name: importlib.util.find_spec(name) is not None for name in ("ipywidgets", "jupyterlab_widgets")}
     free_disk_bytes = shutil.disk_usage(os.getcwd()).free
-    print(f"course:      {course_version()}")
-    print(f"free disk:   {format_bytes(free_disk_bytes)} here ({os.getcwd()})")
+    print(f"{'Course':<20}{course_version()}")
+    print(f"{'Free disk':<20}{format_bytes(free_disk_bytes)} here ({os.getcwd()})")
     found = doctor_findings(report, installed=installed, free_disk_bytes=free_disk_bytes,
                             nvidia_gpu=nvidia_gpu_present())
     print()

@@ -42,7 +42,7 @@ def test_every_command_has_help_with_examples(command):
 def test_doctor_reports_and_exit_status_says_whether_the_course_can_run():
     result = run("doctor")
     assert "PyTorch" in result.stdout and "RAM" in result.stdout
-    assert "course:      cpu-vs-gpu-course" in result.stdout and "free disk:" in result.stdout
+    assert "Course              cpu-vs-gpu-course" in result.stdout and "Free disk" in result.stdout
     if not cli.nvidia_gpu_present():
         assert "driver" not in result.stdout  # no NVIDIA GPU here: nothing to install for one
     if result.returncode == 0:
