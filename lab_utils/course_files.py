@@ -19,8 +19,8 @@ SHIPPED = ("worker", "scripts")  # the folders under lab_utils/data that hold th
 
 def path(name: str) -> Path:
     """The file or folder ``name`` (e.g. "worker", "scripts/ddp_train.py") under lab_utils/data."""
-    top = str(name).split("/", 1)[0]
-    found = Path(str(resources.files("lab_utils").joinpath("data", *str(name).split("/"))))
-    if top not in SHIPPED or not found.exists():
+    parts = str(name).split("/")
+    found = Path(str(resources.files("lab_utils").joinpath("data", *parts)))
+    if parts[0] not in SHIPPED or ".." in parts or not found.exists():
         raise ValueError(f"name={name!r} is not a shipped course file; allowed: files under {', '.join(SHIPPED)}")
     return found
