@@ -1,9 +1,9 @@
 # The course's verbs. Each sets up .venv first when needed (install with the tested pins).
 #   make lab    open JupyterLab on the course
 #   make book   execute the notebooks and build the website into _build/html
-#   make test   unit tests and lab_utils' doctests, nbval over every notebook, a strict, clean
-#               book build, and every page of that build opened in headless Chromium with no
-#               internet (test-site)
+#   make test   unit tests and lab_utils' doctests, nbval over every notebook, each notebook run
+#               alone as Colab opens it (test-standalone), a strict, clean book build, and every
+#               page of that build opened in headless Chromium with no internet (test-site)
 #   make linkcheck   check the website's external links (needs internet; not part of make test)
 
 PYTHON ?= python3
@@ -14,7 +14,7 @@ NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval
 SITE_HTML := _build/strict/_build/html
 CHROMIUM ?= chromium
 
-.PHONY: setup lab book test test-unit test-notebooks test-book test-site site-deps web-assets linkcheck clean
+.PHONY: setup lab book test test-unit test-notebooks test-standalone test-book test-site site-deps web-assets linkcheck clean
 
 setup: $(INSTALLED)
 
@@ -34,7 +34,7 @@ book: $(INSTALLED) web-assets
 	$(BIN)/jupyter-book build .
 	@echo "Website: _build/html/index.html"
 
-test: test-unit test-notebooks site-deps test-book test-site
+test: test-unit test-notebooks test-standalone site-deps test-book test-site
 
 # The unit tests, and the examples in lab_utils' docstrings run as doctests (no GPU, widgets or
 # network needed: every module imports with the required packages alone).
@@ -43,6 +43,15 @@ test-unit: $(INSTALLED)
 
 test-notebooks: $(INSTALLED)
 	$(BIN)/python -m pytest $(NBVAL_FLAGS) notebooks
+
+# Each notebook alone, as Colab opens it (scripts/standalone_notebooks.py): copied into an empty
+# folder and run in a separate environment (_build/standalone-venv) that has torch and Colab's
+# ipywidgets 7.7 but no lab_utils, so the setup cell installs the course from this clone; fails
+# when a cell fails or torch or ipywidgets changed version. Slow: 1-3 minutes a notebook.
+# STANDALONE_REPOSITORY=file://$(CURDIR) installs the committed state with git, as Colab does.
+STANDALONE_REPOSITORY ?= $(CURDIR)
+test-standalone: $(INSTALLED)
+	$(BIN)/python scripts/standalone_notebooks.py --repository $(STANDALONE_REPOSITORY)
 
 # Strict: warnings are errors, and a fresh output folder so no cached execution hides a failure.
 test-book: $(INSTALLED) web-assets

@@ -27,7 +27,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from lab_utils import assumptions, checks, economics, hardware, llms, memory, serverless, serving
+from lab_utils import assumptions, checks, economics, energy, hardware, llms, memory, serverless, serving
 from lab_utils.units import format_seconds
 
 __all__ = ["BOUNDS", "Advice", "Option", "fine_tune", "serve", "train"]
@@ -65,6 +65,8 @@ class Option:
     why: str | None = None
     latency_s: float | None = None
     memory_bytes: float | None = None
+    energy_kwh: float | None = None  # the job's devices at their TDP (lab_utils.energy); None: serving, APIs
+    emissions_kg: float | None = None  # CO2e of energy_kwh at the assumed grid intensity
 
     @property
     def works(self) -> bool:
@@ -118,12 +120,18 @@ class Advice:
             else:
                 time = "-" if o.hours is None else format_seconds(o.hours * 3600)
             cost = "no price" if o.cost_usd is None else f"{o.cost_usd:,.2f}"
-            rows.append((rank, o.name, o.n_devices, "yes" if o.fits else "no", time, cost, o.bound, o.price_date,
-                         o.why or ""))
-        headers = ("#", "option", "n", "fits", "time", f"$ per {self.period}", "bound", "price date", "why not")
+            energy_cells = [] if self.period != "job" else [
+                "-" if o.energy_kwh is None else f"{o.energy_kwh:,.3g}",
+                "-" if o.emissions_kg is None else f"{o.emissions_kg:,.3g}"]
+            rows.append((rank, o.name, o.n_devices, "yes" if o.fits else "no", time, cost, *energy_cells, o.bound,
+                         o.price_date, o.why or ""))
+        energy_headers = ("kWh", "kg CO2e") if self.period == "job" else ()
+        headers = ("#", "option", "n", "fits", "time", f"$ per {self.period}", *energy_headers, "bound", "price date",
+                   "why not")
         note = "time: request latency" if self.period == "month" else "time: wall clock of the job"
         return (tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True,
-                         colalign=("right", "left", "right", "left", "right", "right", "left", "left", "left"))
+                         colalign=("right", "left", "right", "left", "right", "right",
+                                   *("right",) * len(energy_headers), "left", "left", "left"))
                 + f"\n({note}; estimates from vendor specs and list prices)")
 
     def to_dict(self) -> dict:
@@ -248,10 +256,13 @@ def _run_options(label, memory_bytes, flops, bytes_moved, specs, *, mfu, cpu_mfu
         hours = max(compute_h, bandwidth_h)
         bound = "bandwidth" if bandwidth_h > compute_h else "compute"
         why = None if price.usd_per_hour is not None else "no price in the data for this device"
+        kwh = energy.job_energy_kwh(hours, n, spec.tdp_watts) if spec.tdp_watts else None
         options.append(Option(name=name, kind=kind, fits=True, n_devices=n, hours=hours,
                               cost_usd=None if price.usd_per_hour is None else hours * n * price.usd_per_hour,
-                              bound=bound, why=why, memory_bytes=memory_bytes, **_price_fields(price)))
-    return Advice(job=label, period="job", options=_rank(options), assumptions=())
+                              bound=bound, why=why, memory_bytes=memory_bytes, energy_kwh=kwh,
+                              emissions_kg=None if kwh is None else energy.emissions_kg(kwh), **_price_fields(price)))
+    return Advice(job=label, period="job", options=_rank(options), assumptions=tuple(
+        (name, assumptions.value(name)) for name in ("power_share_of_tdp", "grid_kg_co2e_per_kwh")))
 
 
 def fine_tune(model, n_tokens, *, method: str = "lora", mfu: float | None = None, cpu_mfu: float | None = None,
@@ -296,7 +307,7 @@ def fine_tune(model, n_tokens, *, method: str = "lora", mfu: float | None = None
     return Advice(advice.job, advice.period, advice.options,
                   ((f"precision.{method}", precision), ("mfu", mfu), ("cpu_mfu", cpu_mfu), *job.items(),
                    ("max_devices", max_devices), ("cpu_offer", cpu_offer), ("memory_bytes", memory_bytes),
-                   ("flops", flops)))
+                   ("flops", flops), *advice.assumptions))
 
 
 def train(dense_params, n_examples, *, tokens_per_example: int = 1, embedding_params: float = 0,
@@ -345,7 +356,8 @@ def train(dense_params, n_examples, *, tokens_per_example: int = 1, embedding_pa
                   (("mfu", mfu), ("cpu_mfu", cpu_mfu), ("gather_efficiency", gather_efficiency),
                    ("embedding_bytes_per_param", embedding_bytes_per_param), ("max_devices", max_devices),
                    ("cpu_offer", cpu_offer),
-                   ("memory_bytes", memory_bytes), ("flops", flops), ("bytes_moved", bytes_moved)))
+                   ("memory_bytes", memory_bytes), ("flops", flops), ("bytes_moved", bytes_moved),
+                   *advice.assumptions))
 
 
 # --- serving: a monthly bill ----------------------------------------------------------------

@@ -574,8 +574,9 @@ def _predict_and_measure(case, device, min_run_time, seconds_per_work, remaining
         remaining_s -= probe_s
     predicted_s = timing.predicted_seconds(rate * _work(kind, size), min_run_time)
     if _SAFETY_FACTOR * predicted_s > remaining_s:
-        return None, (f"would take about {format_seconds(predicted_s)}; "
-                      f"{format_seconds(max(remaining_s, 0.0))} of the budget left")
+        return None, (f"not run: it would take about {format_seconds(predicted_s)} and the sweep starts a case "
+                      f"only with {_SAFETY_FACTOR:g}x that left; {format_seconds(max(remaining_s, 0.0))} of the "
+                      "budget was left (a larger budget runs it)")
     operands = _operands(kind, size, dtype, device)
     if kind == "matmul":
         return measure_matmul(*operands, min_run_time=min_run_time), None

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import lab_utils
 
+DISTRIBUTION = "cpu-vs-gpu-course"  # pip's name for the course (PyPI's "lab-utils" is another project)
 JSON_FORMAT = "lab-utils-bench"
 JSON_VERSION = 1
 MIN_RAM_BYTES = 4 * 2**30
@@ -99,14 +100,33 @@ class Finding:
     fix: str
 
 
-def doctor_findings(report, *, installed: dict[str, bool], free_disk_bytes: float) -> list[Finding]:
+def nvidia_gpu_present() -> bool:
+    """Whether this machine has an NVIDIA GPU, whatever torch sees: a PCI device with NVIDIA's
+    vendor id 0x10de (Linux), or nvidia-smi on the PATH (it comes with the driver, on Windows too)."""
+    for vendor in Path("/sys/bus/pci/devices").glob("*/vendor"):
+        try:
+            if vendor.read_text().strip() == "0x10de":
+                return True
+        except OSError:
+            continue
+    return shutil.which("nvidia-smi") is not None
+
+
+def doctor_findings(report, *, installed: dict[str, bool], free_disk_bytes: float,
+                    nvidia_gpu: bool) -> list[Finding]:
     """What to fix on a machine, from its ``machine.describe()`` report, which optional
-    packages are importable (``installed``: name -> bool) and the free disk in bytes."""
+    packages are importable (``installed``: name -> bool), the free disk in bytes and whether
+    the machine has an NVIDIA GPU at all (``nvidia_gpu``, e.g. :func:`nvidia_gpu_present`)."""
     from lab_utils.units import format_bytes
 
     found = []
     if not report.cuda_available:
-        if report.cuda_version:
+        if report.cuda_version and not nvidia_gpu:
+            found.append(Finding(False, f"PyTorch is a CUDA {report.cuda_version} build, and this machine has no "
+                                        "NVIDIA GPU: the course runs on the CPU",
+                                 "nothing to fix; the CPU build of torch is much smaller: pip install torch "
+                                 "--index-url https://download.pytorch.org/whl/cpu"))
+        elif report.cuda_version:
             found.append(Finding(False, f"PyTorch is a CUDA {report.cuda_version} build but sees no GPU",
                                  "install or update the NVIDIA driver (nvidia-smi must work), or use a "
                                  "CPU build of torch; the course runs on the CPU meanwhile"))
@@ -116,7 +136,7 @@ def doctor_findings(report, *, installed: dict[str, bool], free_disk_bytes: floa
                                  "runtime type) or start a Runpod pod (see the Setup page)"))
     if not installed.get("ipywidgets", False):
         found.append(Finding(True, "ipywidgets is missing: the notebooks' sliders will not work",
-                             "pip install 'ipywidgets>=8' (make setup installs it)"))
+                             "pip install 'ipywidgets>=7.7' (make setup installs it)"))
     if report.runtime == "local" and not installed.get("jupyterlab_widgets", False):
         found.append(Finding(False, "the Jupyter widget extension (jupyterlab_widgets) is missing",
                              "pip install jupyterlab_widgets, or run `make lab`, then restart JupyterLab"))
@@ -131,6 +151,16 @@ def doctor_findings(report, *, installed: dict[str, bool], free_disk_bytes: floa
     return found
 
 
+def course_version() -> str:
+    """The installed course's distribution and version, or where lab_utils is imported from."""
+    from importlib import metadata
+
+    try:
+        return f"{DISTRIBUTION} {metadata.version(DISTRIBUTION)}"
+    except metadata.PackageNotFoundError:
+        return f"{DISTRIBUTION} not installed; lab_utils imported from {Path(__file__).resolve().parent}"
+
+
 def _doctor(args: argparse.Namespace) -> int:
     import importlib.util
 
@@ -143,9 +173,15 @@ def _doctor(args: argparse.Namespace) -> int:
         print("FIX: install the course (make setup, or pip install -e .) so that torch imports")
         print("The course cannot run here yet.")
         return 1
+    from lab_utils.units import format_bytes
+
     print(report)
     installed = {name: importlib.util.find_spec(name) is not None for name in ("ipywidgets", "jupyterlab_widgets")}
-    found = doctor_findings(report, installed=installed, free_disk_bytes=shutil.disk_usage(os.getcwd()).free)
+    free_disk_bytes = shutil.disk_usage(os.getcwd()).free
+    print(f"{'Course':<20}{course_version()}")
+    print(f"{'Free disk':<20}{format_bytes(free_disk_bytes)} here ({os.getcwd()})")
+    found = doctor_findings(report, installed=installed, free_disk_bytes=free_disk_bytes,
+                            nvidia_gpu=nvidia_gpu_present())
     print()
     for finding in found:
         print(f"{'FIX ' if finding.fatal else 'NOTE'}: {finding.problem}\n      -> {finding.fix}")
@@ -211,14 +247,21 @@ def _bench(args: argparse.Namespace) -> int:
                         progress=_progress_bar())
     report = machine.describe()
     rows = [dataclasses.asdict(r) for r in table.rows]
-    if args.json:
-        json.dump({"format": JSON_FORMAT, "version": JSON_VERSION, "machine": dataclasses.asdict(report),
-                   "device": table.device, "budget_s": table.budget_s, "elapsed_s": table.elapsed_s,
-                   "rows": rows, "skipped": [dataclasses.asdict(s) for s in table.skipped]},
-                  sys.stdout, indent=1)
+    result = {"format": JSON_FORMAT, "version": JSON_VERSION, "machine": dataclasses.asdict(report),
+              "device": table.device, "budget_s": table.budget_s, "elapsed_s": table.elapsed_s,
+              "rows": rows, "skipped": [dataclasses.asdict(s) for s in table.skipped]}
+    if args.output is not None:  # UTF-8 whatever the shell: no redirection needed (PowerShell's > writes UTF-16)
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    elif args.json:
+        json.dump(result, sys.stdout, indent=1)
         print()
+        for skipped in table.skipped:  # on stderr, so that the JSON on stdout stays clean
+            print(f"skipped {skipped.kind} size={skipped.size} {skipped.dtype}: {skipped.reason}", file=sys.stderr)
         return 0
     print(table)
+    if args.output is not None:
+        print(f"wrote {args.output} (for lab-utils compare)")
     roof = measured_roof(rows, f"{report.device_name} (measured here)")
     if roof is None:
         print("Too few cases ran for a roofline: give more --seconds.")
@@ -226,13 +269,18 @@ def _bench(args: argparse.Namespace) -> int:
     print(f"\nThis machine, measured here: {format_rate(roof.peak_flops, 'FLOP/s')} ({roof.dtype} matmul), "
           f"{format_rate(roof.bandwidth_bytes_per_s, 'B/s')} copy; ridge point "
           f"{roof.peak_flops / roof.bandwidth_bytes_per_s:.1f} FLOP/byte")
-    print("Catalog devices (vendor specification):")
+    print(f"Catalog devices (vendor specification), each at its {roof.dtype} peak, like the measurement:")
     rows = []
     for name in roofline.DEFAULT_DEVICES:
-        other = roofline.roof_of(hardware.get(name))
-        rows.append((name, format_rate(other.peak_flops, "FLOP/s"), other.dtype,
-                     format_rate(other.bandwidth_bytes_per_s, "B/s"), f"{other.peak_flops / roof.peak_flops:.1f}x",
-                     f"{other.bandwidth_bytes_per_s / roof.bandwidth_bytes_per_s:.1f}x"))
+        spec = hardware.get(name)
+        bandwidth = (format_rate(spec.bandwidth_bytes_per_s, "B/s"),
+                     f"{spec.bandwidth_bytes_per_s / roof.bandwidth_bytes_per_s:.1f}x")
+        if roof.dtype not in spec.peak_flops:
+            rows.append((name, f"no {roof.dtype} peak in the catalog", roof.dtype, bandwidth[0], "-", bandwidth[1]))
+            continue
+        other = roofline.roof_of(spec, roof.dtype)
+        rows.append((name, format_rate(other.peak_flops, "FLOP/s"), other.dtype, bandwidth[0],
+                     f"{other.peak_flops / roof.peak_flops:.1f}x", bandwidth[1]))
     print(_table(rows, ("device", "peak", "dtype", "bandwidth", "x the FLOP/s", "x the bandwidth"),
                  ("left", "right", "left", "right", "right", "right")))
     return 0
@@ -243,54 +291,103 @@ def _add_bench(commands) -> None:
         commands, "bench", _bench,
         help="time-boxed matmul and copy-bandwidth measurements, placed against catalog devices",
         examples="  lab-utils bench --seconds 10\n  lab-utils bench --device cuda --dtypes fp32 bf16\n"
-                 "  lab-utils bench --json > alice.json   # for lab-utils compare")
+                 "  lab-utils bench --output alice.json   # for lab-utils compare (any shell)")
     parser.add_argument("--device", choices=("cpu", "cuda"), help="default: the GPU when there is one")
     parser.add_argument("--seconds", type=_positive_float, default=20.0, help="time budget (default 20)")
     parser.add_argument("--dtypes", nargs="+", default=["fp32"], choices=("fp32", "tf32", "bf16", "fp16"),
                         help="matmul dtypes (default fp32)")
-    parser.add_argument("--json", action="store_true",
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true",
                         help="print the machine report and every row as JSON on stdout")
+    output.add_argument("--output", type=Path, metavar="FILE",
+                        help="also write that JSON to FILE, in UTF-8 (for lab-utils compare; no redirection needed)")
 
 
 # --- compare ---------------------------------------------------------------------------------
 
-def _load_result(path: str) -> dict:
+def _read_text(path: str) -> str:
+    """A file's text: UTF-16 when it starts with a byte-order mark (PowerShell 5's ``>``), else UTF-8."""
+    data = Path(path).read_bytes()
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16")
+    return data.decode("utf-8-sig")
+
+
+def load_result(path: str) -> dict:
+    """The data of a `lab-utils bench --json` file; ValueError saying in a few words what is wrong."""
     try:
-        data = json.loads(Path(path).read_text())
+        text = _read_text(path)
     except FileNotFoundError:
-        raise UsageError(f"argument RESULT: {path!r} does not exist") from None
-    except (OSError, ValueError) as error:
-        raise UsageError(f"argument RESULT: {path!r} is not a JSON file ({error})") from None
+        raise ValueError("does not exist") from None
+    except UnicodeDecodeError:
+        raise ValueError("is not text (neither UTF-8 nor UTF-16)") from None
+    except OSError as error:
+        raise ValueError(f"cannot be read ({error.strerror})") from None
+    if not text.strip():
+        raise ValueError("is empty")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise ValueError("is not JSON") from None
     if not isinstance(data, dict) or data.get("format") != JSON_FORMAT or not isinstance(data.get("rows"), list):
-        raise UsageError(f"argument RESULT: {path!r} is not the output of `lab-utils bench --json`")
+        raise ValueError("is not the output of `lab-utils bench --json`")
     return data
+
+
+def class_entry(path: str, data: dict):
+    """(label, points, roof or None) of one machine's bench file: its file name, its device's
+    short name and the dtypes it measured."""
+    from lab_utils import plots, roofline
+
+    device = plots.short_device_name(data.get("machine", {}).get("device_name", "?"))
+    try:
+        rows = [r for r in data["rows"] if r["kind"] == "matmul"]
+        points = [roofline.Point(f"{device}, {r['dtype']} matmul (measured)",
+                                 r["flops_per_call"] / r["bytes_per_call"], r["flops_per_s"]) for r in rows]
+        roof = measured_roof(data["rows"], f"{device} (measured)")
+    except (KeyError, TypeError, ZeroDivisionError) as error:
+        raise ValueError(f"has a malformed row ({error!r})") from None
+    dtypes = ", ".join(dict.fromkeys(r["dtype"] for r in rows))
+    return f"{Path(path).stem}: {device}" + (f" ({dtypes})" if dtypes else ""), points, roof
+
+
+def _expand(patterns) -> list[str]:
+    """Each RESULT as given, or the files its wildcard matches (PowerShell and cmd leave *.json as is)."""
+    import glob
+
+    paths = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) and not Path(pattern).exists() else []
+        paths += matches or [pattern]
+    return paths
 
 
 def _compare(args: argparse.Namespace) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
-    from lab_utils import roofline
+    from lab_utils import plots
 
-    points, roofs = [], []
-    for path in args.results:
-        data = _load_result(path)
-        who = f"{Path(path).stem}: {data['machine'].get('device_name', '?')}"
+    machines, skipped = [], []
+    for path in _expand(args.results):
         try:
-            points += [roofline.Point(f"{who}, {r['dtype']} matmul (measured)",
-                                      r["flops_per_call"] / r["bytes_per_call"], r["flops_per_s"])
-                       for r in data["rows"] if r["kind"] == "matmul"]
-            roof = measured_roof(data["rows"], f"{who} (measured)")
-        except (KeyError, TypeError, ZeroDivisionError) as error:
-            raise UsageError(f"argument RESULT: {path!r} has a malformed row ({error!r})") from None
-        if roof is not None:
-            roofs.append(roof)
-        print(f"{who}: {len(data['rows'])} rows" + ("" if roof else " (no roof: too few cases)"))
-    fig, _ = roofline.plot(points, roofs, devices=tuple(args.devices),
-                           title="Class roofline: every machine in the room, measured, and catalog devices")
+            label, points, roof = class_entry(path, load_result(path))
+        except ValueError as why:
+            skipped.append(f"{path} {why}")
+            continue
+        machines.append((label, points, roof))
+        print(f"{label}: {len(points)} matmul point(s)" + ("" if roof else " (no roof: too few cases)"))
+    if not machines:
+        raise UsageError("argument RESULT: nothing to draw: " + "; ".join(skipped))
+    if len(machines) > plots.CLASS_MAX_MACHINES:
+        raise UsageError(f"argument RESULT: {len(machines)} machines; the class roofline draws at most "
+                         f"{plots.CLASS_MAX_MACHINES} (split the room into groups)")
+    for line in skipped:
+        print(f"skipped {line}")
+    fig = plots.class_roofline(machines, devices=tuple(args.devices))
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(args.output, dpi=120)
-    print(f"wrote {args.output}")
+    fig.savefig(args.output)
+    print(f"wrote {args.output} ({len(machines)} machine(s){f', {len(skipped)} file(s) skipped' if skipped else ''})")
     return 0
 
 
@@ -300,7 +397,7 @@ def _add_compare(commands) -> None:
     parser = _add_command(
         commands, "compare", _compare,
         help="draw the class roofline: many `bench --json` results on one figure beside catalog devices",
-        examples="  lab-utils compare results/*.json\n"
+        examples="  lab-utils compare results/*.json   # the pattern is expanded here too (PowerShell does not)\n"
                  "  lab-utils compare alice.json bob.json --output room.png --devices T4 'H100 SXM'")
     parser.add_argument("results", nargs="+", metavar="RESULT", help="files written by `lab-utils bench --json`")
     parser.add_argument("--output", type=Path, default=Path("class_roofline.png"),

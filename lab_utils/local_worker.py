@@ -1,6 +1,6 @@
 """Run a Runpod serverless handler locally, as its SDK's test API on 127.0.0.1, and talk to it.
 
-    with local_worker.serve("notebooks/worker/handler.py") as worker:
+    with local_worker.serve(course_files.path("worker/handler.py")) as worker:
         worker.runsync({"prompt": "Hi"})        # {"id": ..., "status": "COMPLETED", "output": ...}
         job_id = worker.run({"prompt": "Hi"})   # queued; locally it runs when polled
         worker.status(job_id)                   # POST, as the SDK's local API expects

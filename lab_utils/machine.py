@@ -113,6 +113,30 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown"
 
 
+def cpu_vector_unit() -> str | None:
+    """The widest FP32 vector instructions of this CPU: "avx512" or "avx2" (x86: /proc/cpuinfo's
+    flags on Linux, sysctl on macOS), "neon" (64-bit Arm, Apple silicon included); None when it
+    cannot tell (x86 on Windows, or older x86)."""
+    if platform.machine().lower() in ("arm64", "aarch64"):
+        return "neon"
+    flags = set()
+    try:
+        if sys.platform.startswith("linux"):
+            with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+                match = re.search(r"^flags\s*:\s*(.+)$", cpuinfo.read(), re.MULTILINE)
+            flags = set(match.group(1).lower().split()) if match else set()
+        elif sys.platform == "darwin":
+            flags = set(subprocess.run(["sysctl", "-n", "machdep.cpu.features", "machdep.cpu.leaf7_features"],
+                                       capture_output=True, text=True, timeout=5).stdout.lower().split())
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if "avx512f" in flags:
+        return "avx512"
+    if {"avx2", "fma"} <= flags or {"avx2", "fma3"} <= flags:
+        return "avx2"
+    return None
+
+
 def describe() -> MachineReport:
     """Report this machine: Python, torch, CUDA, GPU, CPU, cores, threads, RAM and runtime."""
     import psutil

@@ -163,3 +163,87 @@ def advice_chart(advice, title: str | None = None):
     ax.legend(loc="upper left", bbox_to_anchor=(1.04, 1.0), fontsize=8)
     fig.subplots_adjust(right=0.78)
     return fig, ax
+
+
+# --- the class roofline: every machine in the room on one projected figure -------------------
+
+CLASS_MAX_MACHINES = 30
+"""The most machines :func:`class_roofline` draws: each keeps a colour and marker of its own."""
+
+_CLASS_MARKERS = "osD^vPX*"
+_SHORTEN = [(re.compile(pattern, re.IGNORECASE), repl) for pattern, repl in (
+    (r"\((R|TM)\)", ""), (r"\bCPU\b\s*@\s*[\d.]+\s*GHz", ""), (r"\b\d+-Core Processor\b", ""),
+    (r"^(NVIDIA|AMD|Intel|Apple|Tesla)\s+", ""), (r"^(GeForce|Tesla|Radeon)\s+", ""), (r"\s+", " "))]
+
+
+def short_device_name(name: str, max_chars: int = 24) -> str:
+    """A device name short enough for a legend: "Intel(R) Xeon(R) Platinum 8480+ CPU @ 2.00GHz"
+    -> "Xeon Platinum 8480+", "NVIDIA GeForce RTX 4090" -> "RTX 4090", "Tesla T4" -> "T4"."""
+    short = str(name)
+    for pattern, repl in _SHORTEN:
+        short = pattern.sub(repl, short).strip()
+    short = short or str(name).strip() or "?"
+    return short if len(short) <= max_chars else short[:max_chars - 1] + "…"
+
+
+def class_colours(n: int) -> list:
+    """``n`` (at most CLASS_MAX_MACHINES) distinct colours: matplotlib's tab20, then tab20b."""
+    import matplotlib
+
+    n = checks.count("n", n)
+    if n > CLASS_MAX_MACHINES:
+        raise ValueError(f"n={n}: the class roofline draws at most {CLASS_MAX_MACHINES} machines")
+    tab20, tab20b = matplotlib.colormaps["tab20"], matplotlib.colormaps["tab20b"]
+    colours = [tab20(i) for i in range(20)] + [tab20b(i) for i in (0, 4, 8, 12, 16, 2, 6, 10, 14, 18)]
+    return colours[:n]
+
+
+def class_roofline(machines, *, devices=_roofline.DEFAULT_DEVICES, intensity_range: tuple[float, float] = (0.1, 1e4),
+                   title: str = "Class roofline: every machine in the room (measured) and catalog devices"):
+    """The class roofline for a projector: one colour and marker per machine for its dashed
+    measured roof and its matmul points, catalog ``devices`` as grey roofs labelled in place, the
+    legend outside the axes on the right; 16:9 at 1280 x 720 pixels. ``machines``: up to
+    CLASS_MAX_MACHINES ``(label, points, roof)`` triples (``roof`` may be None). Returns the figure.
+    """
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.lines import Line2D
+
+    machines = list(machines)
+    if not machines:
+        raise ValueError("machines is empty: give at least one (label, points, roof)")
+    colours = class_colours(len(machines))
+    low, high = checks.numbers("intensity_range", intensity_range)
+    intensities = np.geomspace(low, high, 201)
+    with plt.rc_context({"font.size": 14, "axes.titlesize": 18, "axes.labelsize": 15, "legend.fontsize": 11}):
+        fig, ax = figure(title, "arithmetic intensity (FLOP/byte)", "throughput (FLOP/s)",
+                         figsize=(16, 9), dpi=80, layout="constrained")
+        ax.set_title("")
+        fig.suptitle(title)  # over the whole width: the legend takes the right of the figure
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        same_peak: dict[tuple[float, str], list[str]] = {}  # one label for devices with the same roof top
+        for device in devices:
+            roof = _roofline.roof_of(device)
+            ax.plot(intensities, _roofline.attainable_flops(roof.peak_flops, roof.bandwidth_bytes_per_s, intensities),
+                    color="0.6", linewidth=1.2, zorder=1)
+            name = device.name if isinstance(device, hardware.Spec) else hardware.get(device).name
+            same_peak.setdefault((roof.peak_flops, roof.dtype), []).append(name)
+        for (peak, dtype), names in same_peak.items():
+            ax.text(high, peak, f" {', '.join(names)} {dtype} (vendor)", color="0.35", fontsize=11, va="center")
+        handles = []
+        for index, ((label, points, roof), colour) in enumerate(zip(machines, colours)):
+            marker = _CLASS_MARKERS[index % len(_CLASS_MARKERS)]
+            if roof is not None:
+                ax.plot(intensities, _roofline.attainable_flops(roof.peak_flops, roof.bandwidth_bytes_per_s,
+                                                                 intensities),
+                        "--", color=colour, linewidth=1.6, zorder=2)
+            points = list(points)
+            ax.scatter([p.intensity for p in points], [p.flops_per_s for p in points], marker=marker, s=60,
+                       color=colour, edgecolors="black", linewidths=0.4, zorder=3)
+            handles.append(Line2D([], [], color=colour, linestyle="--" if roof else "none", marker=marker,
+                                  markersize=9, markeredgecolor="black", markeredgewidth=0.4, label=label))
+        ax.set_xlim(low, high)
+        fig.legend(handles=handles, loc="outside right upper", ncol=1 if len(handles) <= 20 else 2,
+                   title="measured (dashed: roof)")
+    return fig

@@ -42,6 +42,9 @@ def test_every_command_has_help_with_examples(command):
 def test_doctor_reports_and_exit_status_says_whether_the_course_can_run():
     result = run("doctor")
     assert "PyTorch" in result.stdout and "RAM" in result.stdout
+    assert "Course              cpu-vs-gpu-course" in result.stdout and "Free disk" in result.stdout
+    if not cli.nvidia_gpu_present():
+        assert "driver" not in result.stdout  # no NVIDIA GPU here: nothing to install for one
     if result.returncode == 0:
         assert "The course can run here." in result.stdout and "FIX" not in result.stdout
     else:
@@ -55,15 +58,21 @@ def _report(**changes):
 def test_doctor_findings_say_what_to_fix():
     everything = {"ipywidgets": True, "jupyterlab_widgets": True}
     fine = _report(cuda_available=True, cuda_version="12.4", ram_bytes=16 * 2**30, runtime="colab")
-    assert cli.doctor_findings(fine, installed=everything, free_disk_bytes=1e11) == []
+    assert cli.doctor_findings(fine, installed=everything, free_disk_bytes=1e11, nvidia_gpu=True) == []
     no_gpu = cli.doctor_findings(_report(cuda_available=False, cuda_version=None, ram_bytes=16 * 2**30),
-                                 installed=everything, free_disk_bytes=1e11)
+                                 installed=everything, free_disk_bytes=1e11, nvidia_gpu=False)
     assert [f.fatal for f in no_gpu] == [False] and "Colab" in no_gpu[0].fix
     no_driver = cli.doctor_findings(_report(cuda_available=False, cuda_version="12.4", ram_bytes=16 * 2**30),
-                                    installed=everything, free_disk_bytes=1e11)
+                                    installed=everything, free_disk_bytes=1e11, nvidia_gpu=True)
     assert "driver" in no_driver[0].fix and not no_driver[0].fatal
+    # A CUDA build of torch on a machine with no NVIDIA GPU (pip's default on Linux): no driver to
+    # install; the CPU build is the smaller choice.
+    cuda_build_no_gpu = cli.doctor_findings(_report(cuda_available=False, cuda_version="12.4", ram_bytes=16 * 2**30),
+                                            installed=everything, free_disk_bytes=1e11, nvidia_gpu=False)
+    assert len(cuda_build_no_gpu) == 1 and not cuda_build_no_gpu[0].fatal
+    assert "driver" not in cuda_build_no_gpu[0].fix and "whl/cpu" in cuda_build_no_gpu[0].fix
     broken = cli.doctor_findings(_report(ram_bytes=2**30, runtime="local"), installed={},
-                                 free_disk_bytes=1e8)
+                                 free_disk_bytes=1e8, nvidia_gpu=False)
     fatal = [f.problem for f in broken if f.fatal]
     assert any("ipywidgets" in p for p in fatal) and any("RAM" in p for p in fatal)
     assert any("disk" in p for p in fatal)

@@ -1,7 +1,7 @@
 """lab_utils.comms: all-reduce cost formulas; lab_utils.distributed: the torchrun launcher and
 real DDP runs.
 
-The integration tests launch notebooks/scripts/ddp_train.py with torchrun on the CPU (gloo):
+The integration tests launch lab_utils/data/scripts/ddp_train.py (course_files) with torchrun on the CPU (gloo):
 two processes on one node, and two single-process "nodes" on this machine with the multi-node
 command line, and check that every rank ends with bit-identical parameters and that no
 process is left behind.
@@ -20,10 +20,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from lab_utils import comms, distributed
+from lab_utils import comms, course_files, distributed
 
 ROOT = Path(__file__).resolve().parents[1]
-DDP_SCRIPT = ROOT / "notebooks" / "scripts" / "ddp_train.py"
+DDP_SCRIPT = course_files.path("scripts/ddp_train.py")
 
 
 # --- formulas on known values --------------------------------------------------------------

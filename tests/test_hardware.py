@@ -18,7 +18,8 @@ from lab_utils.hardware import DTYPES, Spec, catalog, get
 
 GPUS = catalog("gpu")
 CPUS = catalog("cpu")
-HBM, GDDR = ("HBM2", "HBM2e", "HBM3", "HBM3e"), ("GDDR6", "GDDR6X")
+HBM = ("HBM2", "HBM2e", "HBM3", "HBM3e")
+GDDR = {"GDDR6": 1.1e12, "GDDR6X": 1.1e12, "GDDR7": 2.1e12}  # above any card of that memory: GDDR7 at 32 Gbit/s x 512 bits is 2.05e12
 # Apple chips compute on a GPU without tensor cores, in memory shared with the CPU
 DISCRETE_GPUS = tuple(s for s in GPUS if "unified" not in (s.memory_type or ""))
 
@@ -113,7 +114,7 @@ def test_gpu_memory_type_matches_its_bandwidth(spec):
     if spec.memory_type in HBM:
         assert spec.bandwidth_bytes_per_s > 1.5e12
     else:
-        assert spec.memory_type in GDDR and spec.bandwidth_bytes_per_s < 1.1e12
+        assert spec.memory_type in GDDR and spec.bandwidth_bytes_per_s < GDDR[spec.memory_type]
 
 
 def test_newer_gpus_beat_older_ones():
@@ -124,6 +125,9 @@ def test_newer_gpus_beat_older_ones():
     assert h200.bandwidth_bytes_per_s > h100.bandwidth_bytes_per_s > a100.bandwidth_bytes_per_s
     assert a100.memory_bytes > get("A100 40GB SXM").memory_bytes
     assert get("RTX 4090").peak_flops["bf16"] > get("RTX 3090").peak_flops["bf16"]
+    rtx5090 = present("RTX 5090")
+    if rtx5090 is not None:  # 512-bit GDDR7 at 28 Gbit/s per pin: 64 bytes x 28e9 = 1,792 GB/s
+        assert rtx5090.bandwidth_bytes_per_s == 512 // 8 * 28e9
     b200 = present("B200")
     if b200 is not None:
         assert b200.bandwidth_bytes_per_s > h100.bandwidth_bytes_per_s

@@ -1,6 +1,7 @@
 """machine: the report, runtime detection, device choice and synchronisation."""
 
 import platform
+import sys
 import types
 
 import pytest
@@ -136,3 +137,24 @@ def test_synchronize_waits_on_the_named_cuda_device(monkeypatch):
 def test_bad_devices_are_refused_with_the_parameter_named(device, error):
     with pytest.raises(error, match="device"):
         machine.synchronize(device)
+
+
+def test_cpu_vector_unit_agrees_with_the_kernels_torch_picked():
+    # torch dispatches its CPU kernels by the vector unit it finds: an independent reading.
+    unit = machine.cpu_vector_unit()
+    assert unit in (None, "avx512", "avx2", "neon")
+    capability = torch.backends.cpu.get_cpu_capability()
+    if platform.machine().lower() in ("arm64", "aarch64"):
+        assert unit == "neon"
+    elif capability == "AVX512":
+        assert unit == "avx512"
+    elif capability == "AVX2" and sys.platform != "win32":
+        assert unit in ("avx2", "avx512")  # torch may keep AVX2 kernels on some AVX-512 CPUs
+
+
+def test_every_vector_unit_has_an_assumed_flop_per_cycle():
+    from lab_utils import assumptions
+
+    for unit in ("avx512", "avx2", "neon", "unknown"):
+        entry = assumptions.get(f"fp32_flops_per_cycle.{unit}")
+        assert entry.value in (8, 16, 32, 64) and entry.why  # 2 FLOP x lanes x units: a power of two

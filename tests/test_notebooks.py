@@ -5,6 +5,7 @@ Executing them is nbval's job (make test-notebooks); these checks read the files
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import nbformat
@@ -60,7 +61,20 @@ def test_first_code_cell_is_the_shared_setup_cell(path):
 def test_setup_cell_installs_from_the_configured_repository():
     repository_url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
     setup = code_cells(TEMPLATE)[0]["source"]
-    assert re.search(rf'COURSE_REPOSITORY = "{re.escape(repository_url)}"', setup)
+    # One address, overridable for a test or a fork: COURSE_REPOSITORY in the environment.
+    assert f'COURSE_REPOSITORY = os.environ.get("COURSE_REPOSITORY", "{repository_url}")' in setup
+
+
+def test_setup_cell_keeps_colabs_ipywidgets():
+    # Colab ships ipywidgets 7.7 and treats 8 as a third-party widget library: accept both.
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert [d.split(",")[0] for d in dependencies if d.startswith("ipywidgets")] == ["ipywidgets>=7.7"]
+
+
+def test_setup_cell_fails_with_two_lines_saying_what_to_do():
+    setup = code_cells(TEMPLATE)[0]["source"]
+    message = re.search(r'raise RuntimeError\((.*?)\)\n', setup, re.DOTALL).group(1)
+    assert message.count("\\n") == 1 and "could not install" in message and "run this cell again" in message
 
 
 def test_setup_cell_installs_the_distribution_pyproject_names():
@@ -122,3 +136,33 @@ def test_read_header_parses_the_template():
 def test_notebook_paths_refuses_a_missing_folder(tmp_path):
     with pytest.raises(ValueError, match="directory"):
         course.notebook_paths(tmp_path / "nowhere")
+
+
+# The fold book/_ext/course_site.py removes on the website (sphinx-exercise folds it there).
+SOLUTION_FOLD = ('<details class="solution-fold"><summary>Solution (open it after trying)</summary>', "</details>")
+
+
+@pytest.mark.parametrize("path", [*NOTEBOOKS, TEMPLATE], ids=lambda p: p.name)
+def test_every_solution_is_folded_for_jupyterlab_and_colab(path):
+    # MyST directives show as plain text in JupyterLab and Colab: an HTML <details> keeps each
+    # solution closed there until the learner opens it.
+    markdown = "\n".join(c["source"] for c in course.read_cells(path) if c["cell_type"] == "markdown")
+    solutions = re.findall(r"^```\{solution\}", markdown, re.MULTILINE)
+    folded = re.findall(rf"^{re.escape(SOLUTION_FOLD[0])}\n\n```\{{solution\}}(?:(?!\n```\{{).)*?\n```\n\n"
+                        rf"{SOLUTION_FOLD[1]}$", markdown, re.MULTILINE | re.DOTALL)
+    assert solutions and len(folded) == len(solutions)
+
+
+def test_the_website_drops_the_fold_and_keeps_the_solution():
+    pytest.importorskip("sphinx")
+    from docutils import nodes
+
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import course_site
+
+    assert course_site.SOLUTION_FOLD == SOLUTION_FOLD
+    doctree = nodes.section()
+    doctree += [nodes.raw("", SOLUTION_FOLD[0], format="html"), nodes.paragraph(text="the solution"),
+                nodes.raw("", SOLUTION_FOLD[1], format="html"), nodes.raw("", "</details>", format="html")]
+    course_site.drop_solution_folds(None, doctree)
+    assert [node.astext() for node in doctree.children] == ["the solution", "</details>"]  # an unpaired one stays

@@ -26,6 +26,7 @@ CALLS = {
     "serverless": "serverless.simulate([0.0, 1.0], service_s=0.5, cold_start_s=2.0, idle_timeout_s=5.0,"
                   " max_workers=2, price_per_worker_s=0.001)",
     "advisor": "advisor.fine_tune('llama-3.1-8b', 1e7, method='full')",
+    "energy": "energy.emissions_kg(energy.job_energy_kwh(2.0, 8, 700.0))",
     "comms": "comms.fit_all_reduce([1e6, 4e6], [1e-3, 3e-3], 4)",
     "routing": "routing.mix([routing.Route('CPU', 0.8, 0.005), routing.Route('GPU', 0.2, 0.2)]).p95_s",
     "parallel": "parallel.fit_parallel_fraction([1, 2, 4], [1.0, 1.8, 3.0])",

@@ -1,4 +1,4 @@
-"""The serverless worker in notebooks/worker: its handler, and the SDK's local API around it."""
+"""The serverless worker shipped in lab_utils/data/worker: its handler, and the SDK's local API around it."""
 
 import concurrent.futures
 import importlib.util
@@ -10,9 +10,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from lab_utils import local_worker
+from lab_utils import course_files, local_worker, machine
 
-HANDLER_PATH = Path(__file__).resolve().parents[1] / "notebooks" / "worker" / "handler.py"
+HANDLER_PATH = course_files.path("worker/handler.py")
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +25,8 @@ def handler_module():
 
 def test_handler_completes_a_prompt(handler_module):
     answer = handler_module.handler({"input": {"prompt": "Hello", "max_new_tokens": 5}})
-    assert set(answer) == {"completion", "new_tokens", "seconds"}
+    assert set(answer) == {"completion", "new_tokens", "seconds", "device"}
+    assert answer["device"].split(":")[0] == machine.pick_device().type  # "cpu" here, "cuda: <name>" on a GPU
     assert answer["new_tokens"] == 5
     assert 1 <= len(answer["completion"]) <= 5 * 4  # up to 4 characters per byte-token decoded
     assert answer["seconds"] > 0

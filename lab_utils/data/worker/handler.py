@@ -71,8 +71,21 @@ def complete(prompt: str, max_new_tokens: int) -> str:
     return bytes(new_tokens).decode("utf-8", errors="replace")
 
 
+def device_name() -> str:
+    """The device the model runs on, with the GPU's name when it is one."""
+    import torch
+
+    device = load_model()[1]
+    if device.type == "cuda":
+        return f"cuda: {torch.cuda.get_device_name(device)}"
+    return device.type
+
+
 def handler(job: dict) -> dict:
-    """Answer one job: {"completion", "new_tokens", "seconds"}; or {"error"} for bad input."""
+    """Answer one job: {"completion", "new_tokens", "seconds", "device"}; or {"error"} for bad input.
+
+    "device" names what served it (e.g. "cpu", "cuda: NVIDIA H100 80GB HBM3"), so a caller sees
+    whether the endpoint really ran on the GPU its template asked for."""
     try:
         prompt, max_new_tokens = validate(job.get("input") if isinstance(job, dict) else None)
     except ValueError as error:
@@ -83,6 +96,7 @@ def handler(job: dict) -> dict:
         "completion": completion,
         "new_tokens": max_new_tokens,
         "seconds": time.perf_counter() - started_s,
+        "device": device_name(),
     }
 
 

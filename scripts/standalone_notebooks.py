@@ -1,0 +1,119 @@
+"""Run each notebook alone, as Colab opens it: copied into an empty folder, in a virtual
+environment that has torch, numpy, matplotlib and ipywidgets 7.7 (as Colab ships them) but not
+lab_utils, with the setup cell's COURSE_REPOSITORY pointing at this clone.
+
+Usage: python scripts/standalone_notebooks.py [--venv DIR] [--repository URL_OR_FOLDER] [NOTEBOOK ...]
+(`make test-standalone`; every notebook in notebooks/ when none is named)
+
+Passes when every cell of every notebook runs without error and the preinstalled torch and
+ipywidgets are the same versions afterwards. The environment is made once (in --venv) and put
+back to its preinstalled packages before each notebook, so each starts without lab_utils.
+--repository defaults to this folder (the working tree, committed or not); a git URL such as
+file:///path/to/clone tests the committed state the way Colab installs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# What a Colab runtime has before the setup cell runs (ipywidgets 7.7: Colab's own), plus the
+# Jupyter kernel and nbclient that execute the notebook. torch==2.13.0: the course's tested pin.
+PREINSTALLED = ("torch==2.13.0", "numpy", "matplotlib", "ipywidgets==7.7.1", "ipykernel", "nbclient", "nbformat")
+KEPT = ("torch", "ipywidgets")  # must keep their versions through every notebook
+
+# Runs inside the environment: execute one notebook in its folder, every cell, no errors allowed.
+EXECUTE = """
+import sys, nbformat
+from nbclient import NotebookClient
+path = sys.argv[1]
+notebook = nbformat.read(path, as_version=4)
+NotebookClient(notebook, timeout=900, kernel_name="python3", resources={"metadata": {"path": sys.argv[2]}}).execute()
+"""
+
+
+def pip(python: Path, *args: str, capture: bool = False) -> str:
+    done = subprocess.run([str(python), "-m", "pip", *args], check=True, text=True,
+                          stdout=subprocess.PIPE if capture else None)
+    return done.stdout or ""
+
+
+def installed(python: Path) -> dict[str, str]:
+    """{distribution name (lower case): version} in the environment of ``python``."""
+    listing = json.loads(pip(python, "list", "--format", "json", capture=True))
+    return {item["name"].lower(): item["version"] for item in listing}
+
+
+def make_environment(folder: Path) -> Path:
+    """The environment in ``folder`` (made and filled once), its python returned."""
+    python = folder / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    marker = folder / "preinstalled.json"
+    if not marker.exists() or json.loads(marker.read_text())["asked"] != list(PREINSTALLED):
+        shutil.rmtree(folder, ignore_errors=True)
+        venv.EnvBuilder(with_pip=True).create(folder)
+        pip(python, "install", "--quiet", *PREINSTALLED)
+        marker.write_text(json.dumps({"asked": list(PREINSTALLED), "installed": installed(python)}))
+    return python
+
+
+def restore(python: Path, baseline: dict[str, str]) -> None:
+    """Uninstall what a previous notebook installed (lab_utils, the Runpod SDK, ...)."""
+    extra = sorted(set(installed(python)) - set(baseline))
+    if extra:
+        pip(python, "uninstall", "--quiet", "--yes", *extra)
+
+
+def run_alone(python: Path, notebook: Path, repository: str) -> tuple[bool, float, str]:
+    """(passed, seconds, the error's last lines) for ``notebook`` run alone in an empty folder."""
+    with tempfile.TemporaryDirectory(prefix="standalone-") as folder:
+        copy = Path(folder) / notebook.name
+        shutil.copy(notebook, copy)
+        env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
+        env.update(COURSE_REPOSITORY=repository, MPLBACKEND="agg")
+        started_s = time.perf_counter()
+        done = subprocess.run([str(python), "-c", EXECUTE, str(copy), folder], env=env, cwd=folder,
+                              capture_output=True, text=True)
+        return done.returncode == 0, time.perf_counter() - started_s, done.stderr[-3000:]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="*", type=Path)
+    parser.add_argument("--venv", type=Path, default=ROOT / "_build" / "standalone-venv")
+    parser.add_argument("--repository", default=str(ROOT))
+    args = parser.parse_args(argv)
+    notebooks = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+    started_s = time.perf_counter()
+    python = make_environment(args.venv.resolve())
+    baseline = json.loads((args.venv / "preinstalled.json").read_text())["installed"]
+    print("preinstalled:", ", ".join(f"{name} {baseline[name]}" for name in KEPT))
+    failed = []
+    for notebook in notebooks:
+        restore(python, baseline)
+        passed, seconds, error = run_alone(python, notebook.resolve(), args.repository)
+        now = installed(python)
+        changed = [f"{name} {baseline[name]} -> {now.get(name)}" for name in KEPT if now.get(name) != baseline[name]]
+        print(f"{notebook.name}: {'passed' if passed and not changed else 'FAILED'} in {seconds:.0f} s"
+              + (f"; changed {', '.join(changed)}" if changed else ""), flush=True)
+        if not passed:
+            print(error)
+        if not passed or changed:
+            failed.append(notebook.name)
+    restore(python, baseline)
+    print(f"{len(notebooks) - len(failed)} of {len(notebooks)} notebooks ran alone in "
+          f"{time.perf_counter() - started_s:.0f} s; kept " + ", ".join(f"{name} {baseline[name]}" for name in KEPT))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
