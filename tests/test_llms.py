@@ -93,3 +93,5 @@ def test_a_count_that_disagrees_with_the_shapes_is_refused():
         dataclasses.replace(llms.get("llama-3.1-8b"), n_params=8_000_000_000)
     with pytest.raises(ValueError, match="give n_params"):
         llms.LLMConfig(name="x", aliases=(), n_layers=1, hidden=8, source="s", source_date="2024")
+    with pytest.raises(ValueError, match="max_positions"):
+        dataclasses.replace(llms.get("gpt2"), max_positions=None, n_params=None)
