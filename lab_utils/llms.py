@@ -90,7 +90,8 @@ def count_params(config: LLMConfig) -> int:
     final norm, and the LM head unless tied to the embeddings."""
     if config.family not in FAMILIES:
         raise ValueError(f"{config.name}: family={config.family!r}; counted families: {', '.join(FAMILIES)}")
-    needed = ["n_heads", "n_kv_heads", "ffn_hidden", "vocab_size"] + (["max_positions"] if config.family == "gpt2" else [])
+    needed = ["n_heads", "n_kv_heads", "ffn_hidden", "vocab_size"]
+    needed += ["max_positions"] if config.family == "gpt2" else []
     missing = [name for name in needed if not isinstance(getattr(config, name), int)]
     if missing:
         raise ValueError(f"{config.name}: a {config.family} count needs integer {', '.join(missing)}")
