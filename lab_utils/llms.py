@@ -21,7 +21,11 @@ _DATA_FILE = "llm_configs.toml"
 
 @dataclass(frozen=True)
 class LLMConfig:
-    """One model's published shape. Counts are plain integers; None where unpublished."""
+    """One model's published shape. Counts are plain integers; None where unpublished.
+
+    With a ``family`` (:data:`FAMILIES`), ``n_params`` is counted from the shapes
+    (:func:`count_params`); a given count must agree with it. Without one, ``n_params`` is
+    required (a mixture of experts, whose layers the count does not cover)."""
 
     name: str
     aliases: tuple[str, ...]
@@ -86,6 +90,11 @@ def count_params(config: LLMConfig) -> int:
     final norm, and the LM head unless tied to the embeddings."""
     if config.family not in FAMILIES:
         raise ValueError(f"{config.name}: family={config.family!r}; counted families: {', '.join(FAMILIES)}")
+    needed = ["n_heads", "n_kv_heads", "ffn_hidden", "vocab_size"]
+    needed += ["max_positions"] if config.family == "gpt2" else []
+    missing = [name for name in needed if not isinstance(getattr(config, name), int)]
+    if missing:
+        raise ValueError(f"{config.name}: a {config.family} count needs integer {', '.join(missing)}")
     h = config.hidden
     linears = sum(n_in * n_out + (n_out if bias else 0) for _, n_in, n_out, bias in linear_shapes(config))
     norm = 2 * h if config.family == "gpt2" else h  # LayerNorm: weight and bias; RMSNorm: weight

@@ -5,6 +5,8 @@ These tests check invariants and one model worked out by hand, not a copy of the
 """
 
 
+import dataclasses
+
 import pytest
 
 from lab_utils import catalogs, llms, lookup
@@ -76,3 +78,20 @@ def test_unknown_model_suggests_close_names():
         llms.get("llama-3.1-7b")
     with pytest.raises(TypeError, match="name"):
         llms.get(8)
+
+
+def test_gpt2_count_worked_by_hand():
+    # token and position embeddings (tied head); per block: c_attn h x 3h + 3h, attn.c_proj h x h + h,
+    # c_fc h x 4h + 4h, mlp.c_proj 4h x h + h, two LayerNorms of 2h; a final LayerNorm
+    h = 768
+    block = (h * 3 * h + 3 * h) + (h * h + h) + (h * 4 * h + 4 * h) + (4 * h * h + h) + 2 * 2 * h
+    assert llms.get("gpt2").n_params == 50257 * h + 1024 * h + 12 * block + 2 * h == 124_439_808
+
+
+def test_a_count_that_disagrees_with_the_shapes_is_refused():
+    with pytest.raises(ValueError, match="n_params=8000000000"):
+        dataclasses.replace(llms.get("llama-3.1-8b"), n_params=8_000_000_000)
+    with pytest.raises(ValueError, match="give n_params"):
+        llms.LLMConfig(name="x", aliases=(), n_layers=1, hidden=8, source="s", source_date="2024")
+    with pytest.raises(ValueError, match="max_positions"):
+        dataclasses.replace(llms.get("gpt2"), max_positions=None, n_params=None)

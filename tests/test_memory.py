@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from lab_utils import hardware, llms, memory, models, widgets
+from lab_utils import cli, hardware, llms, memory, models, widgets
+from lab_utils.units import format_bytes
 
 CONFIGS = [  # (config, batch): three shapes of the tiny GPT
     (models.GPTConfig(), 8),
@@ -353,3 +354,17 @@ def test_live_calculator_offers_only_the_precisions_a_method_allows():
     assert controls["precision"].options == memory.TRAINING_PRECISIONS
     with pytest.raises(ValueError, match="precision='int4'"):
         widgets.memory_calculator(method="full", precision="int4")
+
+
+def test_the_command_line_gives_the_estimate_with_its_attention_and_layout(capsys):
+    assert cli.main(["memory", "--model", "llama-3.1-8b", "--method", "lora", "--seq-len", "4096",
+                     "--attention", "eager", "--recompute", "none", "--lora-targets", "attention"]) == 0
+    printed = capsys.readouterr().out
+    estimate = memory.job_estimate("Llama-3.1-8B", "lora", seq_len=4096, attention="eager", recompute="none",
+                                   lora_targets="attention")
+    total_line = next(line for line in printed.splitlines() if line.startswith("total"))
+    assert total_line.split()[1:] == format_bytes(estimate.total_bytes).split()
+    assert "none recompute, eager attention" in printed
+    assert cli.main(["memory", "--model", "llama-3.1-8b", "--method", "qlora"]) == 0
+    printed = capsys.readouterr().out
+    assert "weights (NF4: block linears)" in printed and "nf4_constant_bits_per_weight = 0.127" in printed
