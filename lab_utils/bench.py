@@ -250,8 +250,8 @@ def _cpu_threads(device, threads) -> int | None:
 def measure_matmul(a, b, *, min_run_time: float = 0.2) -> BenchRow:
     """Time ``a @ b`` for two n x n tensors on their device with ``timing.measure``.
 
-    The row's dtype is the tensors' (fp32 reads "tf32" on a CUDA device when
-    ``torch.get_float32_matmul_precision()`` is not "highest", since cuBLAS then uses TF32).
+    The row's dtype is the tensors' (fp32 reads "tf32" on a CUDA device when torch's fp32
+    matmul precision allows TF32, since cuBLAS then uses it).
     """
     a, b = _check_tensor("a", a), _check_tensor("b", b)
     if a.dim() != 2 or a.shape[0] != a.shape[1] or a.shape != b.shape:
