@@ -176,6 +176,21 @@ def test_reference_script_end_to_end(tmp_path):
         assert values and all(0 < v < 1 for v in values), fractions
 
 
+def test_notebook_02_transfer_cell_runs_its_gpu_branch(capsys):
+    """Issue 18 item 12: the pinned-memory and overlap cell, which the CPU never runs."""
+    from lab_utils.units import format_rate, format_seconds
+
+    cells = json.loads((ROOT / "notebooks" / "02_matmul_cpu_vs_gpu.ipynb").read_text())["cells"]
+    (source,) = ["".join(c["source"]) for c in cells if c.get("id") == "cell-29c"]
+    report = machine.describe()
+    exec(source, {"on_gpu": True, "device": torch.device("cuda"), "torch": torch, "timing": timing,
+                  "report": report, "format_rate": format_rate, "format_seconds": format_seconds})
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(" (")[0].split(":")[0] for line in lines[:2]] == [
+        "host to device from pageable memory", "host to device from pinned memory"]
+    assert len(lines) == 6 and all(f"measured on {report.device_name}" in line for line in lines)
+
+
 def test_out_of_memory_is_caught_and_the_device_recovers():
     total = torch.cuda.get_device_properties(0).total_memory
     with pytest.raises(torch.cuda.OutOfMemoryError):
