@@ -286,7 +286,7 @@ def _bandwidth_row(kind: str, result, first, moved: int, threads: int | None) ->
 
 def _chunks(array, parts: int) -> list:
     """``array`` (1-D) cut into ``parts`` contiguous pieces on 4 KiB page boundaries."""
-    step = -(-array.size // parts // 4096) * 4096 or array.size
+    step = max(-(-array.size // parts // 4096), 1) * 4096
     return [array[start:start + step] for start in range(0, array.size, step)]
 
 
