@@ -416,8 +416,9 @@ def _operands(kind: str, size: int, dtype: str, device):
 
 
 def _call_seconds(kind: str, operands, device) -> float:
-    """Seconds of one synchronized call: the fastest of three after a warm-up call (the fastest,
-    so that one stall of a busy machine does not make a case look too long to run)."""
+    """Seconds of one synchronized call: the fastest of up to three after a warm-up call (the
+    fastest, so that one stall of a busy machine does not make a case look too long to run;
+    fewer once the calls have taken ``_PROBE_MAX_CALL_S``)."""
     import torch
 
     if kind == "matmul":
@@ -427,7 +428,7 @@ def _call_seconds(kind: str, operands, device) -> float:
     else:
         call = functools.partial(torch.add, operands[1], operands[2], alpha=TRIAD_SCALAR, out=operands[0])
     seconds = []
-    for _ in range(4):
+    while len(seconds) < 4 and (len(seconds) < 2 or sum(seconds[1:]) < _PROBE_MAX_CALL_S):
         machine.synchronize(device)
         start = time.perf_counter()
         call()
