@@ -250,8 +250,8 @@ def _cpu_threads(device, threads) -> int | None:
 def measure_matmul(a, b, *, min_run_time: float = 0.2) -> BenchRow:
     """Time ``a @ b`` for two n x n tensors on their device with ``timing.measure``.
 
-    The row's dtype is the tensors' (fp32 reads "tf32" on a CUDA device when
-    ``torch.get_float32_matmul_precision()`` is not "highest", since cuBLAS then uses TF32).
+    The row's dtype is the tensors' (fp32 reads "tf32" on a CUDA device when torch's fp32
+    matmul precision allows TF32, since cuBLAS then uses it).
     """
     a, b = _check_tensor("a", a), _check_tensor("b", b)
     if a.dim() != 2 or a.shape[0] != a.shape[1] or a.shape != b.shape:
@@ -286,7 +286,7 @@ def _bandwidth_row(kind: str, result, first, moved: int, threads: int | None) ->
 
 def _chunks(array, parts: int) -> list:
     """``array`` (1-D) cut into ``parts`` contiguous pieces on 4 KiB page boundaries."""
-    step = -(-array.size // parts // 4096) * 4096 or array.size
+    step = max(-(-array.size // parts // 4096), 1) * 4096
     return [array[start:start + step] for start in range(0, array.size, step)]
 
 
@@ -416,8 +416,9 @@ def _operands(kind: str, size: int, dtype: str, device):
 
 
 def _call_seconds(kind: str, operands, device) -> float:
-    """Seconds of one synchronized call: the fastest of three after a warm-up call (the fastest,
-    so that one stall of a busy machine does not make a case look too long to run)."""
+    """Seconds of one synchronized call: the fastest of up to three after a warm-up call (the
+    fastest, so that one stall of a busy machine does not make a case look too long to run;
+    fewer once the calls have taken ``_PROBE_MAX_CALL_S``)."""
     import torch
 
     if kind == "matmul":
@@ -427,7 +428,7 @@ def _call_seconds(kind: str, operands, device) -> float:
     else:
         call = functools.partial(torch.add, operands[1], operands[2], alpha=TRIAD_SCALAR, out=operands[0])
     seconds = []
-    for _ in range(4):
+    while len(seconds) < 4 and (len(seconds) < 2 or sum(seconds[1:]) < _PROBE_MAX_CALL_S):
         machine.synchronize(device)
         start = time.perf_counter()
         call()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
@@ -21,7 +21,9 @@ NO_REFERENCE = "no GPU reference yet"
 
 @dataclass(frozen=True)
 class Reference:
-    """One reference run: the device, the date (YYYY-MM-DD), the machine report and the results."""
+    """One reference run: the device, the date (YYYY-MM-DD), the machine report, the results, and
+    the software and GPU state (driver, clocks, power limit, MIG mode) it ran with ({} in files
+    written before they were recorded)."""
 
     device: str
     date: str
@@ -29,6 +31,8 @@ class Reference:
     measurements: dict
     skipped: dict
     path: Path
+    software: dict = field(default_factory=dict)
+    gpu_state: dict = field(default_factory=dict)
 
 
 def slug(device_name: str) -> str:
@@ -52,7 +56,8 @@ def read(path) -> Reference:
     missing = [key for key in ("device", "date", "machine", "measurements", "skipped") if key not in data]
     if missing:
         raise ValueError(f"{path.name}: lacks {', '.join(missing)}")
-    return Reference(data["device"], data["date"], data["machine"], data["measurements"], data["skipped"], path)
+    return Reference(data["device"], data["date"], data["machine"], data["measurements"], data["skipped"], path,
+                     software=data.get("software") or {}, gpu_state=data.get("gpu_state_before") or {})
 
 
 def load(device_name: str | None = None, directory=None) -> Reference | None:

@@ -123,6 +123,7 @@ def test_measure_copy_cuts_the_arrays_over_threads_and_copies_every_byte():
     # 40,000 bytes in 3 pieces on 4 KiB pages: ceil(40000 / 3 / 4096) = 4 pages = 16,384 bytes each
     pieces = bench._chunks(np.zeros(40_000, dtype=np.uint8), 3)
     assert [p.size for p in pieces] == [16_384, 16_384, 7_232]
+    assert bench._chunks(np.zeros(0, dtype=np.uint8), 2) == []
 
 
 def test_measure_triad_computes_b_plus_scalar_c_and_counts_three_arrays():
