@@ -23,7 +23,6 @@ and list prices, not a measurement. Pure Python: no torch.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -362,16 +361,6 @@ def train(dense_params, n_examples, *, tokens_per_example: int = 1, embedding_pa
 
 # --- serving: a monthly bill ----------------------------------------------------------------
 
-def _replica(spec: hardware.Spec, n: int) -> hardware.Spec:
-    """``n`` devices of ``spec`` as one (ideal tensor parallelism: memory, bandwidth and peaks
-    add up), so that ``serving`` can size a replica spread over several GPUs."""
-    if n == 1:
-        return spec
-    return dataclasses.replace(spec, name=f"{n} x {spec.name}", memory_bytes=n * spec.memory_bytes,
-                               bandwidth_bytes_per_s=n * spec.bandwidth_bytes_per_s,
-                               peak_flops={dtype: n * peak for dtype, peak in spec.peak_flops.items()})
-
-
 def serve(model, requests_per_day, *, input_tokens: int | None = None, output_tokens: int | None = None,
           latency_target_s: float | None = None, precision: str | None = None, batch: int | None = None,
           utilisation: float | None = None, mfu: float | None = None, cpu_mfu: float | None = None,
@@ -451,7 +440,7 @@ def serve(model, requests_per_day, *, input_tokens: int | None = None, output_to
             options.append(_not_possible(spec.name, kind, spec, True, per_replica, single, "compute",
                                          "the catalog has no peak or bandwidth to estimate its speed", price))
             continue
-        replica = _replica(spec, per_replica)
+        replica = serving.replica(spec, per_replica)
         alone = serving.estimate(config, device=replica, batch=1, usd_per_hour=0.0, **shape)
         if batch is None:
             served = serving.capacity(config, device=replica, latency_target_s=latency_target_s, usd_per_hour=0.0,
@@ -507,7 +496,7 @@ def serve(model, requests_per_day, *, input_tokens: int | None = None, output_to
             options.append(_not_possible(label, "serverless", spec, False, per_worker, single, "memory",
                                          f"needs {per_worker} GPUs per worker (> max_devices)", flex))
             continue
-        alone = serving.estimate(config, device=_replica(spec, per_worker), batch=1, usd_per_hour=0.0, **shape)
+        alone = serving.estimate(config, device=serving.replica(spec, per_worker), batch=1, usd_per_hour=0.0, **shape)
         service_s = alone.latency_s
         result = serverless.simulate(arrivals, service_s=service_s, cold_start_s=cold_start_s,
                                      idle_timeout_s=idle_timeout_s, max_workers=max_workers,

@@ -7,7 +7,8 @@ Formulas (sources in each docstring):
   inference ≈ 2·N per token;
 - time: hours = FLOPs / (peak FLOP/s x MFU x devices) / 3600 (MFU: model FLOPs utilisation,
   Chowdhery et al., PaLM, arXiv 2204.02311);
-- serving: decode at batch 1 is bandwidth bound, tokens/s <= bandwidth / bytes of weights;
+- serving: decode at batch 1 is bandwidth bound, tokens/s <= bandwidth / bytes of weights
+  (batches, prefill and the KV cache: ``lab_utils.serving``);
   self-hosted $ per 1M tokens = $/h / (tokens/s x 3600) x 1e6;
 - break-even: the monthly token volume at which self-hosting (fine-tune cost included) costs
   what the API costs.
@@ -23,7 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from lab_utils import assumptions, checks, hardware, llms, memory
+from lab_utils import assumptions, checks, hardware, llms, memory, serving
 from lab_utils.prices import (  # re-exported: the notebooks reach prices through economics
     SECONDS_PER_HOUR, ApiPrice, HourlyPrice, ServerlessPrice, api_price, api_prices, hourly_price,
     hourly_prices, serverless_price, serverless_prices,
@@ -34,9 +35,8 @@ __all__ = [
     "ApiPrice", "FineTuneEstimate", "HourlyPrice", "ServerlessPrice", "ServingCosts", "ServingSetup",
     "api_cost", "api_price", "api_prices", "blended_price_per_million",
     "breakeven_tokens_per_month", "cost_per_million_tokens", "decode_tokens_per_s_bound",
-    "fine_tune_estimate", "gpu_price", "hourly_price", "hourly_prices", "mixed_tokens_per_s",
+    "fine_tune_estimate", "gpu_price", "hourly_price", "hourly_prices",
     "range_verdict", "serverless_price", "serverless_prices", "serverless_setup", "serving_costs",
-    "serving_tokens_per_s",
     "training_flops", "training_hours",
 ]
 
@@ -124,15 +124,6 @@ def decode_tokens_per_s_bound(n_params, *, bytes_per_param, bandwidth_bytes_per_
     return bound
 
 
-def mixed_tokens_per_s(*, decode_tokens_per_s, prefill_tokens_per_s, output_share) -> float:
-    """Tokens/s over traffic with ``output_share`` of generated tokens (at the decode rate) and
-    the rest prompt tokens (read at the prefill rate): 1 / (in_share / prefill + out_share / decode)."""
-    decode = checks.number("decode_tokens_per_s", decode_tokens_per_s)
-    prefill = checks.number("prefill_tokens_per_s", prefill_tokens_per_s)
-    output_share = checks.number("output_share", output_share, strict=False, maximum=1.0)
-    return 1.0 / ((1 - output_share) / prefill + output_share / decode)
-
-
 def _spec(gpu) -> hardware.Spec:
     return gpu if isinstance(gpu, hardware.Spec) else hardware.get(gpu)
 
@@ -150,32 +141,10 @@ def _default(name: str, given):
     return assumptions.value(name) if given is None else given
 
 
-def serving_tokens_per_s(n_params, *, gpu, bytes_per_param=2.0, batch=1, output_share=None,
-                         efficiency=1.0, mfu=None, dtype=None) -> float:
-    """Tokens/s one ``gpu`` (a catalog name or Spec) serves for a model of ``n_params``.
-
-    Generated tokens: ``efficiency`` x :func:`decode_tokens_per_s_bound` at ``batch``, capped by
-    compute at ``mfu`` of the dense ``dtype`` peak; prompt tokens: prefilled at the compute
-    bound, peak x mfu / (2·N). Mixed by :func:`mixed_tokens_per_s` with ``output_share``.
-    Defaults (None) from ``lab_utils.assumptions``: output_share, mfu, and the dtype the GPU
-    computes in.
-    """
-    spec = _spec(gpu)
-    _, peak = _peak_flops(spec, dtype)
-    efficiency = checks.number("efficiency", efficiency, maximum=1.0)
-    compute = peak * checks.number("mfu", _default("mfu", mfu), maximum=1.0)
-    decode = efficiency * decode_tokens_per_s_bound(
-        n_params, bytes_per_param=bytes_per_param, bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s,
-        batch=batch, peak_flops=compute)
-    prefill = compute / (FLOPS_PER_PARAM_PER_TOKEN["inference"] * n_params)
-    return mixed_tokens_per_s(decode_tokens_per_s=decode, prefill_tokens_per_s=prefill,
-                              output_share=_default("output_share", output_share))
-
-
 @dataclass(frozen=True)
 class ServingSetup:
     """One replica of a model served on Runpod serverless GPUs: as many GPUs as its weights and
-    KV cache need (``memory.job_estimate``), their tokens/s together (bandwidth adds up under
+    the batch's KV caches need (``memory.job_estimate``), their tokens/s together (``serving.estimate`` on the GPUs as one:
     ideal tensor parallelism) and their prices per hour, flex (pay per use) and active."""
 
     model: str
@@ -188,19 +157,24 @@ class ServingSetup:
 
 
 def serverless_setup(model, gpu, *, precision=None, batch=1, seq_len=4096, output_share=None,
-                     efficiency=1.0, mfu=None) -> ServingSetup:
+                     efficiency=1.0) -> ServingSetup:
     """Serve ``model`` (an ``llms`` name or LLMConfig) with weights in ``precision`` (default: the
-    assumption for inference) on the Runpod serverless class of ``gpu``; tokens/s from
-    :func:`serving_tokens_per_s`."""
+    assumption for inference) on the Runpod serverless class of ``gpu``, ``batch`` requests of
+    ``seq_len`` tokens at once, ``output_share`` of them generated (default: the assumption);
+    tokens/s (prompt and output) from ``serving.estimate`` x ``efficiency``."""
     config = model if isinstance(model, llms.LLMConfig) else llms.get(model)
     spec = _spec(gpu)
     precision = assumptions.precision_for("inference") if precision is None else precision
+    seq_len = checks.count("seq_len", seq_len, minimum=2)
+    output_share = checks.number("output_share", _default("output_share", output_share), maximum=1.0)
+    output_len = min(seq_len - 1, max(1, round(seq_len * output_share)))
     price = serverless_price(spec.name)
     needs = memory.job_estimate(config, method="inference", precision=precision, batch=batch, seq_len=seq_len)
-    gpus = memory.gpus_needed(needs.total, spec)
-    per_gpu = serving_tokens_per_s(config.params_per_token, gpu=spec, bytes_per_param=memory.BYTES_PER_VALUE[precision],
-                                   batch=batch, output_share=output_share, efficiency=efficiency, mfu=mfu)
-    return ServingSetup(model=config.name, gpu=spec.name, gpus_per_replica=gpus, tokens_per_s=gpus * per_gpu,
+    gpus = memory.gpus_needed(needs.total_bytes, spec)
+    served = serving.estimate(config, device=serving.replica(spec, gpus), batch=batch, prompt_len=seq_len - output_len,
+                              output_len=output_len, weight_bytes_per_param=memory.BYTES_PER_VALUE[precision],
+                              efficiency=efficiency, usd_per_hour=0.0)
+    return ServingSetup(model=config.name, gpu=spec.name, gpus_per_replica=gpus, tokens_per_s=served.tokens_per_s,
                         price_per_hour=gpus * price.flex_per_hour,
                         always_on_price_per_hour=gpus * price.active_per_hour, price=price)
 
@@ -242,7 +216,7 @@ def serving_costs(tokens_per_month, *, api_cost_per_million, price_per_hour, tok
                   fine_tune_cost=0.0, amortize_months=None, always_on_price_per_hour=None) -> ServingCosts:
     """Monthly cost of ``tokens_per_month`` on an API at ``api_cost_per_million`` (blended:
     :func:`blended_price_per_million`) and self-hosted on GPUs making ``tokens_per_s`` each
-    (:func:`mixed_tokens_per_s`). Pay per use bills the GPU-seconds used at ``price_per_hour``;
+    (``serving.estimate``). Pay per use bills the GPU-seconds used at ``price_per_hour``;
     always on bills whole GPUs for :data:`HOURS_PER_MONTH` at ``always_on_price_per_hour``
     (default ``price_per_hour``). ``fine_tune_cost`` is spread over ``amortize_months`` (default:
     the assumption)."""

@@ -111,12 +111,12 @@ def simulate(
     for index in sorted(range(len(arrivals)), key=arrivals.__getitem__):  # the queue, first in first out
         arrival = arrivals[index]
         # Workers whose idle window closed before this arrival have stopped: bill them.
-        for worker in [w for w in workers if w.stops_at(idle_timeout_s) < arrival]:
+        for worker in [w for w in workers if not w.active and w.stops_at(idle_timeout_s) < arrival]:
             retired_lifetimes_s.append(worker.stops_at(idle_timeout_s) - worker.started_s)
             workers.remove(worker)
-        idle = [w for w in workers if w.free_at_s <= arrival]
-        if idle:
-            worker, start = idle[0], arrival
+        worker = next((w for w in workers if w.free_at_s <= arrival), None)  # the longest-running idle one
+        if worker is not None:
+            start = arrival
         else:
             if len(workers) < max_workers:  # the request waits; a new worker boots meanwhile
                 workers.append(_Worker(arrival, arrival + cold_start_s, active=False))

@@ -26,13 +26,14 @@ All figures are lower bounds on time (upper bounds on throughput) from vendor sp
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 from lab_utils import assumptions, checks, hardware, llms, memory, prices
 
 __all__ = ["ServingEstimate", "at_load", "capacity", "decode_limit", "decode_step_s", "estimate", "max_batch",
-           "prefill_s"]
+           "prefill_s", "replica"]
 
 
 def _model(model) -> llms.LLMConfig:
@@ -54,6 +55,18 @@ def _device(device) -> hardware.Spec:
     if not spec.bandwidth_bytes_per_s:
         raise ValueError(f"device={spec.name!r} has no memory bandwidth in the catalog: no serving bound")
     return spec
+
+
+def replica(device, n_devices: int) -> hardware.Spec:
+    """``n_devices`` of ``device`` serving one model together, as one device: memory, bandwidth
+    and peaks add up (ideal tensor parallelism, an upper bound on its speed)."""
+    spec = _device(device)
+    n_devices = checks.count("n_devices", n_devices)
+    if n_devices == 1:
+        return spec
+    return dataclasses.replace(spec, name=f"{n_devices} x {spec.name}", memory_bytes=n_devices * (spec.memory_bytes or 0),
+                               bandwidth_bytes_per_s=n_devices * spec.bandwidth_bytes_per_s,
+                               peak_flops={dtype: n_devices * peak for dtype, peak in spec.peak_flops.items()})
 
 
 def _peak_flops(spec: hardware.Spec) -> float:

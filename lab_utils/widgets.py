@@ -149,8 +149,7 @@ def _cost_figure(model, gpu, api, batch, output_share, method, fine_tune_tokens,
     """Monthly cost against monthly tokens: the API, serverless flex (pay per use) and active
     (always on) workers, fine-tune included (priced as ``economics.fine_tune_estimate`` prices
     it: the GPU's cheapest rentable offer), with the break-even volumes marked."""
-    setup = economics.serverless_setup(model, gpu, batch=batch, output_share=output_share,
-                                       efficiency=efficiency, mfu=mfu)
+    setup = economics.serverless_setup(model, gpu, batch=batch, output_share=output_share, efficiency=efficiency)
     api_price = economics.api_price(api)
     api_per_million = economics.blended_price_per_million(
         api_price.input_per_million, api_price.output_per_million, output_share)
@@ -178,7 +177,7 @@ def _cost_figure(model, gpu, api, batch, output_share, method, fine_tune_tokens,
     ax.legend(loc="upper left", fontsize=9)
     fig.text(0.01, 0.01,
              f"Self-hosted: {format_rate(setup.tokens_per_s, 'tokens/s')} per replica at batch {batch} "
-             f"({efficiency:.0%} of the bandwidth bound, MFU {mfu:.0%}), {output_share:.0%} of tokens generated; "
+             f"({efficiency:.0%} of the serving bounds, KV cache included), {output_share:.0%} of tokens generated; "
              f"{method} fine-tune of {fine_tune_tokens:.0e} tokens ${fine_tune.cost_usd or 0:,.2f}, spread over "
              f"{amortize_months} months. Estimates from vendor specifications, not measurements.",
              fontsize=8, wrap=True)

@@ -67,12 +67,6 @@ def test_decode_bound_grows_with_batch_until_compute_caps_it():
     assert capped == pytest.approx(H100_BF16 / (2 * 8e9))
 
 
-def test_mixed_tokens_per_s_is_the_harmonic_mix():
-    assert economics.mixed_tokens_per_s(decode_tokens_per_s=100, prefill_tokens_per_s=1000, output_share=1.0) == 100
-    mixed = economics.mixed_tokens_per_s(decode_tokens_per_s=100, prefill_tokens_per_s=300, output_share=0.5)
-    assert mixed == pytest.approx(1 / (0.5 / 300 + 0.5 / 100))  # 150 tokens/s
-
-
 def test_serving_costs_by_hand():
     # 1e9 tokens at 1000 tokens/s = 277.8 GPU-hours: one always-on GPU (730 h), $2/h.
     costs = economics.serving_costs(1e9, api_cost_per_million=1.0, price_per_hour=2.0, tokens_per_s=1000,

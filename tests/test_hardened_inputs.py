@@ -6,7 +6,7 @@ import math
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from lab_utils import checks, economics, hardware, memory, parallel, roofline, serverless
+from lab_utils import checks, economics, hardware, memory, parallel, roofline, serverless, serving
 
 settings.register_profile("hardened", max_examples=40, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
@@ -151,8 +151,8 @@ ANY_CALLS = {
     "memory.gpus_needed": lambda a, b: memory.gpus_needed(a, b),
     "economics.cost_per_million_tokens": lambda a, b: economics.cost_per_million_tokens(a, b),
     "economics.training_hours": lambda a, b: economics.training_hours(a, peak_flops=b, mfu=0.5, n_devices=a),
-    "economics.serving_tokens_per_s": lambda a, b: economics.serving_tokens_per_s(a, gpu="T4", batch=b,
-                                                                                  dtype="fp16"),
+    "serving.decode_step_s": lambda a, b: serving.decode_step_s("llama-3.1-8b", device="T4", batch=a,
+                                                                context_len=b),
     "economics.breakeven": lambda a, b: economics.breakeven_tokens_per_month(
         api_cost_per_million=a, price_per_hour=b, tokens_per_s=a, fine_tune_cost=b, always_on=True),
     "economics.range_verdict": lambda a, b: economics.range_verdict(a, 1, 2, tolerance=b),

@@ -141,3 +141,14 @@ def test_at_load_takes_the_smallest_batch_that_keeps_up():
                             batch=busy.batch - 1).requests_per_s < 3 * one.requests_per_s
     small = device(bandwidth_bytes_per_s=1e6, peak=1e9, memory_bytes=RESERVE + 2000 + 2245)  # room for 7 sequences
     assert serving.at_load(TOY, device=small, prompt_len=4, output_len=2, requests_per_s=1e9) is None
+
+
+def test_llama_8b_on_one_h100_at_4096_tokens_worked_by_hand():
+    n_params = llms.get("Llama-3.1-8B").n_params  # an input: the catalog's count
+    kv_per_token = 2 * 32 * 8 * 128 * 2  # K and V x 32 layers x 8 KV heads x 128 x bf16 = 128 KiB
+    for batch in (1, 32):
+        by_hand = (2 * n_params + batch * 4096 * kv_per_token) / 3.35e12  # bytes over the H100's 3.35 TB/s
+        assert serving.decode_step_s("Llama-3.1-8B", device="H100 SXM", batch=batch, context_len=4096) == \
+            pytest.approx(by_hand)
+    room = (80e9 - RESERVE - 2 * n_params) // (4096 * kv_per_token)  # 80 GB less the reserve and the weights
+    assert serving.max_batch("Llama-3.1-8B", device="H100 SXM", context_len=4096) == room
