@@ -26,9 +26,11 @@ import venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# What a Colab runtime has before the setup cell runs (ipywidgets 7.7: Colab's own), plus the
-# Jupyter kernel and nbclient that execute the notebook. torch==2.13.0: the course's tested pin.
-PREINSTALLED = ("torch==2.13.0", "numpy", "matplotlib", "ipywidgets==7.7.1", "ipykernel", "nbclient", "nbformat")
+# What a Colab runtime has before the setup cell runs (ipywidgets 7.7: Colab's own; a current pip,
+# which reads "name @ git+file:///..." as Colab's reads git+https), plus the Jupyter kernel and
+# nbclient that execute the notebook. torch==2.13.0: the course's tested pin.
+PREINSTALLED = ("pip>=24.1", "torch==2.13.0", "numpy", "matplotlib", "ipywidgets==7.7.1", "ipykernel", "nbclient",
+                "nbformat")
 KEPT = ("torch", "ipywidgets")  # must keep their versions through every notebook
 
 # Runs inside the environment: execute one notebook in its folder, every cell, no errors allowed.
