@@ -91,13 +91,13 @@ def test_slow_calls_still_get_min_runs_blocks(monkeypatch):
 
 def test_measure_synchronizes_a_patched_cuda_device(monkeypatch):
     """The CUDA path without a GPU: the benchmark timer's clock synchronizes 'cuda' before every read."""
-    synchronized, reads = [], []
+    clock, synchronized, reads = FakeClock(cold_s=0.01, warm_s=0.001), [], []
     monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: synchronized.append(str(device)))
-    monkeypatch.setattr(timing, "_clock", lambda: reads.append(len(synchronized)) or 0.001 * len(reads))
-    result = timing.measure(lambda: None, device="cuda", min_run_time=0.01)
+    monkeypatch.setattr(timing, "_clock", lambda: reads.append(len(synchronized)) or clock())
+    result = timing.measure(clock.call, device="cuda", min_run_time=0.01)
     assert set(synchronized) == {"cuda"}
-    assert all(count > 0 for count in reads) and len(reads) >= 2 * result.runs
-    assert result.device == "cuda"
+    assert reads[0] > 0 and all(later > earlier for earlier, later in zip(reads, reads[1:]))  # a sync per read
+    assert len(reads) >= 2 * result.runs and result.device == "cuda"
 
 
 @pytest.mark.parametrize(
