@@ -1,6 +1,5 @@
 """The GPU reference: the measuring script runs end to end (on the CPU here) and its file reads back."""
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -8,6 +7,7 @@ import types
 from pathlib import Path
 
 import pytest
+from loading import load_module
 
 from lab_utils import reference
 
@@ -53,10 +53,7 @@ def test_script_records_the_software_it_ran_with(cpu_run):
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location("gpu_reference", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module("gpu_reference", SCRIPT)
 
 
 def matmul_row(dtype, flops_per_s):

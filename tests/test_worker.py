@@ -1,7 +1,6 @@
 """The serverless worker shipped in lab_utils/data/worker: its handler, and the SDK's local API around it."""
 
 import concurrent.futures
-import importlib.util
 import json
 import subprocess
 import sys
@@ -9,6 +8,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from loading import load_module
 
 from lab_utils import course_files, local_worker, machine
 
@@ -17,10 +17,7 @@ HANDLER_PATH = course_files.path("worker/handler.py")
 
 @pytest.fixture(scope="module")
 def handler_module():
-    spec = importlib.util.spec_from_file_location("course_worker_handler", HANDLER_PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module("course_worker_handler", HANDLER_PATH)
 
 
 def test_handler_completes_a_prompt(handler_module):
