@@ -67,8 +67,8 @@ class BenchRow:
 
     kind: "matmul" | "copy" | "triad"; size: n of the n x n operands (matmul) or the number
     of elements of one array (copy, triad); dtype: "fp32", "tf32", "bf16", "fp16"; device:
-    e.g. "cpu", "cuda:0"; seconds: median seconds per call (``timing.measure``) and iqr_s its
-    spread; flops_per_call (0 for a copy or triad) and bytes_per_call as counted in the module
+    e.g. "cpu", "cuda:0"; median_s: median seconds per call (``timing.measure``) and iqr_s its
+    spread (``seconds`` is a read-only alias of median_s, kept for one release); flops_per_call (0 for a copy or triad) and bytes_per_call as counted in the module
     docstring; threads: the CPU threads that did the work (None on a GPU).
     """
 
@@ -76,13 +76,15 @@ class BenchRow:
     size: int
     dtype: str
     device: str
-    seconds: float
+    median_s: float
     flops_per_s: float
     bytes_per_s: float
     flops_per_call: int
     bytes_per_call: int
     iqr_s: float
     threads: int | None = None
+
+    seconds = property(lambda self: self.median_s, doc="Alias of median_s (one release).")
 
     @property
     def intensity(self) -> float:
@@ -97,7 +99,7 @@ class BenchRow:
             what = f"{self.kind} {format_bytes(self.array_bytes)} {self.dtype}"
             rate = format_rate(self.bytes_per_s, "B/s") + " (read + written)"
         where = self.device if self.threads is None else f"{self.device}, {_threads_label(self.threads)}"
-        return f"{what} on {where}: {format_seconds(self.seconds)}, {rate}"
+        return f"{what} on {where}: {format_seconds(self.median_s)}, {rate}"
 
     @property
     def array_bytes(self) -> int:
@@ -184,7 +186,7 @@ class BenchTable:
         for r in self.rows:
             size = f"n={r.size}" if r.kind == "matmul" else format_bytes(r.array_bytes)
             flops = format_rate(r.flops_per_s, "FLOP/s") if r.kind == "matmul" else "-"
-            lines.append((r.kind, size, r.dtype, r.device, _threads_label(r.threads), format_seconds(r.seconds),
+            lines.append((r.kind, size, r.dtype, r.device, _threads_label(r.threads), format_seconds(r.median_s),
                           flops, format_rate(r.bytes_per_s, "B/s")))
         text = [tabulate(lines, headers=header, tablefmt="simple", disable_numparse=True)]
         text.append(f"{len(self.rows)} case(s) in {self.elapsed_s:.1f} s of a {self.budget_s:g} s budget"
@@ -514,7 +516,7 @@ def sweep(*, sizes: Iterable[int] | None = None, dtypes: Iterable[str] = ("fp32"
                                         budget_s - (time.perf_counter() - start))
         if row is not None:
             rows.append(row)
-            seconds_per_work[(kind, dtype, threads)] = row.seconds / _work(kind, size)
+            seconds_per_work[(kind, dtype, threads)] = row.median_s / _work(kind, size)
         else:
             skipped.append(Skipped(kind, size, dtype, reason, threads))
         if report is not None:
