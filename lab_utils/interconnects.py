@@ -16,15 +16,11 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from lab_utils import catalogs, hardware
+from lab_utils import catalogs, hardware, routing
 
 __all__ = ["Interconnect", "catalog", "get"]
 
 _DATA_FILE = "interconnects.toml"
-
-PCIE_TRANSFERS_PER_S = {3: 8e9, 4: 16e9, 5: 32e9, 6: 64e9}
-"""Transfers per second per lane by PCIe generation (PCI-SIG)."""
-
 
 @dataclass(frozen=True)
 class Interconnect:
@@ -42,10 +38,8 @@ class Interconnect:
 
     @property
     def pcie_bytes_per_s_each_way(self) -> float:
-        """Raw PCIe bytes/s one way: lanes x transfers/s x 128/130 (encoding, Gen3 to Gen5) / 8.
-        Gen5 x16: 63 GB/s. Gen6 (FLIT encoding) is taken at the raw rate."""
-        encoding = 1.0 if self.pcie_generation >= 6 else 128 / 130
-        return self.pcie_lanes * PCIE_TRANSFERS_PER_S[self.pcie_generation] * encoding / 8
+        """PCIe bytes/s one way (``routing.pcie_bytes_per_s``): Gen5 x16 63 GB/s."""
+        return routing.pcie_bytes_per_s(self.pcie_generation, self.pcie_lanes)
 
 
 @functools.cache
@@ -56,8 +50,9 @@ def _load() -> dict[str, Interconnect]:
         where = f"lab_utils/data/{_DATA_FILE}: {link.name!r}"
         if hardware.get(link.name).name != link.name:
             raise ValueError(f"{where}: name must be the catalog's spelling, {hardware.get(link.name).name!r}")
-        if link.pcie_generation not in PCIE_TRANSFERS_PER_S:
-            raise ValueError(f"{where}: pcie_generation must be one of {tuple(PCIE_TRANSFERS_PER_S)}")
+        if link.pcie_generation not in routing.PCIE_TRANSFERS_PER_S_PER_LANE:
+            raise ValueError(f"{where}: pcie_generation must be one of "
+                             f"{tuple(routing.PCIE_TRANSFERS_PER_S_PER_LANE)}")
         if (link.nvlink_generation == 0) != (link.nvlink_bytes_per_s_each_way == 0):
             raise ValueError(f"{where}: NVLink generation 0 goes with 0 bytes/s, and only it")
         found[link.name] = link
