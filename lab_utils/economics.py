@@ -124,10 +124,6 @@ def decode_tokens_per_s_bound(n_params, *, bytes_per_param, bandwidth_bytes_per_
     return bound
 
 
-def _spec(gpu) -> hardware.Spec:
-    return gpu if isinstance(gpu, hardware.Spec) else hardware.get(gpu)
-
-
 def _peak_flops(spec: hardware.Spec, dtype) -> tuple[str, float]:
     """(dtype, dense peak FLOP/s) of ``spec``: ``dtype`` when given, else the one it computes in."""
     dtype = assumptions.compute_dtype(spec) if dtype is None else dtype
@@ -162,8 +158,8 @@ def serverless_setup(model, gpu, *, precision=None, batch=1, seq_len=4096, outpu
     assumption for inference) on the Runpod serverless class of ``gpu``, ``batch`` requests of
     ``seq_len`` tokens at once, ``output_share`` of them generated (default: the assumption);
     tokens/s (prompt and output) from ``serving.estimate`` x ``efficiency``."""
-    config = model if isinstance(model, llms.LLMConfig) else llms.get(model)
-    spec = _spec(gpu)
+    config = llms.as_config(model)
+    spec = hardware.as_spec(gpu)
     precision = assumptions.precision_for("inference") if precision is None else precision
     seq_len = checks.count("seq_len", seq_len, minimum=2)
     output_share = checks.number("output_share", _default("output_share", output_share), maximum=1.0)
@@ -328,9 +324,9 @@ def fine_tune_estimate(model, n_tokens, *, method="lora", gpu="H100 SXM", mfu=No
     recomputation, LoRA rank, and the price that stands for the GPU (its cheapest rentable
     offer; ``cost_usd`` is None when the data has none).
     """
-    config = model if isinstance(model, llms.LLMConfig) else llms.get(model)
+    config = llms.as_config(model)
     method = checks.choice("method", method, ("full", "lora", "qlora"))
-    spec = _spec(gpu)
+    spec = hardware.as_spec(gpu)
     taken = {name: assumptions.value(name) for name, given in (
         ("mfu", mfu), ("seq_len", seq_len), ("batch", batch),
         ("recompute_fine_tune", recompute), ("lora_rank", lora_rank)) if given is None}

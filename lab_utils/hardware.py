@@ -22,7 +22,7 @@ from collections.abc import Mapping
 
 from lab_utils import catalogs, lookup
 
-__all__ = ["DTYPES", "KINDS", "Spec", "catalog", "get"]
+__all__ = ["DTYPES", "KINDS", "Spec", "as_spec", "catalog", "get"]
 
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
 """Keys allowed in :attr:`Spec.peak_flops`, widest first."""
@@ -245,6 +245,15 @@ def _load() -> tuple[tuple[Spec, ...], dict[str, Spec]]:
     origin = f"lab_utils/data/{_DATA_FILE}"
     specs = tuple(sorted(_parse_catalog(catalogs.text(_DATA_FILE), origin), key=lambda s: KINDS.index(s.kind)))
     return specs, catalogs.index(specs, origin)
+
+
+def as_spec(device) -> Spec:
+    """``device`` itself when it is a :class:`Spec`, else ``get(device)`` (a catalog name)."""
+    if isinstance(device, Spec):
+        return device
+    if not isinstance(device, str):
+        raise TypeError(f"device must be a catalog name or a hardware.Spec, got {type(device).__name__} {device!r}")
+    return get(device)
 
 
 def get(name: str) -> Spec:

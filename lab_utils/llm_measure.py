@@ -36,7 +36,7 @@ def hf_config(model, *, attention: str = "sdpa", **overrides):
     ``memory.llm_activation_bytes`` assumes (give ``attn_pdrop`` etc. to turn it on)."""
     from transformers import AutoConfig
 
-    config = model if isinstance(model, llms.LLMConfig) else llms.get(model)
+    config = llms.as_config(model)
     checks.choice("attention", attention, ("eager", "sdpa"))
     kind = _model_type(config)
     if kind == "gpt2":

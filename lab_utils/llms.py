@@ -111,6 +111,16 @@ def _load() -> tuple[tuple[LLMConfig, ...], dict]:
     return configs, catalogs.index(configs, f"lab_utils/data/{_DATA_FILE}")
 
 
+def as_config(model) -> LLMConfig:
+    """``model`` itself when it is an :class:`LLMConfig`, else ``get(model)`` (a catalog name)."""
+    if isinstance(model, LLMConfig):
+        return model
+    if not isinstance(model, str):
+        raise TypeError(f"model must be a model name from lab_utils.llms or an llms.LLMConfig, got "
+                        f"{type(model).__name__} {model!r}")
+    return get(model)
+
+
 def get(name: str) -> LLMConfig:
     """One model by name or alias, forgiving case and separators: 'llama-3.1-8b', 'Llama 3.1 8B'."""
     configs, index = _load()

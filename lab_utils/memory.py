@@ -272,7 +272,7 @@ def llm_activation_bytes(model, *, seq_len, batch=1, recompute: str = "none", at
     Llama-3.1-8B at 4,096 tokens), the labels, and the positions. Checked within 10% of what
     ``transformers`` models save (tests/test_llm_memory.py).
     """
-    config = _llm(model)
+    config = llms.as_config(model)
     if config.family is None:
         raise ValueError(f"model={config.name!r}: its layer shapes are not in lab_utils/data/llm_configs.toml")
     seq_len, batch = checks.count("seq_len", seq_len), checks.count("batch", batch)
@@ -333,7 +333,7 @@ def lora_params(model, rank: int = 16, targets: str = "attention") -> int:
     or a name ``llms.get`` knows; ``targets`` one of :data:`LORA_TARGETS`. Llama-3.1-8B,
     rank 16 on q, k, v and o: 32 layers x 16 x (2·(4096 + 4096) + 2·(4096 + 1024)).
     """
-    model = _llm(model)
+    model = llms.as_config(model)
     rank = checks.count("rank", rank)
     checks.choice("targets", targets, LORA_TARGETS)
     if model.family is None:
@@ -378,14 +378,6 @@ class JobEstimate:
     def part(self, label: str) -> float:
         """The bytes of one part by its label, 0.0 when the job has no such part."""
         return dict(self.parts).get(label, 0.0)
-
-
-def _llm(model) -> llms.LLMConfig:
-    if isinstance(model, llms.LLMConfig):
-        return model
-    if isinstance(model, str):
-        return llms.get(model)
-    raise TypeError(f"model must be an llms.LLMConfig or a model name, got {type(model).__name__}")
 
 
 def _precisions_for(method: str) -> tuple[str, ...]:
@@ -440,7 +432,7 @@ def job_estimate(model, method: str = "inference", precision: str | None = None,
     and ``batch``, ``seq_len``, ``lora_rank`` and ``lora_targets`` the assumptions of those
     names, all from ``lab_utils.assumptions``.
     """
-    model = _llm(model)
+    model = llms.as_config(model)
     checks.choice("method", method, JOB_METHODS)
     training = method != "inference"
     adapted = method in ("lora", "qlora") and model.family is not None

@@ -227,7 +227,7 @@ def class_roofline(machines, *, devices=_roofline.DEFAULT_DEVICES, intensity_ran
             roof = _roofline.roof_of(device)
             ax.plot(intensities, _roofline.attainable_flops(roof.peak_flops, roof.bandwidth_bytes_per_s, intensities),
                     color="0.6", linewidth=1.2, zorder=1)
-            name = device.name if isinstance(device, hardware.Spec) else hardware.get(device).name
+            name = hardware.as_spec(device).name
             same_peak.setdefault((roof.peak_flops, roof.dtype), []).append(name)
         for (peak, dtype), names in same_peak.items():
             ax.text(high, peak, f" {', '.join(names)} {dtype} (vendor)", color="0.35", fontsize=11, va="center")

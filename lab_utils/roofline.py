@@ -169,7 +169,7 @@ def roof_of(device, dtype: str | None = None) -> Roof:
     ``dtype``: which peak to use; None takes the first of :data:`DTYPE_PREFERENCE` the device
     has (a T4 has no bf16, so its fp16 peak; a CPU in the catalog has fp32 only).
     """
-    spec = device if isinstance(device, hardware.Spec) else hardware.get(device)
+    spec = hardware.as_spec(device)
     if dtype is None:
         dtype = next((d for d in DTYPE_PREFERENCE if d in spec.peak_flops), None)
         if dtype is None:

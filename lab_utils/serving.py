@@ -36,22 +36,8 @@ __all__ = ["ServingEstimate", "at_load", "capacity", "decode_limit", "decode_ste
            "prefill_s", "replica"]
 
 
-def _model(model) -> llms.LLMConfig:
-    if isinstance(model, llms.LLMConfig):
-        return model
-    if not isinstance(model, str):
-        raise TypeError(f"model must be a model name from lab_utils.llms or an LLMConfig, got "
-                        f"{type(model).__name__} {model!r}")
-    return llms.get(model)
-
-
 def _device(device) -> hardware.Spec:
-    if isinstance(device, hardware.Spec):
-        spec = device
-    elif isinstance(device, str):
-        spec = hardware.get(device)
-    else:
-        raise TypeError(f"device must be a catalog name or a hardware.Spec, got {type(device).__name__} {device!r}")
+    spec = hardware.as_spec(device)
     if not spec.bandwidth_bytes_per_s:
         raise ValueError(f"device={spec.name!r} has no memory bandwidth in the catalog: no serving bound")
     return spec
@@ -89,7 +75,7 @@ def _weights_read(config: llms.LLMConfig, batch: int) -> float:
 
 def _decode_parts(model, device, batch, context_len, weight_bytes_per_param, kv_bytes_per_value):
     """(compute_s, weights_s, kv_s) of one decode step, each a lower bound."""
-    config, spec = _model(model), _device(device)
+    config, spec = llms.as_config(model), _device(device)
     batch = checks.count("batch", batch)
     context_len = checks.count("context_len", context_len)
     weight_bytes_per_param = checks.number("weight_bytes_per_param", weight_bytes_per_param)
@@ -124,7 +110,7 @@ def prefill_s(model, *, device, prompt_len, batch=1, weight_bytes_per_param=2.0)
     2 x active params per token plus causal attention (2 x layers x prompt_len² x heads x
     head_dim per prompt: QKᵀ and the product with V, half of the square), over the peak; never
     less than one read of the weights over the bandwidth."""
-    config, spec = _model(model), _device(device)
+    config, spec = llms.as_config(model), _device(device)
     prompt_len = checks.count("prompt_len", prompt_len)
     batch = checks.count("batch", batch)
     weight_bytes_per_param = checks.number("weight_bytes_per_param", weight_bytes_per_param)
@@ -138,7 +124,7 @@ def max_batch(model, *, device, context_len, weight_bytes_per_param=2.0, kv_byte
     """How many sequences of ``context_len`` tokens have room for their KV caches beside the
     weights: (memory - weights - CUDA context reserve) // KV bytes per sequence; 0 when the
     weights do not fit. The reserve is the ``cuda_context_bytes`` assumption."""
-    config, spec = _model(model), _device(device)
+    config, spec = llms.as_config(model), _device(device)
     context_len = checks.count("context_len", context_len)
     weight_bytes_per_param = checks.number("weight_bytes_per_param", weight_bytes_per_param)
     if not spec.memory_bytes:
@@ -207,7 +193,7 @@ def estimate(model, *, device, prompt_len, output_len, batch=1, weight_bytes_per
     (1.0: the bound). ``usd_per_hour``: default the price that stands for the device
     (``assumptions.device_price``). ValueError when the batch's KV caches do not fit
     (:func:`max_batch`)."""
-    config, spec = _model(model), _device(device)
+    config, spec = llms.as_config(model), _device(device)
     prompt_len = checks.count("prompt_len", prompt_len)
     output_len = checks.count("output_len", output_len)
     batch = checks.count("batch", batch)
