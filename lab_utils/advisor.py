@@ -224,7 +224,7 @@ def _run_options(label, memory_bytes, flops, bytes_moved, specs, *, mfu, cpu_mfu
     """Options for a job of ``flops`` that moves ``bytes_moved`` and must hold ``memory_bytes``:
     hours = max(FLOPs / (peak x MFU x n), bytes / (bandwidth x efficiency x n)) / 3600. With
     ``servers``, a GPU job beyond one server of ``max_devices`` rents whole servers
-    (``economics.gpu_price``); else it cannot run."""
+    (``assumptions.device_price`` with ``n_gpus``); else it cannot run."""
     options = []
     for spec in specs:
         kind = spec.kind
@@ -243,7 +243,7 @@ def _run_options(label, memory_bytes, flops, bytes_moved, specs, *, mfu, cpu_mfu
         name = spec.name if n == 1 else f"{n} x {spec.name}"
         if n > max_devices:
             n = math.ceil(n / max_devices) * max_devices
-            name, price = f"{n} x {spec.name} ({n // max_devices} servers)", economics.gpu_price(spec, n)
+            name, price = f"{n} x {spec.name} ({n // max_devices} servers)", assumptions.device_price(spec, n_gpus=n)
         if peak is None or (bytes_moved and not spec.bandwidth_bytes_per_s):
             options.append(_not_possible(name, kind, spec, True, n, memory_bytes, "compute",
                                          "the catalog has no peak or bandwidth to estimate its speed", price))
@@ -277,7 +277,7 @@ def fine_tune(model, n_tokens, *, method: str = "lora", mfu: float | None = None
     (6ND full, 4ND LoRA/QLoRA); hours at ``mfu`` of the dense peak in the dtype each device
     computes in (``cpu_mfu`` on CPUs); GPUs split the job evenly and scale perfectly (a lower
     bound on hours); beyond one server of ``max_devices`` GPUs, whole servers, priced as such
-    (``economics.gpu_price``). Every argument left None is the assumption of the same name in
+    (``assumptions.device_price`` with ``n_gpus``). Every argument left None is the assumption of the same name in
     ``lab_utils.assumptions`` (seq_len: ``seq_len``; batch: ``batch``;
     recompute: ``recompute_fine_tune``).
     """

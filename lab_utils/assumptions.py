@@ -126,10 +126,20 @@ class DevicePrice:
     date: str
 
 
-def _gpu_price(spec: hardware.Spec) -> DevicePrice:
+def _rentable_offers(spec: hardware.Spec) -> list:
+    """The hourly offers of ``spec`` that can be rented: a price above zero, not a notebook tier."""
     excluded = value("price_excluded_kinds")
-    offers = [p for p in prices.hourly_prices()
-              if p.gpu == spec.name and p.n_gpus and p.price_per_hour > 0 and p.kind not in excluded]
+    return [p for p in prices.hourly_prices()
+            if p.gpu == spec.name and p.n_gpus and p.price_per_hour > 0 and p.kind not in excluded]
+
+
+def _gpu_price(spec: hardware.Spec, n_gpus: int) -> DevicePrice:
+    per_node = value("max_devices")
+    nodes = [p for p in _rentable_offers(spec) if p.n_gpus == per_node]
+    if n_gpus > per_node and nodes:  # beyond one server: whole servers
+        node = min(nodes, key=lambda p: p.price_per_gpu_hour)
+        return DevicePrice(node.price_per_gpu_hour, f"{node.name}, per GPU", node.source, node.date)
+    offers = _rentable_offers(spec)
     if offers:
         offer = min(offers, key=lambda p: p.price_per_gpu_hour)
         return DevicePrice(offer.price_per_gpu_hour, offer.name, offer.source, offer.date)
@@ -152,12 +162,15 @@ def _cpu_price(spec: hardware.Spec, cpu_offer: str) -> DevicePrice:
                        offer.source, offer.date)
 
 
-def device_price(spec: hardware.Spec, *, cpu_offer: str | None = None) -> DevicePrice:
-    """Which price stands for ``spec`` (rule: ``price_rule``). A GPU: its cheapest rentable hourly
-    offer per GPU (never a notebook tier or a zero price), else its serverless class's active
-    rate x 3600. A CPU: ``cpu_offer`` (default the ``cpu_offer`` assumption) scaled per core."""
+def device_price(spec: hardware.Spec, *, cpu_offer: str | None = None, n_gpus: int = 1) -> DevicePrice:
+    """Which price stands for ``spec`` (rule: ``price_rule``), per device-hour. A GPU: its
+    cheapest rentable hourly offer per GPU (never a notebook tier or a zero price), else its
+    serverless class's active rate x 3600; a job on more than one server (``n_gpus`` above the
+    ``max_devices`` assumption) rents whole servers, at the cheapest such offer per GPU when the
+    data has one. A CPU: ``cpu_offer`` (default the ``cpu_offer`` assumption) scaled per core."""
     if not isinstance(spec, hardware.Spec):
         raise TypeError(f"spec must be a hardware.Spec, got {type(spec).__name__}")
+    n_gpus = checks.count("n_gpus", n_gpus)
     if spec.kind == "cpu":
         return _cpu_price(spec, value("cpu_offer") if cpu_offer is None else cpu_offer)
-    return _gpu_price(spec)
+    return _gpu_price(spec, n_gpus)

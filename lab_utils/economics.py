@@ -35,7 +35,7 @@ __all__ = [
     "ApiPrice", "FineTuneEstimate", "HourlyPrice", "ServerlessPrice", "ServingCosts", "ServingSetup",
     "api_cost", "api_price", "api_prices", "blended_price_per_million",
     "breakeven_tokens_per_month", "cost_per_million_tokens", "decode_tokens_per_s_bound",
-    "fine_tune_estimate", "gpu_price", "hourly_price", "hourly_prices",
+    "fine_tune_estimate", "hourly_price", "hourly_prices",
     "range_verdict", "serverless_price", "serverless_prices", "serverless_setup", "serving_costs",
     "training_flops", "training_hours",
 ]
@@ -353,7 +353,7 @@ def fine_tune_estimate(model, n_tokens, *, method="lora", gpu="H100 SXM", mfu=No
         taken["max_devices"] = per_node
         n_gpus = n_nodes * per_node
         if price_per_gpu_hour is None:
-            price = gpu_price(spec, n_gpus)
+            price = assumptions.device_price(spec, n_gpus=n_gpus)
             price_usd, price_source = price.usd_per_hour, f"{price.offer} ({price.source}, {price.date})"
             taken["price_rule"] = price.offer
     flops = training_flops(config.params_per_token, n_tokens, method)
@@ -367,22 +367,6 @@ def fine_tune_estimate(model, n_tokens, *, method="lora", gpu="H100 SXM", mfu=No
         price_usd_per_gpu_hour=price_usd, price_source=price_source, assumptions=tuple(taken.items()),
         hardware_flops=flops + recomputed, n_nodes=n_nodes,
     )
-
-
-def gpu_price(spec: hardware.Spec, n_gpus: int) -> assumptions.DevicePrice:
-    """The price per GPU-hour of a job on ``n_gpus`` of ``spec``: up to one server
-    (``max_devices`` GPUs) the device's price (``assumptions.device_price``: pods come with 1 to 8
-    GPUs at one price per GPU); beyond, the cheapest rentable whole server of ``max_devices``
-    GPUs, per GPU (the device's price when the data has no such server)."""
-    n_gpus = checks.count("n_gpus", n_gpus)
-    per_node = assumptions.value("max_devices")
-    excluded = assumptions.value("price_excluded_kinds")
-    nodes = [p for p in hourly_prices() if p.gpu == spec.name and p.n_gpus == per_node and p.price_per_hour > 0
-             and p.kind not in excluded]
-    if n_gpus <= per_node or not nodes:
-        return assumptions.device_price(spec)
-    node = min(nodes, key=lambda p: p.price_per_gpu_hour)
-    return assumptions.DevicePrice(node.price_per_gpu_hour, f"{node.name}, per GPU", node.source, node.date)
 
 
 # --- claim checks ----------------------------------------------------------------------------
