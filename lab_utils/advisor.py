@@ -146,10 +146,6 @@ class Advice:
 _NO_PRICE = assumptions.DevicePrice(None, "-", "-", "-")
 
 
-def _price(spec: hardware.Spec, cpu_offer: str) -> assumptions.DevicePrice:
-    return assumptions.device_price(spec, cpu_offer=cpu_offer)
-
-
 def _peak(spec: hardware.Spec) -> tuple[str | None, float | None]:
     """(dtype, dense peak FLOP/s) in the dtype ``spec`` computes in; (None, None) without a peak."""
     try:
@@ -228,7 +224,7 @@ def _run_options(label, memory_bytes, flops, bytes_moved, specs, *, mfu, cpu_mfu
     options = []
     for spec in specs:
         kind = spec.kind
-        price = _price(spec, cpu_offer)
+        price = assumptions.device_price(spec, cpu_offer=cpu_offer)
         dtype, peak = _peak(spec)
         n = _devices_needed(memory_bytes, spec)
         if n == 0:
@@ -427,7 +423,7 @@ def serve(model, requests_per_day, *, input_tokens: int | None = None, output_to
 
     for spec in _hardware(include_cpus):
         kind = spec.kind
-        price = _price(spec, cpu_offer)
+        price = assumptions.device_price(spec, cpu_offer=cpu_offer)
         per_replica = _devices_needed(single, spec)
         if per_replica == 0 or per_replica > max_devices:
             n = max(per_replica, 1)

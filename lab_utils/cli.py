@@ -501,7 +501,8 @@ def _print_assumptions(taken) -> None:
     """The assumptions an answer took, one short line each, with the option that overrides it."""
     from lab_utils import assumptions
 
-    known = {name: value for name, value in dict(taken).items() if name in {a.name for a in assumptions.catalog()}}
+    names = {a.name for a in assumptions.catalog()}
+    known = {name: value for name, value in dict(taken).items() if name in names}
     if not known:
         return
     print("assumptions (lab_utils/data/assumptions.toml):")
