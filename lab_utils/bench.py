@@ -94,10 +94,10 @@ class BenchRow:
     def describe(self) -> str:
         """One line for people, e.g. 'matmul n=1024 fp32 on cpu: 12.0 ms, 179.0 GFLOP/s'."""
         if self.kind == "matmul":
-            what, rate = f"matmul n={self.size} {self.dtype}", format_rate(self.flops_per_s, "FLOP/s")
+            rate = format_rate(self.flops_per_s, "FLOP/s")
         else:
-            what = f"{self.kind} {format_bytes(self.array_bytes)} {self.dtype}"
             rate = format_rate(self.bytes_per_s, "B/s") + " (read + written)"
+        what = f"{self.kind} {_size_label(self.kind, self.size, self.dtype)} {self.dtype}"
         where = self.device if self.threads is None else f"{self.device}, {_threads_label(self.threads)}"
         return f"{what} on {where}: {format_seconds(self.median_s)}, {rate}"
 
@@ -105,6 +105,11 @@ class BenchRow:
     def array_bytes(self) -> int:
         """Bytes of one array of a copy or triad (0 for a matmul)."""
         return {"copy": self.bytes_per_call // 2, "triad": self.bytes_per_call // 3}.get(self.kind, 0)
+
+
+def _size_label(kind: str, size: int, dtype: str) -> str:
+    """'n=1024' for a product, the bytes of one array (e.g. '256.0 MiB') for a copy or triad."""
+    return f"n={size}" if kind == "matmul" else format_bytes(size * _torch_dtype(dtype).itemsize)
 
 
 def _threads_label(threads: int | None) -> str:
@@ -141,13 +146,14 @@ class Progress:
         head = f"[{self.done}/{self.total}, {self.elapsed_s:.1f} s]"
         if self.row is not None:
             return f"{head} {self.row.describe()}"
-        return f"{head} skipped {self.kind} size={self.size} {self.dtype}: {self.skipped_reason}"
+        return f"{head} skipped {self.kind} {_size_label(self.kind, self.size, self.dtype)} {self.dtype}: {self.skipped_reason}"
 
 
 @dataclass(frozen=True)
 class BenchTable:
-    """The result of :func:`sweep`: measured rows in the order run, the cases skipped, the
-    device, the budget and the seconds the sweep took."""
+    """The result of :func:`sweep`: the measured rows and the cases skipped, each in the order
+    of the sweep's cases (copies, triads, then products by dtype and size), the device, the
+    budget and the seconds the sweep took."""
 
     rows: tuple[BenchRow, ...]
     skipped: tuple[Skipped, ...]
@@ -184,7 +190,7 @@ class BenchTable:
         header = ("kind", "size", "dtype", "device", "threads", "time/call", "FLOP/s", "bytes/s")
         lines = []
         for r in self.rows:
-            size = f"n={r.size}" if r.kind == "matmul" else format_bytes(r.array_bytes)
+            size = _size_label(r.kind, r.size, r.dtype)
             flops = format_rate(r.flops_per_s, "FLOP/s") if r.kind == "matmul" else "-"
             lines.append((r.kind, size, r.dtype, r.device, _threads_label(r.threads), format_seconds(r.median_s),
                           flops, format_rate(r.bytes_per_s, "B/s")))
@@ -197,7 +203,7 @@ class BenchTable:
             text.append(f"copy bandwidth: {format_rate(everyone.bytes_per_s, 'B/s')} with "
                         f"{_threads_label(everyone.threads)}, {format_rate(one.bytes_per_s, 'B/s')} with one "
                         f"({everyone.bytes_per_s / one.bytes_per_s:.2f}x)")
-        text += [f"skipped {s.kind} size={s.size} {s.dtype}: {s.reason}" for s in self.skipped]
+        text += [f"skipped {s.kind} {_size_label(s.kind, s.size, s.dtype)} {s.dtype}: {s.reason}" for s in self.skipped]
         return "\n".join(text)
 
 
@@ -471,7 +477,9 @@ def sweep(*, sizes: Iterable[int] | None = None, dtypes: Iterable[str] = ("fp32"
     ``machine.pick_device()``), within about ``budget_s`` seconds. On the CPU the copy is
     measured with all of torch's threads and then with one; the triad with all.
 
-    Before each case the sweep predicts its cost from the last size of that kind and dtype (or
+    The smallest product of each dtype runs first, so that a short budget on a busy machine
+    still measures a compute point as well as the bandwidth ones; the table lists the cases in
+    their usual order. Before each case the sweep predicts its cost from the last size of that kind and dtype (or
     from a small probe) and skips it, with the reason, unless twice that fits in what is left of
     the budget (one case can still overrun it when a size runs much slower than the last); a tf32
     case is skipped where the device has no TF32, a bf16 one where a GPU would only emulate bf16
@@ -503,26 +511,38 @@ def sweep(*, sizes: Iterable[int] | None = None, dtypes: Iterable[str] = ("fp32"
 
     cases = [case for nbytes in copy_bytes for case in _bandwidth_cases(nbytes // 4, device)]
     cases += [("matmul", n, dtype, None) for dtype in dtypes for n in sizes]
-    rows: list[BenchRow] = []
-    skipped: list[Skipped] = []
+    outcomes: dict[int, BenchRow | Skipped] = {}
     seconds_per_work: dict[tuple, float] = {}
     start = time.perf_counter()
 
-    for done, (kind, size, dtype, threads) in enumerate(cases, start=1):
+    for done, index in enumerate(_run_order(cases), start=1):
+        kind, size, dtype, threads = cases[index]
         row, reason = None, _unsupported(dtype, device)
         if reason is None:
             with _matmul_precision(dtype):
-                row, reason = _run_case((kind, size, dtype, threads), device, min_run_time, seconds_per_work,
+                row, reason = _run_case(cases[index], device, min_run_time, seconds_per_work,
                                         budget_s - (time.perf_counter() - start))
         if row is not None:
-            rows.append(row)
             seconds_per_work[(kind, dtype, threads)] = row.median_s / _work(kind, size)
-        else:
-            skipped.append(Skipped(kind, size, dtype, reason, threads))
+        outcomes[index] = row if row is not None else Skipped(kind, size, dtype, reason, threads)
         if report is not None:
             report(Progress(done, len(cases), kind, size, dtype, row, reason, time.perf_counter() - start))
 
-    return BenchTable(tuple(rows), tuple(skipped), str(device), float(budget_s), time.perf_counter() - start)
+    in_order = [outcomes[index] for index in sorted(outcomes)]
+    rows = tuple(o for o in in_order if isinstance(o, BenchRow))
+    skipped = tuple(o for o in in_order if isinstance(o, Skipped))
+    return BenchTable(rows, skipped, str(device), float(budget_s), time.perf_counter() - start)
+
+
+def _run_order(cases: list[tuple]) -> list[int]:
+    """Indices of ``cases`` in the order the sweep runs them: the first (smallest) product of
+    each dtype, then every other case in order, so larger sizes still follow smaller ones."""
+    first_products = {}
+    for index, (kind, _size, dtype, _threads) in enumerate(cases):
+        if kind == "matmul":
+            first_products.setdefault(dtype, index)
+    firsts = list(first_products.values())
+    return firsts + [index for index in range(len(cases)) if index not in firsts]
 
 
 def _bandwidth_cases(size: int, device) -> list[tuple]:

@@ -152,16 +152,17 @@ class ServingSetup:
     price: "ServerlessPrice"
 
 
-def serverless_setup(model, gpu, *, precision=None, batch=1, seq_len=4096, output_share=None,
+def serverless_setup(model, gpu, *, precision=None, batch=1, seq_len=None, output_share=None,
                      efficiency=1.0) -> ServingSetup:
     """Serve ``model`` (an ``llms`` name or LLMConfig) with weights in ``precision`` (default: the
     assumption for inference) on the Runpod serverless class of ``gpu``, ``batch`` requests of
-    ``seq_len`` tokens at once, ``output_share`` of them generated (default: the assumption);
+    ``seq_len`` tokens at once (default: the assumption), ``output_share`` of them generated
+    (default: the assumption);
     tokens/s (prompt and output) from ``serving.estimate`` x ``efficiency``."""
     config = llms.as_config(model)
     spec = hardware.as_spec(gpu)
     precision = assumptions.precision_for("inference") if precision is None else precision
-    seq_len = checks.count("seq_len", seq_len, minimum=2)
+    seq_len = checks.count("seq_len", _default("seq_len", seq_len), minimum=2)
     output_share = checks.number("output_share", _default("output_share", output_share), maximum=1.0)
     output_len = min(seq_len - 1, max(1, round(seq_len * output_share)))
     price = serverless_price(spec.name)

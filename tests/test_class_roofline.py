@@ -95,7 +95,7 @@ def test_bench_output_writes_utf8_json_and_compares_like_with_like(tmp_path, mon
     data = json.loads(out_file.read_bytes().decode("utf-8"))
     assert data["format"] == cli.JSON_FORMAT and [s["size"] for s in data["skipped"]] == [4096]
     out = capsys.readouterr().out
-    assert "skipped matmul size=4096 fp32: not run" in out and f"wrote {out_file}" in out
+    assert "skipped matmul n=4096 fp32: not run" in out and f"wrote {out_file}" in out
     # the learner measured fp32: the T4 is shown at its fp32 peak (8.1 TFLOP/s), not its fp16 one
     t4_line = next(line for line in out.splitlines() if line.startswith("T4 "))
     t4 = hardware.get("T4")
