@@ -488,17 +488,19 @@ def _gpu_name(text: str) -> str:
 
 _FLAGS = {"mfu": "--mfu", "cpu_mfu": None, "seq_len": "--seq-len", "batch": "--batch",
           "recompute_fine_tune": "--recompute", "lora_rank": "--lora-rank", "compute_dtypes": "--dtype",
-          "price_rule": "--price-per-gpu-hour", "output_share": "--output-share",
+          "price_rule": ("--price-per-gpu-hour", "--price-per-hour"), "output_share": "--output-share",
           "precision.inference": "--precision", "precision.full": "--precision", "precision.lora": "--precision",
           "precision.qlora": "--precision", "latency_target_s": "--latency-s", "input_tokens": "--input-tokens",
           "output_tokens": "--output-tokens", "amortize_months": "--amortize-months",
           "attention": "--attention", "lora_targets": "--lora-targets", "nf4_constant_bits_per_weight": None,
           "decode_efficiency": "--efficiency", "max_devices": None}
-"""The option that overrides each assumption a command prints (None: not an option)."""
+"""The option that overrides each assumption a command prints (None: not an option; a tuple:
+the spellings different commands use)."""
 
 
-def _print_assumptions(taken) -> None:
-    """The assumptions an answer took, one short line each, with the option that overrides it."""
+def _print_assumptions(taken, args: argparse.Namespace) -> None:
+    """The assumptions an answer took, one short line each, with the option that overrides it
+    where the command that answered (its parsed ``args``) has that option."""
     from lab_utils import assumptions
 
     names = {a.name for a in assumptions.catalog()}
@@ -507,7 +509,9 @@ def _print_assumptions(taken) -> None:
         return
     print("assumptions (lab_utils/data/assumptions.toml):")
     for name, line in zip(known, assumptions.lines(known)):
-        flag = _FLAGS.get(name)
+        flags = _FLAGS.get(name) or ()
+        flag = next((f for f in ((flags,) if isinstance(flags, str) else flags)
+                     if hasattr(args, f.lstrip("-").replace("-", "_"))), None)
         print(f"  {line}" + (f" [{flag}]" if flag else ""))
 
 
@@ -563,7 +567,7 @@ def _memory(args: argparse.Namespace) -> int:
                          "fits on one" if n == 1 else f"needs at least {n} (split evenly)"))
     print("\nCatalog GPUs (vendor memory, less a CUDA context):")
     print(_table(rows, ("GPU", "memory", "verdict"), ("left", "right", "left")))
-    _print_assumptions(taken)
+    _print_assumptions(taken, args)
     return 0
 
 
@@ -618,7 +622,7 @@ def _cost_fine_tune(args: argparse.Namespace) -> int:
                   ("memory", format_bytes(estimate.memory_bytes)),
                   ("time", f"{estimate.hours:.3g} h wall clock, {estimate.gpu_hours:.3g} GPU-hours"),
                   ("price", f"{price} ({estimate.price_source})"), ("cost", cost)]))
-    _print_assumptions(estimate.assumptions)
+    _print_assumptions(estimate.assumptions, args)
     return 0
 
 
@@ -667,7 +671,7 @@ def _cost_serve(args: argparse.Namespace) -> int:
         print(f"  ${price:.2f}/h at {tokens_per_s:,.0f} tokens/s")
     print(f"  {_fmt_money(economics.cost_per_million_tokens(price, tokens_per_s))} per 1M tokens "
           "(fully busy; idle time costs extra)")
-    _print_assumptions(taken)
+    _print_assumptions(taken, args)
     return 0
 
 
@@ -686,7 +690,7 @@ def _cost_breakeven(args: argparse.Namespace) -> int:
         print(f"Self-hosting ({way}) costs no more than the API from {tokens:,.0f} tokens per month "
               f"({tokens / 1e6:,.1f}M).")
     _print_assumptions({} if args.amortize_months is not None or not args.fine_tune_cost
-                       else {"amortize_months": amortize_months})
+                       else {"amortize_months": amortize_months}, args)
     return 0
 
 
@@ -781,7 +785,7 @@ def _pick(args: argparse.Namespace) -> int:
         given = {"mfu": args.mfu, "seq_len": args.seq_len, "batch": args.batch,
                  "input_tokens": args.input_tokens, "output_tokens": args.output_tokens,
                  "latency_target_s": args.latency_s}
-        _print_assumptions({name: value for name, value in advice.assumptions if given.get(name) is None})
+        _print_assumptions({name: value for name, value in advice.assumptions if given.get(name) is None}, args)
     return 0
 
 

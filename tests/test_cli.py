@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -263,3 +264,24 @@ def test_pick_fine_tune_of_70b_in_full_rents_whole_servers(capsys):
                      "--limit", "3"]) == 0
     out = capsys.readouterr().out
     assert "x H100 SXM (2 servers)" in out and "max_devices = 8" in out
+
+
+@pytest.mark.parametrize("command", [
+    ["memory", "--model", "llama-3.1-8b", "--method", "lora"],
+    ["cost", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8"],
+    ["cost", "serve", "--model", "llama-3.1-8b", "--gpu", "h100"],
+    ["cost", "breakeven", "--api-per-million", "0.6", "--price-per-hour", "2.5", "--tokens-per-s", "1500",
+     "--fine-tune-cost", "100"],
+    ["pick", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--limit", "1"],
+    ["pick", "serve", "--model", "llama-3.1-8b", "--requests-per-day", "100", "--limit", "1"],
+])
+def test_each_assumption_names_an_option_the_command_has(command, capsys):
+    """An assumption line offers '[--option]' only where that command accepts the option."""
+    assert cli.main(command) == 0
+    answer = capsys.readouterr().out
+    offered = re.findall(r"\[(--[a-z-]+)\]$", answer.split("assumptions (", 1)[1], flags=re.M)
+    assert offered, answer
+    with pytest.raises(SystemExit):
+        cli.main([*command[:2 if command[0] in ("cost", "pick") else 1], "--help"])
+    help_text = capsys.readouterr().out
+    assert [flag for flag in offered if flag not in help_text] == []
