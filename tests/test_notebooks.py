@@ -166,3 +166,18 @@ def test_the_website_drops_the_fold_and_keeps_the_solution():
                 nodes.raw("", SOLUTION_FOLD[1], format="html"), nodes.raw("", "</details>", format="html")]
     course_site.drop_solution_folds(None, doctree)
     assert [node.astext() for node in doctree.children] == ["the solution", "</details>"]  # an unpaired one stays
+
+
+LEARNER_PAGES = [*NOTEBOOKS, *sorted((ROOT / "book").glob("*.md")), ROOT / "README.md"]
+INTERNAL_WORD = re.compile(r"\bseed(?:'s|s)?\b(?!\s*[=)(])", re.IGNORECASE)  # the articles the course grew from
+RANDOM_SEED = re.compile(r"(random |from a |manual_|_)seed|seed\s*[=:(]", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("path", LEARNER_PAGES, ids=lambda p: p.name)
+def test_learners_never_read_the_word_seed(path):
+    """An article is named by its title, publisher and date; 'seed' is kept for random seeds."""
+    text = (json.dumps([c["source"] for c in course.read_cells(path)]) if path.suffix == ".ipynb"
+            else path.read_text(encoding="utf-8"))
+    lines = [line for line in text.replace("\\n", "\n").splitlines()
+             if INTERNAL_WORD.search(line) and not RANDOM_SEED.search(line)]
+    assert lines == []
