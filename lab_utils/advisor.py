@@ -23,6 +23,7 @@ and list prices, not a measurement. Pure Python: no torch.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -370,8 +371,9 @@ def serve(model, requests_per_day, *, input_tokens: int | None = None, output_to
     request's KV cache, each batching requests (continuous batching) up to the batch that keeps
     a request within the target (``serving.capacity``; ``batch`` fixes it instead); enough
     replicas that the average load uses at most ``utilisation`` of their requests/s, billed
-    :data:`economics.HOURS_PER_MONTH` hours. Serverless (Runpod flex): one request at a time per
-    worker (``serving.estimate`` at batch 1), each new worker paying a cold start
+    :data:`economics.HOURS_PER_MONTH` hours. Serverless (Runpod flex): each worker runs the same
+    engine, up to the same batch (its concurrency), a request taking ``serving.estimate``'s
+    latency at the batch it joins; each new worker paying a cold start
     (``serverless.cold_start`` of the weights, unless ``cold_start_s``), Poisson arrivals simulated
     by ``serverless.simulate`` over a window of at most ``max_simulated_requests`` requests (or a
     day) and scaled to a month; the class is timed on its slowest catalog GPU. APIs:
@@ -459,14 +461,13 @@ def serve(model, requests_per_day, *, input_tokens: int | None = None, output_to
         elif price.usd_per_hour is None:
             why = "no price in the data for this device"
         cost = None if price.usd_per_hour is None else n * price.usd_per_hour * economics.HOURS_PER_MONTH
-        kv_bytes = (served.batch - 1) * memory.kv_cache_bytes(
-            n_layers=config.n_layers, n_kv_heads=config.n_kv_heads, head_dim=config.head_dim,
-            seq_len=tokens_per_request) if served.batch > 1 else 0.0
         options.append(Option(name=f"{name} always on", kind=kind, fits=True, n_devices=n,
                               hours=n * economics.HOURS_PER_MONTH, cost_usd=cost, bound=bound, why=why,
-                              latency_s=served.latency_s, memory_bytes=single + kv_bytes, **_price_fields(price)))
+                              latency_s=served.latency_s,
+                              memory_bytes=_batch_bytes(config, single, served.batch, tokens_per_request),
+                              **_price_fields(price)))
 
-    # serverless: each worker serves one request at a time (batch 1)
+    # serverless: each worker batches requests as a pod does, up to the same batch
     window_s = min(_SECONDS_PER_DAY, max_simulated_requests / rate_per_s)
     arrivals = serverless.poisson_arrivals(rate_per_s, window_s, seed=seed)
     start = serverless.cold_start(config.n_params * bytes_per_param)
@@ -492,20 +493,25 @@ def serve(model, requests_per_day, *, input_tokens: int | None = None, output_to
             options.append(_not_possible(label, "serverless", spec, False, per_worker, single, "memory",
                                          f"needs {per_worker} GPUs per worker (> max_devices)", flex))
             continue
-        alone = serving.estimate(config, device=serving.replica(spec, per_worker), batch=1, usd_per_hour=0.0, **shape)
-        service_s = alone.latency_s
-        result = serverless.simulate(arrivals, service_s=service_s, cold_start_s=cold_start_s,
+        worker = serving.replica(spec, per_worker)
+        alone = serving.estimate(config, device=worker, batch=1, usd_per_hour=0.0, **shape)
+        concurrency = _worker_batch(config, worker, batch, latency_target_s, shape)
+        result = serverless.simulate(arrivals, service_s=_batch_latency(config, worker, shape),
+                                     concurrency=concurrency, cold_start_s=cold_start_s,
                                      idle_timeout_s=idle_timeout_s, max_workers=max_workers,
                                      price_per_worker_s=price.flex_per_s * per_worker)
         scale = _SECONDS_PER_MONTH / window_s
-        p95 = result.p95_s if arrivals else service_s
-        bound = "cold starts" if p95 > 1.5 * service_s else ("compute" if alone.limit == "compute" else "bandwidth")
+        p95 = result.p95_s if arrivals else alone.latency_s
+        bound = ("cold starts" if p95 > 1.5 * alone.latency_s else
+                 "compute" if alone.limit == "compute" else "bandwidth")
         why = None
         if p95 > latency_target_s:
             why = f"p95 latency {format_seconds(p95, 2)} > the target ({result.cold_starts} cold starts simulated)"
         options.append(Option(name=label, kind="serverless", fits=True, n_devices=per_worker,
                               hours=result.billed_s * scale / 3600, cost_usd=result.cost_usd * scale,
-                              bound=bound, why=why, latency_s=p95, memory_bytes=single, **_price_fields(flex)))
+                              bound=bound, why=why, latency_s=p95,
+                              memory_bytes=_batch_bytes(config, single, concurrency, tokens_per_request),
+                              **_price_fields(flex)))
 
     for api in economics.api_prices():
         cost = economics.api_cost(tokens_per_month * (1 - output_share), tokens_per_month * output_share,
@@ -521,6 +527,32 @@ def serve(model, requests_per_day, *, input_tokens: int | None = None, output_to
                   (*taken.items(), ("mfu", mfu), ("cpu_mfu", cpu_mfu), ("max_devices", max_devices),
                    ("cpu_offer", cpu_offer), ("tokens_per_month", tokens_per_month),
                    ("simulated_window_s", window_s)))
+
+
+def _batch_bytes(config, single_bytes: float, batch: int, tokens_per_request: int) -> float:
+    """Bytes a replica holds serving ``batch`` requests: one request's (``single_bytes``) plus
+    the KV caches of the other ``batch - 1``."""
+    kv_bytes = memory.kv_cache_bytes(n_layers=config.n_layers, n_kv_heads=config.n_kv_heads,
+                                     head_dim=config.head_dim, seq_len=tokens_per_request)
+    return single_bytes + (batch - 1) * kv_bytes
+
+
+def _worker_batch(config, worker, batch, latency_target_s, shape) -> int:
+    """Requests one serverless worker serves at once: ``batch`` when given, else the batch that
+    keeps a request within the target (``serving.capacity``), at least 1."""
+    if batch is not None:
+        return batch
+    served = serving.capacity(config, device=worker, latency_target_s=latency_target_s, usd_per_hour=0.0, **shape)
+    return served.batch if served else 1
+
+
+def _batch_latency(config, worker, shape):
+    """Seconds a request takes on ``worker`` when it joins a batch of n (n -> seconds)."""
+    @functools.lru_cache(maxsize=None)
+    def latency_s(in_flight: int) -> float:
+        return serving.estimate(config, device=worker, batch=in_flight, usd_per_hour=0.0, **shape).latency_s
+
+    return latency_s
 
 
 # --- the picture: drawn by lab_utils.plots, re-exported here on first use ---------------------

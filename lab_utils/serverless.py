@@ -10,6 +10,14 @@ warm for ``idle_timeout_s`` after its last job ends (a request arriving exactly 
 it warm), then stops. Each worker's lifetime, from its start to its stop, is billed rounded up
 to a whole second. Latency = finish time - arrival time.
 
+A worker may serve up to ``concurrency`` requests at once, as a serving engine with continuous
+batching does (vLLM, SGLang; a Runpod handler declares it with a concurrency modifier): it takes
+a request while it has a free slot, a booting worker counts as room for ``concurrency`` waiting
+requests before another worker starts (one for each request with ``concurrency=1``), and the
+request's service time may depend on how many the worker is serving when it starts (``service_s`` as a function of that count, itself included).
+A request's time is fixed when it starts (a newcomer does not slow the requests already in
+flight): an approximation, exact for ``concurrency=1``.
+
 Active workers (Runpod's always-on workers, billed at their own lower rate) are optional:
 they are warm from time 0, never stop, count towards ``max_workers`` and are billed for the
 whole period, ``duration_s`` (by default until the last flex worker stops or the last job ends).
@@ -41,7 +49,7 @@ class SimulationResult:
     p95_s: float  # 95th percentile latency, linear interpolation (as numpy's default)
     billed_s: int  # flex worker-seconds billed, each lifetime rounded up to a whole second
     active_billed_s: int = 0  # active worker-seconds billed
-    busy_s: float = 0.0  # worker-seconds spent serving requests (all workers)
+    busy_s: float = 0.0  # worker-seconds in which a worker served at least one request (all workers)
 
     @property
     def cost(self) -> float:
@@ -62,16 +70,40 @@ def percentile(values, q: float) -> float:
 
 
 class _Worker:
-    """One worker: when it started, when it is next free (its cold start's end, then its current
-    job's), whether it is always on."""
+    """One worker: when it started, when each of its slots is next free (its cold start's end,
+    then that slot's current job's), the intervals it spent serving, whether it is always on."""
 
-    def __init__(self, started_s: float, free_at_s: float, active: bool):
+    def __init__(self, started_s: float, ready_s: float, active: bool, concurrency: int):
         self.started_s = started_s
-        self.free_at_s = free_at_s
+        self.ready_s = ready_s
+        self.slots_free_at_s = [ready_s] * concurrency
+        self.spare_slots = concurrency - 1  # slots of a booting worker beyond the request that started it
+        self.jobs_s: list[tuple[float, float]] = []
         self.active = active
 
+    @property
+    def free_at_s(self) -> float:
+        """When its first slot is free: it can take a request then."""
+        return min(self.slots_free_at_s)
+
+    def serve(self, start_s: float, service_s) -> float:
+        """Start a request at ``start_s`` in its first free slot; return when the request ends."""
+        in_flight = 1 + sum(free_at > start_s for free_at in self.slots_free_at_s)
+        end_s = start_s + (service_s(in_flight) if callable(service_s) else service_s)
+        self.slots_free_at_s[self.slots_free_at_s.index(self.free_at_s)] = end_s
+        self.jobs_s.append((start_s, end_s))
+        return end_s
+
     def stops_at(self, idle_timeout_s: float) -> float:
-        return math.inf if self.active else self.free_at_s + idle_timeout_s
+        return math.inf if self.active else max(self.slots_free_at_s) + idle_timeout_s
+
+    def busy_s(self) -> float:
+        """Seconds in which it served at least one request."""
+        busy, covered_to = 0.0, -math.inf
+        for start, end in sorted(self.jobs_s):
+            busy += max(0.0, end - max(start, covered_to))
+            covered_to = max(covered_to, end)
+        return busy
 
 
 def simulate(
@@ -85,16 +117,20 @@ def simulate(
     active_workers: int = 0,
     active_price_per_worker_s: float = 0.0,
     duration_s: float | None = None,
+    concurrency: int = 1,
 ) -> SimulationResult:
     """Serve requests arriving at ``arrival_times_s`` (seconds) and return cost and latencies.
 
-    ``service_s``: seconds of work per request on a warm worker; ``cold_start_s``: seconds from
-    a worker's start until it can serve (:func:`cold_start`); ``idle_timeout_s``:
-    seconds a worker stays warm after its last job; ``price_per_worker_s``: dollars per flex
-    worker-second. See the module docstring for the rules.
+    ``service_s``: seconds of work per request on a warm worker, or a function of the number of
+    requests the worker is serving when this one starts (1 to ``concurrency``), e.g. from
+    ``serving.estimate(..., batch=n).latency_s``; ``concurrency``: requests one worker serves at
+    once; ``cold_start_s``: seconds from a worker's start until it can serve
+    (:func:`cold_start`); ``idle_timeout_s``: seconds a worker stays warm after its last job;
+    ``price_per_worker_s``: dollars per flex worker-second. See the module docstring for the rules.
     """
     arrivals = [checks.number(f"arrival_times_s[{i}]", t, strict=False) for i, t in enumerate(arrival_times_s)]
-    service_s = checks.number("service_s", service_s)
+    concurrency = checks.count("concurrency", concurrency, minimum=1)
+    service_s = _service_function(service_s, concurrency)
     cold_start_s = checks.number("cold_start_s", cold_start_s, strict=False)
     idle_timeout_s = checks.number("idle_timeout_s", idle_timeout_s, strict=False)
     max_workers = checks.count("max_workers", max_workers, minimum=1)
@@ -104,8 +140,8 @@ def simulate(
     if active_workers > max_workers:
         raise ValueError(f"active_workers={active_workers} exceeds max_workers={max_workers}")
 
-    workers = [_Worker(0.0, 0.0, active=True) for _ in range(active_workers)]
-    retired_lifetimes_s = []
+    workers = [_Worker(0.0, 0.0, active=True, concurrency=concurrency) for _ in range(active_workers)]
+    retired_lifetimes_s, retired_busy_s = [], 0.0
     latencies = [0.0] * len(arrivals)
     last_end_s = 0.0
     for index in sorted(range(len(arrivals)), key=arrivals.__getitem__):  # the queue, first in first out
@@ -113,18 +149,22 @@ def simulate(
         # Workers whose idle window closed before this arrival have stopped: bill them.
         for worker in [w for w in workers if not w.active and w.stops_at(idle_timeout_s) < arrival]:
             retired_lifetimes_s.append(worker.stops_at(idle_timeout_s) - worker.started_s)
+            retired_busy_s += worker.busy_s()
             workers.remove(worker)
-        worker = next((w for w in workers if w.free_at_s <= arrival), None)  # the longest-running idle one
+        worker = next((w for w in workers if w.free_at_s <= arrival), None)  # the longest-running with a free slot
         if worker is not None:
             start = arrival
         else:
-            if len(workers) < max_workers:  # the request waits; a new worker boots meanwhile
-                workers.append(_Worker(arrival, arrival + cold_start_s, active=False))
-            worker = min(workers, key=lambda w: w.free_at_s)  # the first to be warm and idle
+            booting = next((w for w in workers if w.ready_s > arrival and w.spare_slots), None)
+            if booting is not None:  # the request waits for a spare slot of a worker still booting
+                booting.spare_slots -= 1
+            elif len(workers) < max_workers:  # the request waits; a new worker boots meanwhile
+                workers.append(_Worker(arrival, arrival + cold_start_s, active=False, concurrency=concurrency))
+            worker = min(workers, key=lambda w: w.free_at_s)  # the first with a warm, free slot
             start = worker.free_at_s
-        worker.free_at_s = start + service_s
-        latencies[index] = worker.free_at_s - arrival
-        last_end_s = max(last_end_s, worker.free_at_s)
+        end = worker.serve(start, service_s)
+        latencies[index] = end - arrival
+        last_end_s = max(last_end_s, end)
 
     flex = [w for w in workers if not w.active]
     lifetimes_s = retired_lifetimes_s + [w.stops_at(idle_timeout_s) - w.started_s for w in flex]
@@ -141,8 +181,17 @@ def simulate(
         p95_s=percentile(latencies, 95),
         billed_s=billed_s,
         active_billed_s=active_billed_s,
-        busy_s=len(arrivals) * service_s,
+        busy_s=sum(w.busy_s() for w in workers) + retired_busy_s,
     )
+
+
+def _service_function(service_s, concurrency: int):
+    """``service_s`` checked: a positive number, or a function giving one for 1..``concurrency``."""
+    if not callable(service_s):
+        return checks.number("service_s", service_s)
+    for in_flight in (1, concurrency):
+        checks.number(f"service_s({in_flight})", service_s(in_flight))
+    return service_s
 
 
 def pod_cost(price_per_hour: float, duration_s: float) -> float:

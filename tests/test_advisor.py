@@ -120,6 +120,40 @@ def test_serverless_option_uses_the_simulation_and_reports_cold_starts():
     assert warm.option("Runpod serverless H100").works
 
 
+def test_serverless_workers_batch_as_the_pod_does(monkeypatch):
+    """Each worker runs the serving engine up to the batch that keeps a request within the
+    target (serving.capacity), a request taking serving.estimate's latency at the batch it joins."""
+    from lab_utils import serverless, serving
+
+    calls = []
+    real_simulate = serverless.simulate
+
+    def spy(arrivals, **kwargs):
+        calls.append(kwargs)
+        return real_simulate(arrivals, **kwargs)
+
+    monkeypatch.setattr(serverless, "simulate", spy)
+    advisor.serve("Llama-3.1-8B", 20_000, input_tokens=IN, output_tokens=OUT, latency_target_s=10.0,
+                  efficiency=0.7, **_cheap_serverless())
+    h100 = hardware.get("H100 SXM")
+    shape = dict(prompt_len=IN, output_len=OUT, weight_bytes_per_param=2, efficiency=0.7, usd_per_hour=0.0)
+    capacity = serving.capacity("Llama-3.1-8B", device=h100, latency_target_s=10.0, **shape)
+    price = economics.serverless_price("H100")
+    (h100_call,) = [c for c in calls if c["price_per_worker_s"] == pytest.approx(price.flex_per_s)]
+    assert capacity.batch > 1 and h100_call["concurrency"] == capacity.batch
+    for batch in (1, 7, capacity.batch):
+        expected_s = serving.estimate("Llama-3.1-8B", device=h100, batch=batch, **shape).latency_s
+        assert h100_call["service_s"](batch) == pytest.approx(expected_s)
+
+
+def test_at_high_traffic_a_batching_serverless_worker_meets_the_target_one_at_a_time_does_not():
+    busy = dict(input_tokens=IN, output_tokens=OUT, latency_target_s=10.0, max_simulated_requests=2000)
+    batched = advisor.serve("Llama-3.1-8B", 100_000, **busy).option("Runpod serverless RTX 4090")
+    one_at_a_time = advisor.serve("Llama-3.1-8B", 100_000, batch=1, **busy).option("Runpod serverless RTX 4090")
+    assert batched.works and not one_at_a_time.works
+    assert batched.cost_usd < one_at_a_time.cost_usd
+
+
 # --- sparse training -------------------------------------------------------------------------
 
 def test_an_embedding_table_too_big_for_one_gpu_server_leaves_the_cpu():

@@ -104,8 +104,62 @@ def test_invariants(arrivals, service, cold, idle, workers):
     assert all(latency <= service + cold + 1e-9 for latency in result.latencies_s) or len(arrivals) > workers
     assert (result.cold_starts >= 1) == bool(arrivals)
     assert result.cost == pytest.approx(result.billed_s * 0.002)
+    assert result.busy_s == pytest.approx(len(arrivals) * service)  # one request at a time
     busy_s = len(arrivals) * service + result.cold_starts * cold
     assert result.billed_s >= busy_s - 1e-6  # every second of work and start-up is paid
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    arrivals=st.lists(st.floats(0, 100, allow_nan=False), max_size=30),
+    service=st.floats(0.01, 5), slowdown=st.floats(0, 1), cold=st.floats(0, 20), idle=st.floats(0, 30),
+    workers=st.integers(1, 4), concurrency=st.integers(1, 4),
+)
+def test_invariants_with_concurrency(arrivals, service, slowdown, cold, idle, workers, concurrency):
+    """Slots per worker, each request taking longer in a larger batch (as in a serving engine):
+    every request still takes at least its time alone, every second of work and start-up is
+    paid, and one slot is the plain simulation."""
+    def service_s(in_flight):
+        return service * (1 + slowdown * (in_flight - 1))
+
+    common = dict(cold_start_s=cold, idle_timeout_s=idle, max_workers=workers, price_per_worker_s=0.002)
+    batched = serverless.simulate(arrivals, service_s=service_s, concurrency=concurrency, **common)
+    alone = serverless.simulate(arrivals, service_s=service, **common)
+    assert len(batched.latencies_s) == len(arrivals)
+    assert all(latency >= service - 1e-9 for latency in batched.latencies_s)
+    assert batched.busy_s <= sum(service_s(concurrency) for _ in arrivals) + 1e-9
+    assert batched.billed_s >= batched.busy_s + batched.cold_starts * cold - 1e-6
+    if concurrency == 1:
+        assert batched == alone
+
+
+def test_a_worker_with_two_slots_serves_two_requests_at_once():
+    result = run([0.0, 0.0, 0.0], max_workers=1, concurrency=2)
+    assert result.latencies_s == (12.0, 12.0, 14.0)  # two in 10 -> 12, the third waits for a slot
+    assert result.cold_starts == 1
+    assert result.billed_s == 19  # 0 -> 14, + 5 idle
+    assert result.busy_s == 4.0  # serving from 10 to 14, two at once for the first 2 s
+
+
+def test_a_booting_worker_is_room_for_as_many_requests_as_it_has_slots():
+    result = run([0.0, 1.0, 2.0], concurrency=2)
+    # 0 starts worker 1 (ready at 10, two slots); 1 waits for its second slot, no new worker;
+    # 2 finds no room and starts worker 2 (ready at 12), but worker 1's slot frees at 12 first
+    assert result.cold_starts == 2
+    assert result.latencies_s == (12.0, 11.0, 12.0)
+    assert result.billed_s == (14 + 5) + (12 + 5 - 2)  # worker 2 boots and idles, and is billed
+
+
+def test_a_request_takes_the_time_of_the_batch_it_joins():
+    def service_s(in_flight):  # 2 s alone, 3 s beside another
+        return {1: 2.0, 2: 3.0}[in_flight]
+
+    result = run([0.0, 0.0, 11.0, 20.0], max_workers=1, concurrency=2, service_s=service_s)
+    # first: alone at 10 -> 12; second joins it -> 13; third at 11, slot free at 12, joins the
+    # second -> 15; fourth at 20 finds the worker idle -> 22
+    assert result.latencies_s == (12.0, 13.0, 4.0, 2.0)
+    assert result.billed_s == 27  # 0 -> 22, + 5 idle
+    assert result.busy_s == 12.0 - 10.0 + 15.0 - 12.0 + 2.0  # 10 -> 15 and 20 -> 22
 
 
 def test_without_cold_starts_or_limits_every_latency_is_the_service_time():
@@ -124,6 +178,10 @@ def test_without_cold_starts_or_limits_every_latency_is_the_service_time():
         ({"max_workers": 2.5}, ValueError, "max_workers"),
         ({"price_per_worker_s": "free"}, TypeError, "price_per_worker_s"),
         ({"active_workers": 4}, ValueError, "active_workers"),
+        ({"concurrency": 0}, ValueError, "concurrency"),
+        ({"service_s": lambda in_flight: 0.0}, ValueError, r"service_s\(1\)"),
+        ({"service_s": lambda in_flight: 1.0 if in_flight == 1 else -1.0, "concurrency": 3}, ValueError,
+         r"service_s\(3\)"),
     ],
 )
 def test_bad_parameters_are_named(overrides, error, name):
