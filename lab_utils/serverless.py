@@ -31,6 +31,7 @@ Pure Python: no torch.
 
 from __future__ import annotations
 
+import heapq
 import math
 import random
 from dataclasses import dataclass
@@ -70,32 +71,37 @@ def percentile(values, q: float) -> float:
 
 
 class _Worker:
-    """One worker: when it started, when each of its slots is next free (its cold start's end,
-    then that slot's current job's), the intervals it spent serving, whether it is always on."""
+    """One worker: when it started and is ready to serve, the end times of the requests it is
+    serving (a heap), the intervals it spent serving, whether it is always on."""
 
     def __init__(self, started_s: float, ready_s: float, active: bool, concurrency: int):
         self.started_s = started_s
         self.ready_s = ready_s
-        self.slots_free_at_s = [ready_s] * concurrency
+        self.concurrency = concurrency
         self.spare_slots = concurrency - 1  # slots of a booting worker beyond the request that started it
+        self.ends_s: list[float] = []  # heap: end times of requests started, until a later start prunes them
+        self.last_end_s = ready_s
         self.jobs_s: list[tuple[float, float]] = []
         self.active = active
 
     @property
     def free_at_s(self) -> float:
-        """When its first slot is free: it can take a request then."""
-        return min(self.slots_free_at_s)
+        """When it can next take a request: once ready, when a slot is free."""
+        return self.ready_s if len(self.ends_s) < self.concurrency else self.ends_s[0]
 
     def serve(self, start_s: float, service_s) -> float:
-        """Start a request at ``start_s`` in its first free slot; return when the request ends."""
-        in_flight = 1 + sum(free_at > start_s for free_at in self.slots_free_at_s)
+        """Start a request at ``start_s`` (not before :attr:`free_at_s`); return when it ends."""
+        while self.ends_s and self.ends_s[0] <= start_s:
+            heapq.heappop(self.ends_s)
+        in_flight = len(self.ends_s) + 1
         end_s = start_s + (service_s(in_flight) if callable(service_s) else service_s)
-        self.slots_free_at_s[self.slots_free_at_s.index(self.free_at_s)] = end_s
+        heapq.heappush(self.ends_s, end_s)
+        self.last_end_s = max(self.last_end_s, end_s)
         self.jobs_s.append((start_s, end_s))
         return end_s
 
     def stops_at(self, idle_timeout_s: float) -> float:
-        return math.inf if self.active else max(self.slots_free_at_s) + idle_timeout_s
+        return math.inf if self.active else self.last_end_s + idle_timeout_s
 
     def busy_s(self) -> float:
         """Seconds in which it served at least one request."""
