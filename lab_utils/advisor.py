@@ -23,7 +23,6 @@ and list prices, not a measurement. Pure Python: no torch.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -496,7 +495,7 @@ def serve(model, requests_per_day, *, input_tokens: int | None = None, output_to
         worker = serving.replica(spec, per_worker)
         alone = serving.estimate(config, device=worker, batch=1, usd_per_hour=0.0, **shape)
         concurrency = _worker_batch(config, worker, batch, latency_target_s, shape)
-        result = serverless.simulate(arrivals, service_s=_batch_latency(config, worker, shape),
+        result = serverless.simulate(arrivals, service_s=serving.batch_latency(config, device=worker, **shape),
                                      concurrency=concurrency, cold_start_s=cold_start_s,
                                      idle_timeout_s=idle_timeout_s, max_workers=max_workers,
                                      price_per_worker_s=price.flex_per_s * per_worker)
@@ -544,15 +543,6 @@ def _worker_batch(config, worker, batch, latency_target_s, shape) -> int:
         return batch
     served = serving.capacity(config, device=worker, latency_target_s=latency_target_s, usd_per_hour=0.0, **shape)
     return served.batch if served else 1
-
-
-def _batch_latency(config, worker, shape):
-    """Seconds a request takes on ``worker`` when it joins a batch of n (n -> seconds)."""
-    @functools.lru_cache(maxsize=None)
-    def latency_s(in_flight: int) -> float:
-        return serving.estimate(config, device=worker, batch=in_flight, usd_per_hour=0.0, **shape).latency_s
-
-    return latency_s
 
 
 # --- the picture: drawn by lab_utils.plots, re-exported here on first use ---------------------

@@ -13,8 +13,9 @@ to a whole second. Latency = finish time - arrival time.
 A worker may serve up to ``concurrency`` requests at once, as a serving engine with continuous
 batching does (vLLM, SGLang; a Runpod handler declares it with a concurrency modifier): it takes
 a request while it has a free slot, a booting worker counts as room for ``concurrency`` waiting
-requests before another worker starts (one for each request with ``concurrency=1``), and the
-request's service time may depend on how many the worker is serving when it starts (``service_s`` as a function of that count, itself included).
+requests before another worker starts (one for each request with ``concurrency=1``), and a
+request's service time may depend on how many the worker is serving when it starts, itself
+included (``service_s`` as a function of that count, e.g. ``serving.batch_latency``).
 A request's time is fixed when it starts (a newcomer does not slow the requests already in
 flight): an approximation, exact for ``concurrency=1``.
 
@@ -90,11 +91,11 @@ class _Worker:
         return self.ready_s if len(self.ends_s) < self.concurrency else self.ends_s[0]
 
     def serve(self, start_s: float, service_s) -> float:
-        """Start a request at ``start_s`` (not before :attr:`free_at_s`); return when it ends."""
+        """Start a request at ``start_s`` (not before :attr:`free_at_s`), taking ``service_s(n)``
+        seconds in a batch of n; return when it ends."""
         while self.ends_s and self.ends_s[0] <= start_s:
             heapq.heappop(self.ends_s)
-        in_flight = len(self.ends_s) + 1
-        end_s = start_s + (service_s(in_flight) if callable(service_s) else service_s)
+        end_s = start_s + service_s(len(self.ends_s) + 1)
         heapq.heappush(self.ends_s, end_s)
         self.last_end_s = max(self.last_end_s, end_s)
         self.jobs_s.append((start_s, end_s))
@@ -128,8 +129,8 @@ def simulate(
     """Serve requests arriving at ``arrival_times_s`` (seconds) and return cost and latencies.
 
     ``service_s``: seconds of work per request on a warm worker, or a function of the number of
-    requests the worker is serving when this one starts (1 to ``concurrency``), e.g. from
-    ``serving.estimate(..., batch=n).latency_s``; ``concurrency``: requests one worker serves at
+    requests the worker is serving when this one starts (1 to ``concurrency``), e.g.
+    ``serving.batch_latency``; ``concurrency``: requests one worker serves at
     once; ``cold_start_s``: seconds from a worker's start until it can serve
     (:func:`cold_start`); ``idle_timeout_s``: seconds a worker stays warm after its last job;
     ``price_per_worker_s``: dollars per flex worker-second. See the module docstring for the rules.
@@ -192,9 +193,11 @@ def simulate(
 
 
 def _service_function(service_s, concurrency: int):
-    """``service_s`` checked: a positive number, or a function giving one for 1..``concurrency``."""
+    """``service_s`` checked, as a function of the batch: a positive number (the same for every
+    batch), or a function giving one for 1..``concurrency``."""
     if not callable(service_s):
-        return checks.number("service_s", service_s)
+        seconds = checks.number("service_s", service_s)
+        return lambda in_flight: seconds
     for in_flight in (1, concurrency):
         checks.number(f"service_s({in_flight})", service_s(in_flight))
     return service_s

@@ -27,13 +27,14 @@ All figures are lower bounds on time (upper bounds on throughput) from vendor sp
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 
 from lab_utils import assumptions, checks, hardware, llms, memory, prices
 
-__all__ = ["ServingEstimate", "at_load", "capacity", "decode_limit", "decode_step_s", "estimate", "max_batch",
-           "prefill_s", "replica"]
+__all__ = ["ServingEstimate", "at_load", "batch_latency", "capacity", "decode_limit", "decode_step_s", "estimate",
+           "max_batch", "prefill_s", "replica"]
 
 
 def _device(device) -> hardware.Spec:
@@ -253,6 +254,19 @@ def capacity(model, *, device, prompt_len, output_len, latency_target_s, weight_
                            efficiency, usd_per_hour)
     best = _largest_batch(model, common, room, lambda e: e.latency_s <= latency_target_s)
     return estimate(model, batch=best, **common) if best else None
+
+
+def batch_latency(model, *, device, prompt_len, output_len, weight_bytes_per_param=2.0, kv_bytes_per_value=2,
+                  efficiency=1.0):
+    """A function of n: the seconds a request takes in a batch of n (:func:`estimate`'s
+    ``latency_s``), each n computed once; what ``serverless.simulate`` takes as ``service_s``."""
+    @functools.lru_cache(maxsize=None)
+    def latency_s(batch: int) -> float:
+        return estimate(model, device=device, prompt_len=prompt_len, output_len=output_len, batch=batch,
+                        weight_bytes_per_param=weight_bytes_per_param, kv_bytes_per_value=kv_bytes_per_value,
+                        efficiency=efficiency, usd_per_hour=0.0).latency_s
+
+    return latency_s
 
 
 def at_load(model, *, device, prompt_len, output_len, requests_per_s, weight_bytes_per_param=2.0,

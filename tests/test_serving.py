@@ -152,3 +152,11 @@ def test_llama_8b_on_one_h100_at_4096_tokens_worked_by_hand():
             pytest.approx(by_hand)
     room = (80e9 - RESERVE - 2 * n_params) // (4096 * kv_per_token)  # 80 GB less the reserve and the weights
     assert serving.max_batch("Llama-3.1-8B", device="H100 SXM", context_len=4096) == room
+
+
+def test_batch_latency_is_the_estimates_latency_at_each_batch():
+    shape = dict(device=hardware.get("H100 SXM"), prompt_len=500, output_len=200, efficiency=0.7)
+    latency_s = serving.batch_latency("Llama-3.1-8B", **shape)
+    for batch in (1, 2, 64):
+        assert latency_s(batch) == serving.estimate("Llama-3.1-8B", batch=batch, **shape).latency_s
+    assert latency_s(1) < latency_s(64)  # a larger batch reads more KV cache per step
