@@ -32,20 +32,23 @@ KINDS = ("gpu", "cpu")
 _DATA_FILE = "hardware.toml"
 
 # Keys a [[device]] table may hold, and the type each must have.
-_STR_KEYS = ("name", "kind", "memory_type", "source", "source_date", "note")
+_STR_KEYS = ("name", "kind", "memory_type", "matrix_units", "source", "source_date", "note")
 _INT_KEYS = (
     "memory_bytes", "tdp_watts", "sm_count", "fp32_lanes_per_sm", "l2_bytes", "cores",
-    "fp32_flops_per_cycle_per_core", "memory_channels", "bytes_per_transfer",
+    "fp32_flops_per_cycle_per_core", "bf16_flops_per_cycle_per_core", "int8_ops_per_cycle_per_core",
+    "memory_channels", "bytes_per_transfer",
 )
 _FLOAT_KEYS = ("bandwidth_bytes_per_s", "clock_hz", "memory_transfers_per_s")
 _REQUIRED_KEYS = ("name", "kind", "source", "source_date")
 _GPU_ONLY_KEYS = ("sm_count", "fp32_lanes_per_sm", "l2_bytes")
 _CPU_ONLY_KEYS = (
-    "cores", "clock_hz", "fp32_flops_per_cycle_per_core",
-    "memory_channels", "memory_transfers_per_s", "bytes_per_transfer",
+    "cores", "clock_hz", "fp32_flops_per_cycle_per_core", "bf16_flops_per_cycle_per_core",
+    "int8_ops_per_cycle_per_core", "memory_channels", "memory_transfers_per_s", "bytes_per_transfer",
 )
 _CHANNEL_KEYS = ("memory_channels", "memory_transfers_per_s", "bytes_per_transfer")
 _PEAK_INPUT_KEYS = ("cores", "clock_hz", "fp32_flops_per_cycle_per_core")
+# CPU matrix units (Intel AMX; AVX-512 VNNI/BF16): per-cycle rates -> the peak of that dtype.
+_MATRIX_RATE_KEYS = {"bf16": "bf16_flops_per_cycle_per_core", "int8": "int8_ops_per_cycle_per_core"}
 _ALLOWED_KEYS = frozenset(_STR_KEYS + _INT_KEYS + _FLOAT_KEYS + ("aliases", "peak_flops"))
 
 
@@ -60,7 +63,9 @@ class Spec:
     :data:`DTYPES`, only those the device has; tdp_watts;
     GPUs: sm_count, fp32_lanes_per_sm, l2_bytes (the L2 cache: a bandwidth test must move
     buffers well past it, or it measures the cache); CPUs: cores, clock_hz (base),
-    fp32_flops_per_cycle_per_core; source and source_date (YYYY or YYYY-MM) of the figures;
+    fp32_flops_per_cycle_per_core, bf16_flops_per_cycle_per_core and int8_ops_per_cycle_per_core
+    (matrix units: Intel AMX), matrix_units (which: "AMX-BF16, AMX-INT8, AVX-512 VNNI, ...");
+    source and source_date (YYYY or YYYY-MM) of the figures;
     note. Unknown figures are None.
     """
 
@@ -80,6 +85,9 @@ class Spec:
     cores: int | None = None
     clock_hz: float | None = None
     fp32_flops_per_cycle_per_core: int | None = None
+    bf16_flops_per_cycle_per_core: int | None = None
+    int8_ops_per_cycle_per_core: int | None = None
+    matrix_units: str | None = None
     source: str = ""
     source_date: str = ""
     note: str | None = None
@@ -222,8 +230,15 @@ def _spec_from_table(table: object, index: int, origin: str) -> Spec:
             peak_flops["fp32"] = float(
                 fields["cores"] * fields["clock_hz"] * fields["fp32_flops_per_cycle_per_core"]
             )
-            # keep the DTYPES order
-            peak_flops = {d: peak_flops[d] for d in DTYPES if d in peak_flops}
+        for dtype, key in _MATRIX_RATE_KEYS.items():
+            if key in table:
+                if dtype in peak_flops:
+                    raise ValueError(f"{where}: peak_flops.{dtype} is computed from {key}; do not give it as well")
+                if not all(k in table for k in ("cores", "clock_hz")):
+                    raise ValueError(f"{where}: {key} needs cores and clock_hz")
+                peak_flops[dtype] = float(fields["cores"] * fields["clock_hz"] * fields[key])
+        # keep the DTYPES order
+        peak_flops = {d: peak_flops[d] for d in DTYPES if d in peak_flops}
         for key in _CHANNEL_KEYS:
             fields.pop(key, None)
 

@@ -1,0 +1,254 @@
+"""The course against the world: published measurements of real systems beside the course's
+answer for the same setup.
+
+Each record of ``lab_utils/data/published.toml`` names a measurement (title, publisher, date,
+setup, the figure and its unit) and the *question* the course answers for that setup: one of
+:data:`QUESTIONS`, computed here by calling the calculators (``hardware``, ``serving``,
+``economics``, ``memory``), never typed in. A record says what the course's answer is:
+
+- ``"bound"``: a roofline ceiling, so the measurement must not beat it, and it should not be
+  looser than the file's ``bound_max_ratio`` (about 1.7x);
+- ``"estimate"``: a best guess, which should land within ``estimate_max_ratio`` (1.5x) of the
+  measurement either way.
+
+``ratio`` is always "how optimistic the course is": course / measured for a throughput or a
+size, measured / course for a time. A record the course cannot answer well yet carries
+``expected_miss`` (why, and what would fix it); its test is an expected failure.
+
+>>> row = compare(get("mamf-h100-sxm-bf16"))
+>>> row.course_unit, round(row.ratio, 2), row.within
+('FLOP/s', 1.24, True)
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+from lab_utils import assumptions, catalogs, checks, economics, hardware, llms, lookup, memory, serverless, serving
+
+__all__ = ["COURSE_KINDS", "QUESTIONS", "Comparison", "Measurement", "bands", "compare", "get", "measurements",
+           "table"]
+
+_DATA_FILE = "published.toml"
+
+COURSE_KINDS = ("bound", "estimate")
+
+
+# --- the questions: each answers in the unit of the measurements that ask it ----------------
+
+def matmul_flops(*, device, dtype):
+    """The dense peak of ``device`` in ``dtype`` (vendor specification): what no matmul beats."""
+    spec = hardware.as_spec(device)
+    if dtype not in spec.peak_flops:
+        raise ValueError(f"dtype={dtype!r}: {spec.name} has peaks for {tuple(spec.peak_flops)}")
+    return spec.peak_flops[dtype]
+
+
+def samples_per_s(*, device, dtype, flops_per_sample, n_sockets=1):
+    """Samples/s at most on ``n_sockets`` of ``device``: sockets x peak[dtype] / FLOPs per sample
+    (compute bound: a batch of images or sequences through a network)."""
+    flops_per_sample = checks.number("flops_per_sample", flops_per_sample)
+    n_sockets = checks.count("n_sockets", n_sockets)
+    return n_sockets * matmul_flops(device=device, dtype=dtype) / flops_per_sample
+
+
+def decode_tokens_per_s(*, model, device, weight_bytes_per_param, context_len, kv_bytes_per_value=2):
+    """Tokens/s of one sequence decoding alone: 1 / :func:`serving.decode_step_s` at batch 1."""
+    return 1.0 / serving.decode_step_s(model, device=device, context_len=context_len,
+                                       weight_bytes_per_param=weight_bytes_per_param,
+                                       kv_bytes_per_value=kv_bytes_per_value)
+
+
+def server_output_tokens_per_s(*, model, device, prompt_len, output_len, n_devices=1, weight_bytes_per_param=2.0,
+                               kv_bytes_per_value=2):
+    """Generated tokens/s of a server kept full (continuous batching at the largest batch whose
+    KV caches fit, :func:`serving.max_batch`), on ``n_devices`` of ``device`` as one replica."""
+    spec = serving.replica(device, n_devices)
+    shape = dict(weight_bytes_per_param=weight_bytes_per_param, kv_bytes_per_value=kv_bytes_per_value)
+    batch = serving.max_batch(model, device=spec, context_len=prompt_len + output_len, **shape)
+    if batch < 1:
+        raise ValueError(f"model={llms.as_config(model).name!r} does not fit {spec.name}")
+    return serving.estimate(model, device=spec, prompt_len=prompt_len, output_len=output_len, batch=batch,
+                            usd_per_hour=0.0, **shape).output_tokens_per_s
+
+
+def training_tokens_per_s(*, model, device, method="full", dtype="bf16", mfu=None):
+    """Training tokens/s per device: peak[dtype] x MFU / training FLOPs per token
+    (:func:`economics.training_flops`, :func:`economics.training_hours`); ``mfu`` None is the
+    ``mfu`` assumption."""
+    n_params = llms.as_config(model).n_params
+    mfu = assumptions.value("mfu") if mfu is None else mfu
+    tokens = 1e9
+    hours = economics.training_hours(economics.training_flops(n_params, tokens, method),
+                                     peak_flops=matmul_flops(device=device, dtype=dtype), mfu=mfu)
+    return tokens / (hours * economics.SECONDS_PER_HOUR)
+
+
+def longest_sequence_tokens(*, model, device, method, batch=1, lora_rank=None, lora_targets=None):
+    """The longest sequence (tokens) whose training job fits ``device``: the largest ``seq_len``
+    for which :func:`memory.job_estimate` fits (:func:`memory.fits`); 0 when none does."""
+    spec = hardware.as_spec(device)
+
+    def fits(seq_len: int) -> bool:
+        job = memory.job_estimate(model, method=method, batch=batch, seq_len=seq_len, lora_rank=lora_rank,
+                                  lora_targets=lora_targets)
+        return memory.fits(job.total_bytes, spec)
+
+    low, high = 0, 1
+    while fits(high):
+        low, high = high, 2 * high
+        if high > 1 << 24:
+            return low
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low
+
+
+def first_token_s(*, model, device, prompt_len, weight_bytes_per_param=2.0):
+    """Seconds to the first token of one request alone: :func:`serving.prefill_s`."""
+    return serving.prefill_s(model, device=device, prompt_len=prompt_len, weight_bytes_per_param=weight_bytes_per_param)
+
+
+def cold_start_s(*, weight_bytes):
+    """Seconds of a serverless worker's cold start: :func:`serverless.cold_start` with its
+    assumptions (image pull, container start, CUDA initialisation, weight load)."""
+    return serverless.cold_start(weight_bytes).total_s
+
+
+QUESTIONS = {
+    "matmul_flops": (matmul_flops, "FLOP/s", "more"),
+    "samples_per_s": (samples_per_s, "samples/s", "more"),
+    "decode_tokens_per_s": (decode_tokens_per_s, "tokens/s", "more"),
+    "server_output_tokens_per_s": (server_output_tokens_per_s, "tokens/s", "more"),
+    "training_tokens_per_s": (training_tokens_per_s, "tokens/s", "more"),
+    "longest_sequence_tokens": (longest_sequence_tokens, "tokens", "more"),
+    "first_token_s": (first_token_s, "s", "less"),
+    "cold_start_s": (cold_start_s, "s", "less"),
+}
+"""name -> (function, the unit it answers in, "more" or "less" is better)."""
+
+
+# --- the records ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Measurement:
+    """One published measurement: ``name`` (an id), ``title``, ``source`` (publisher),
+    ``source_date`` (YYYY-MM), ``url``, ``cite`` (its key in book/references.bib), ``setup``,
+    ``area`` (compute, inference, training, memory, cold start), ``figure`` in ``unit``,
+    ``question`` (a key of :data:`QUESTIONS`) with its ``inputs``, ``course`` ("bound" or
+    "estimate"), ``expected_miss`` (None, or why the course misses it for now) and ``note``."""
+
+    name: str
+    title: str
+    source: str
+    source_date: str
+    url: str
+    cite: str
+    setup: str
+    area: str
+    device_kind: str
+    figure: float
+    unit: str
+    question: str
+    inputs: tuple[tuple[str, object], ...]
+    course: str
+    expected_miss: str | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A measurement beside the course's answer: ``course_value`` (in ``course_unit``, the
+    measurement's unit), ``ratio`` (how optimistic the course is, >= 1 when it promises more),
+    ``band`` (low, high) the ratio must stay in, and ``within``."""
+
+    measurement: Measurement
+    course_value: float
+    course_unit: str
+    ratio: float
+    band: tuple[float, float]
+
+    @property
+    def within(self) -> bool:
+        low, high = self.band
+        return low <= self.ratio <= high
+
+
+_STR_FIELDS = ("title", "url", "cite", "setup", "area", "device_kind", "unit", "question", "course")
+_AREAS = ("compute", "inference", "training", "memory", "cold start")
+
+
+def _measurement(record: dict, origin: str) -> Measurement:
+    where = f"{origin}: [[measurement]] {record['name']!r}"
+    missing = [key for key in _STR_FIELDS + ("figure", "inputs") if key not in record]
+    if missing:
+        raise ValueError(f"{where} lacks {', '.join(missing)}")
+    unknown = set(record) - set(_STR_FIELDS) - {"name", "source", "source_date", "figure", "inputs",
+                                                 "expected_miss", "note"}
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    if record["question"] not in QUESTIONS:
+        raise ValueError(f"{where}: question must be one of {tuple(QUESTIONS)}, got {record['question']!r}")
+    if record["course"] not in COURSE_KINDS:
+        raise ValueError(f"{where}: course must be one of {COURSE_KINDS}, got {record['course']!r}")
+    if record["area"] not in _AREAS:
+        raise ValueError(f"{where}: area must be one of {_AREAS}, got {record['area']!r}")
+    if record["device_kind"] not in hardware.KINDS:
+        raise ValueError(f"{where}: device_kind must be one of {hardware.KINDS}, got {record['device_kind']!r}")
+    if record["unit"] != QUESTIONS[record["question"]][1]:
+        raise ValueError(f"{where}: unit {record['unit']!r} is not the unit of question {record['question']!r} "
+                         f"({QUESTIONS[record['question']][1]!r})")
+    figure = checks.number(f"{where}: figure", record["figure"])
+    fields = {key: record[key] for key in _STR_FIELDS + ("name", "source", "source_date")}
+    return Measurement(**fields, figure=figure, inputs=tuple(record["inputs"].items()),
+                       expected_miss=record.get("expected_miss"), note=record.get("note"))
+
+
+@functools.cache
+def _load() -> tuple[tuple[Measurement, ...], dict]:
+    origin = f"lab_utils/data/{_DATA_FILE}"
+    records = catalogs.parse(catalogs.text(_DATA_FILE), "measurement", origin)
+    found = tuple(_measurement(record, origin) for record in records)
+    return found, catalogs.index(found, origin)
+
+
+def measurements(area: str | None = None) -> tuple[Measurement, ...]:
+    """Every published measurement in file order; ``area`` filters (compute, inference, ...)."""
+    found, _ = _load()
+    if area is None:
+        return found
+    checks.choice("area", area, _AREAS)
+    return tuple(m for m in found if m.area == area)
+
+
+def get(name: str) -> Measurement:
+    """One measurement by its ``name`` (id)."""
+    found, index = _load()
+    return lookup.find(name, index, "published measurements", [m.name for m in found])
+
+
+def bands() -> dict[str, float]:
+    """How far the course may be from a measurement: {"bound": the loosest a bound may be,
+    "estimate": the most an estimate may miss by, either way}, from the data file."""
+    data = catalogs.read(_DATA_FILE)
+    return {"bound": float(data["bound_max_ratio"]), "estimate": float(data["estimate_max_ratio"])}
+
+
+def compare(measurement: Measurement) -> Comparison:
+    """The course's answer for ``measurement``'s setup, computed now, with the ratio and band."""
+    function, unit, better = QUESTIONS[measurement.question]
+    value = function(**dict(measurement.inputs))
+    ratio = value / measurement.figure if better == "more" else measurement.figure / value
+    limit = bands()[measurement.course]
+    band = (1.0, limit) if measurement.course == "bound" else (1.0 / limit, limit)
+    if not math.isfinite(ratio):
+        raise ValueError(f"{measurement.name}: the course's answer {value!r} gives no ratio")
+    return Comparison(measurement=measurement, course_value=value, course_unit=unit, ratio=ratio, band=band)
+
+
+def table() -> tuple[Comparison, ...]:
+    """:func:`compare` for every measurement, in file order."""
+    return tuple(compare(m) for m in measurements())

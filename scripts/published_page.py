@@ -1,0 +1,103 @@
+"""Write the website's page "The course against the world" (book/published.md) from
+lab_utils/data/published.toml: every published measurement beside the course's answer for the
+same setup, computed now by the calculators (lab_utils.published), with the ratio and its band.
+
+    python scripts/published_page.py            # write book/published.md
+    python scripts/published_page.py --check    # exit 1 if the page is out of date
+
+Edit the data file, never the page; tests/test_published.py checks the page is up to date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from lab_utils import published, units
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "book" / "published.md"
+AREAS = (("compute", "Compute: matrix products and networks"), ("inference", "Inference: LLM servers and one sequence"),
+         ("training", "Training throughput"), ("memory", "Memory: the longest sequence that fits"),
+         ("cold start", "Cold starts"))
+
+
+def _value(value: float, unit: str) -> str:
+    if unit == "FLOP/s":
+        return units.format_rate(value, "FLOP/s")
+    if unit == "s":
+        return units.format_seconds(value)
+    return f"{value:,.0f} {unit}" if value >= 100 else f"{value:.3g} {unit}"
+
+
+def _status(row: published.Comparison) -> str:
+    low, high = row.band
+    if row.measurement.expected_miss:
+        return f"known miss: {row.measurement.expected_miss}"
+    return "within" if row.within else f"**outside {low:.2g}-{high:.2g}**"
+
+
+def _row(row: published.Comparison) -> str:
+    m = row.measurement
+    source = f"[{m.title}]({m.url}), {m.source}, {m.source_date} {{cite:p}}`{m.cite}`"
+    cells = (source, m.setup, _value(m.figure, m.unit), f"{_value(row.course_value, row.course_unit)} ({m.course})",
+             f"{row.ratio:.2f}", _status(row))
+    return "| " + " | ".join(cell.replace("|", "/") for cell in cells) + " |"
+
+
+def markdown() -> str:
+    """The page, as Markdown for Jupyter Book."""
+    rows = published.table()
+    bands = published.bands()
+    held = sum(row.within for row in rows)
+    lines = [
+        "# The course against the world",
+        "",
+        "Every figure the course computes is a bound or an estimate from datasheets and formulas. This page holds "
+        "them against what others measured on real systems: published benchmark results (MLPerf, TensorRT-LLM's "
+        "performance overview, llama.cpp, torchtitan, Unsloth), issue reports and tables, each with its source, "
+        "date and setup, beside the course's answer for the same setup. The course's column is computed by "
+        "`lab_utils.published` from the calculators when this page is generated "
+        "(`python scripts/published_page.py`); nothing in it is typed in.",
+        "",
+        f"**How to read it.** *Ratio* is how optimistic the course is: course / measured for a throughput or a "
+        f"size, measured / course for a time. A *bound* must not be beaten (ratio at least 1) and should not be "
+        f"more than {bands['bound']:.1f}x loose; an *estimate* should land within {bands['estimate']:.1f}x either "
+        f"way. A test fails when a row leaves its band; a *known miss* is a row the course cannot answer well "
+        f"yet, with the reason and the change that fixes it (its test is an expected failure until then).",
+        "",
+        f"**Today:** {held} of {len(rows)} measurements lie within their band; {len(rows) - held} are known "
+        f"misses. All figures *measured elsewhere*, on the devices named, at the dates given; the course's "
+        f"answers are *vendor specification* arithmetic.",
+        "",
+    ]
+    for area, heading in AREAS:
+        chosen = [row for row in rows if row.measurement.area == area]
+        if not chosen:
+            continue
+        lines += [f"## {heading}", "",
+                  "| measurement | setup | measured | the course says | ratio | status |",
+                  "|---|---|---|---|---|---|",
+                  *(_row(row) for row in chosen), ""]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if book/published.md is out of date")
+    args = parser.parse_args(argv)
+    text = markdown()
+    if args.check:
+        current = PAGE.read_text(encoding="utf-8") if PAGE.exists() else ""
+        if current != text:
+            print(f"{PAGE.relative_to(ROOT)} is out of date: run python scripts/published_page.py", file=sys.stderr)
+            return 1
+        return 0
+    PAGE.write_text(text, encoding="utf-8")
+    print(f"wrote {PAGE.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""The course against the world (issue 25, item 7): every published measurement in
+lab_utils/data/published.toml against the course's answer for the same setup. A bound beaten by
+a measurement, or looser than the file's bound_max_ratio, fails; an estimate outside
+estimate_max_ratio either way fails. A record with expected_miss is an expected failure, strict:
+the day the course answers it well (another item of issue 25 merged), it fails as XPASS and the
+lead removes its expected_miss."""
+
+import dataclasses
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+from lab_utils import published
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("published_page", ROOT / "scripts" / "published_page.py")
+published_page = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(published_page)
+
+
+def _case(measurement):
+    marks = ()
+    if measurement.expected_miss:
+        marks = (pytest.mark.xfail(strict=True, reason=measurement.expected_miss),)
+    return pytest.param(measurement, id=measurement.name, marks=marks)
+
+
+@pytest.mark.parametrize("measurement", [_case(m) for m in published.measurements()])
+def test_the_course_holds_against_the_published_measurement(measurement):
+    row = published.compare(measurement)
+    low, high = row.band
+    assert row.within, (f"{measurement.name}: measured {measurement.figure:.4g} {measurement.unit}, the course "
+                        f"says {row.course_value:.4g} ({measurement.course}): ratio {row.ratio:.2f} outside "
+                        f"{low:.2f}-{high:.2f}")
+
+
+def test_the_collection_covers_cpus_gpus_and_every_area():
+    found = published.measurements()
+    assert len(found) >= 20
+    assert {m.device_kind for m in found} == {"cpu", "gpu"}
+    assert {m.area for m in found} == {"compute", "inference", "training", "memory", "cold start"}
+    assert {m.course for m in found} == set(published.COURSE_KINDS)
+
+
+def test_the_bands_are_the_issues():
+    assert published.bands() == {"bound": 1.7, "estimate": 1.5}
+
+
+def test_every_measurement_is_cited_in_the_bibliography():
+    keys = set(re.findall(r"^@\w+\{([^,]+),", (ROOT / "book" / "references.bib").read_text(), re.M))
+    missing = {m.cite for m in published.measurements()} - keys
+    assert not missing, f"add these to book/references.bib: {missing}"
+    assert all(m.url.startswith("https://") for m in published.measurements())
+
+
+def test_a_bound_is_a_ceiling_and_an_estimate_goes_both_ways():
+    bound = published.compare(published.get("mamf-h100-sxm-bf16"))
+    assert bound.band == (1.0, 1.7)
+    assert bound.course_value == 989e12  # the H100's dense bf16 peak, from the hardware catalog
+    beaten = dataclasses.replace(bound.measurement, figure=1.1 * bound.course_value)
+    assert not published.compare(beaten).within
+    estimate = published.compare(published.get("torchtitan-llama31-8b-fsdp-8xh100"))
+    assert estimate.band == pytest.approx((1 / 1.5, 1.5))
+    for factor, inside in ((1.4, True), (1 / 1.4, True), (1.6, False), (1 / 1.6, False)):
+        moved = dataclasses.replace(estimate.measurement, figure=estimate.course_value / factor)
+        assert published.compare(moved).within is inside
+
+
+def test_a_time_is_compared_the_other_way_round():
+    cold = published.compare(published.get("vllm-coldstart-rtx5090-runpod"))
+    assert cold.ratio == pytest.approx(cold.measurement.figure / cold.course_value)
+
+
+def test_the_course_answer_is_computed_by_the_calculators():
+    from lab_utils import serving
+    row = published.compare(published.get("llamacpp-m1pro16-llama2-7b-f16"))
+    step_s = serving.decode_step_s("Llama-2-7B", device="Apple M1 Pro", context_len=64, weight_bytes_per_param=2.0)
+    assert row.course_value == pytest.approx(1 / step_s)
+
+
+def test_the_longest_sequence_is_the_edge_of_what_fits():
+    from lab_utils import hardware, memory
+    shape = dict(model="Llama-3.1-8B", method="qlora", batch=1, lora_rank=32, lora_targets="all-linear")
+    longest = published.longest_sequence_tokens(device="A100 80GB SXM", **shape)
+    total = lambda n: memory.job_estimate(shape["model"], method="qlora", batch=1, seq_len=n, lora_rank=32,
+                                          lora_targets="all-linear").total_bytes
+    spec = hardware.get("A100 80GB SXM")
+    assert memory.fits(total(longest), spec) and not memory.fits(total(longest + 1), spec)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"question": "guess"}, "question must be one of"),
+    ({"course": "vibe"}, "course must be one of"),
+    ({"area": "vibes"}, "area must be one of"),
+    ({"unit": "FLOP/s"}, "is not the unit of question"),
+    ({"colour": "red"}, "unknown key"),
+])
+def test_a_malformed_record_is_refused_naming_what_is_wrong(change, message):
+    record = {"name": "x", "source": "s", "source_date": "2025-01", "title": "t", "url": "https://e", "cite": "c",
+              "setup": "s", "area": "training", "device_kind": "gpu", "figure": 1.0, "unit": "tokens/s",
+              "question": "training_tokens_per_s", "course": "estimate", "inputs": {}}
+    with pytest.raises(ValueError, match=message):
+        published._measurement({**record, **change}, "published.toml")
+
+
+def test_the_page_is_generated_from_the_data_and_up_to_date():
+    page = (ROOT / "book" / "published.md").read_text(encoding="utf-8")
+    assert page == published_page.markdown(), "run python scripts/published_page.py"
+    for m in published.measurements():
+        assert m.url in page and f"{{cite:p}}`{m.cite}`" in page
+
+
+def test_the_page_is_in_the_table_of_contents():
+    assert "file: book/published" in (ROOT / "_toc.yml").read_text()
