@@ -75,8 +75,8 @@ def test_a_time_is_compared_the_other_way_round():
 
 def test_the_course_answer_is_computed_by_the_calculators():
     from lab_utils import serving
-    row = published.compare(published.get("llamacpp-m1pro16-llama2-7b-f16"))
-    step_s = serving.decode_step_s("Llama-2-7B", device="Apple M1 Pro", context_len=64, weight_bytes_per_param=2.0)
+    row = published.compare(published.get("llamacpp-rtx4090-llama3-8b-f16"))
+    step_s = serving.decode_step_s("Llama-3.1-8B", device="RTX 4090", context_len=512, weight_bytes_per_param=2.0)
     assert row.course_value == pytest.approx(1 / step_s)
 
 
