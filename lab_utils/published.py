@@ -107,6 +107,13 @@ def longest_sequence_tokens(*, model, device, method, batch=1, lora_rank=None, l
     return low
 
 
+def prefill_tokens_per_s(*, model, device, prompt_len, weight_bytes_per_param=2.0):
+    """Prompt tokens/s of one prompt of ``prompt_len`` tokens: ``prompt_len`` /
+    :func:`serving.prefill_s` (compute bound)."""
+    return prompt_len / serving.prefill_s(model, device=device, prompt_len=prompt_len,
+                                          weight_bytes_per_param=weight_bytes_per_param)
+
+
 def first_token_s(*, model, device, prompt_len, weight_bytes_per_param=2.0):
     """Seconds to the first token of one request alone: :func:`serving.prefill_s`."""
     return serving.prefill_s(model, device=device, prompt_len=prompt_len, weight_bytes_per_param=weight_bytes_per_param)
@@ -123,6 +130,7 @@ QUESTIONS = {
     "samples_per_s": (samples_per_s, "samples/s", "more"),
     "decode_tokens_per_s": (decode_tokens_per_s, "tokens/s", "more"),
     "server_output_tokens_per_s": (server_output_tokens_per_s, "tokens/s", "more"),
+    "prefill_tokens_per_s": (prefill_tokens_per_s, "tokens/s", "more"),
     "training_tokens_per_s": (training_tokens_per_s, "tokens/s", "more"),
     "longest_sequence_tokens": (longest_sequence_tokens, "tokens", "more"),
     "first_token_s": (first_token_s, "s", "less"),

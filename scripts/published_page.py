@@ -41,7 +41,8 @@ def _status(row: published.Comparison) -> str:
 def _row(row: published.Comparison) -> str:
     m = row.measurement
     source = f"[{m.title}]({m.url}), {m.source}, {m.source_date} {{cite:p}}`{m.cite}`"
-    cells = (source, m.setup, _value(m.figure, m.unit), f"{_value(row.course_value, row.course_unit)} ({m.course})",
+    setup = f"{m.setup}. *{m.note[0].upper()}{m.note[1:]}.*" if m.note else m.setup
+    cells = (source, setup, _value(m.figure, m.unit), f"{_value(row.course_value, row.course_unit)} ({m.course})",
              f"{row.ratio:.2f}", _status(row))
     return "| " + " | ".join(cell.replace("|", "/") for cell in cells) + " |"
 
