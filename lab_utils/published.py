@@ -28,8 +28,9 @@ from dataclasses import dataclass
 
 from lab_utils import assumptions, catalogs, checks, economics, hardware, llms, lookup, memory, serverless, serving
 
-__all__ = ["COURSE_KINDS", "QUESTIONS", "Comparison", "Measurement", "bands", "compare", "get", "measurements",
-           "table"]
+__all__ = ["COURSE_KINDS", "QUESTIONS", "Comparison", "Measurement", "bands", "cold_start_s", "compare",
+           "decode_tokens_per_s", "get", "longest_sequence_tokens", "matmul_flops", "measurements",
+           "prefill_tokens_per_s", "samples_per_s", "server_output_tokens_per_s", "table", "training_tokens_per_s"]
 
 _DATA_FILE = "published.toml"
 
@@ -114,11 +115,6 @@ def prefill_tokens_per_s(*, model, device, prompt_len, weight_bytes_per_param=2.
                                           weight_bytes_per_param=weight_bytes_per_param)
 
 
-def first_token_s(*, model, device, prompt_len, weight_bytes_per_param=2.0):
-    """Seconds to the first token of one request alone: :func:`serving.prefill_s`."""
-    return serving.prefill_s(model, device=device, prompt_len=prompt_len, weight_bytes_per_param=weight_bytes_per_param)
-
-
 def cold_start_s(*, weight_bytes):
     """Seconds of a serverless worker's cold start: :func:`serverless.cold_start` with its
     assumptions (image pull, container start, CUDA initialisation, weight load)."""
@@ -133,7 +129,6 @@ QUESTIONS = {
     "prefill_tokens_per_s": (prefill_tokens_per_s, "tokens/s", "more"),
     "training_tokens_per_s": (training_tokens_per_s, "tokens/s", "more"),
     "longest_sequence_tokens": (longest_sequence_tokens, "tokens", "more"),
-    "first_token_s": (first_token_s, "s", "less"),
     "cold_start_s": (cold_start_s, "s", "less"),
 }
 """name -> (function, the unit it answers in, "more" or "less" is better)."""
