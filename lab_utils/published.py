@@ -55,24 +55,22 @@ def samples_per_s(*, device, dtype, flops_per_sample, n_sockets=1):
     return n_sockets * matmul_flops(device=device, dtype=dtype) / flops_per_sample
 
 
-def decode_tokens_per_s(*, model, device, weight_bytes_per_param, context_len, kv_bytes_per_value=2):
-    """Tokens/s of one sequence decoding alone: 1 / :func:`serving.decode_step_s` at batch 1."""
-    return 1.0 / serving.decode_step_s(model, device=device, context_len=context_len,
-                                       weight_bytes_per_param=weight_bytes_per_param,
-                                       kv_bytes_per_value=kv_bytes_per_value)
+def decode_tokens_per_s(*, model, device, context_len, **options):
+    """Tokens/s of one sequence decoding alone: 1 / :func:`serving.decode_step_s` at batch 1;
+    ``options`` (weight_bytes_per_param, ...) go to it as they are."""
+    return 1.0 / serving.decode_step_s(model, device=device, context_len=context_len, **options)
 
 
-def server_output_tokens_per_s(*, model, device, prompt_len, output_len, n_devices=1, weight_bytes_per_param=2.0,
-                               kv_bytes_per_value=2):
+def server_output_tokens_per_s(*, model, device, prompt_len, output_len, n_devices=1, **options):
     """Generated tokens/s of a server kept full (continuous batching at the largest batch whose
-    KV caches fit, :func:`serving.max_batch`), on ``n_devices`` of ``device`` as one replica."""
+    KV caches fit, :func:`serving.max_batch`), on ``n_devices`` of ``device`` as one replica;
+    ``options`` (weight_bytes_per_param, kv_bytes_per_value, ...) go to both as they are."""
     spec = serving.replica(device, n_devices)
-    shape = dict(weight_bytes_per_param=weight_bytes_per_param, kv_bytes_per_value=kv_bytes_per_value)
-    batch = serving.max_batch(model, device=spec, context_len=prompt_len + output_len, **shape)
+    batch = serving.max_batch(model, device=spec, context_len=prompt_len + output_len, **options)
     if batch < 1:
         raise ValueError(f"model={llms.as_config(model).name!r} does not fit {spec.name}")
     return serving.estimate(model, device=spec, prompt_len=prompt_len, output_len=output_len, batch=batch,
-                            usd_per_hour=0.0, **shape).output_tokens_per_s
+                            usd_per_hour=0.0, **options).output_tokens_per_s
 
 
 def training_tokens_per_s(*, model, device, method="full", dtype="bf16", mfu=None):
@@ -87,14 +85,14 @@ def training_tokens_per_s(*, model, device, method="full", dtype="bf16", mfu=Non
     return tokens / (hours * economics.SECONDS_PER_HOUR)
 
 
-def longest_sequence_tokens(*, model, device, method, batch=1, lora_rank=None, lora_targets=None):
+def longest_sequence_tokens(*, model, device, method, batch=1, **options):
     """The longest sequence (tokens) whose training job fits ``device``: the largest ``seq_len``
-    for which :func:`memory.job_estimate` fits (:func:`memory.fits`); 0 when none does."""
+    for which :func:`memory.job_estimate` fits (:func:`memory.fits`); 0 when none does.
+    ``options`` (lora_rank, lora_targets, ...) go to :func:`memory.job_estimate` as they are."""
     spec = hardware.as_spec(device)
 
     def fits(seq_len: int) -> bool:
-        job = memory.job_estimate(model, method=method, batch=batch, seq_len=seq_len, lora_rank=lora_rank,
-                                  lora_targets=lora_targets)
+        job = memory.job_estimate(model, method=method, batch=batch, seq_len=seq_len, **options)
         return memory.fits(job.total_bytes, spec)
 
     low, high = 0, 1
@@ -108,17 +106,17 @@ def longest_sequence_tokens(*, model, device, method, batch=1, lora_rank=None, l
     return low
 
 
-def prefill_tokens_per_s(*, model, device, prompt_len, weight_bytes_per_param=2.0):
+def prefill_tokens_per_s(*, model, device, prompt_len, **options):
     """Prompt tokens/s of one prompt of ``prompt_len`` tokens: ``prompt_len`` /
-    :func:`serving.prefill_s` (compute bound)."""
-    return prompt_len / serving.prefill_s(model, device=device, prompt_len=prompt_len,
-                                          weight_bytes_per_param=weight_bytes_per_param)
+    :func:`serving.prefill_s` (compute bound); ``options`` go to it as they are."""
+    return prompt_len / serving.prefill_s(model, device=device, prompt_len=prompt_len, **options)
 
 
-def cold_start_s(*, weight_bytes):
+def cold_start_s(*, weight_bytes, **options):
     """Seconds of a serverless worker's cold start: :func:`serverless.cold_start` with its
-    assumptions (image pull, container start, CUDA initialisation, weight load)."""
-    return serverless.cold_start(weight_bytes).total_s
+    assumptions (image pull, container start, CUDA initialisation, weight load); ``options`` go
+    to it as they are."""
+    return serverless.cold_start(weight_bytes, **options).total_s
 
 
 QUESTIONS = {

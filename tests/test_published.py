@@ -114,3 +114,14 @@ def test_the_page_is_generated_from_the_data_and_up_to_date():
 
 def test_the_page_is_in_the_table_of_contents():
     assert "file: book/published" in (ROOT / "_toc.yml").read_text()
+
+
+def test_a_records_options_reach_the_calculator_as_they_are():
+    # so a record can name a calculator keyword added later (precision=, loss_impl=, ...) in the data alone
+    fp8 = published.decode_tokens_per_s(model="Llama-3.1-8B", device="H100 SXM", context_len=512,
+                                        weight_bytes_per_param=1.0)
+    bf16 = published.decode_tokens_per_s(model="Llama-3.1-8B", device="H100 SXM", context_len=512)
+    assert fp8 > 1.5 * bf16
+    with pytest.raises(TypeError):
+        published.server_output_tokens_per_s(model="Llama-3.1-8B", device="H100 SXM", prompt_len=128,
+                                             output_len=128, colour="red")
