@@ -113,3 +113,33 @@ def test_the_published_measurement_and_the_estimate_beside_it():
                                 efficiency=assumptions.value("decode_efficiency"))
     ratio = estimate.joules_per_output_token / record.joules_per_output_token
     assert 0.5 < ratio < 2.0  # TDP-at-full-power and a 70% engine: within a factor of two of the measurement
+
+
+def test_rank_by_energy_orders_working_options_by_kwh_and_keeps_the_cheapest_verdict():
+    advice = advisor.serve("llama-3.1-8b", 1000)
+    by_energy = advice.ranked("energy")
+    assert by_energy.ranked_by == "energy" and sorted(by_energy.options, key=id) == sorted(advice.options, key=id)
+    working = [o for o in by_energy.options if o.works]
+    priced = [o.energy_kwh for o in working if o.energy_kwh is not None]
+    assert priced == sorted(priced) and priced
+    assert working[:len(priced)] == [o for o in working if o.energy_kwh is not None]  # APIs (no kWh) last
+    assert all(o.energy_kwh is None for o in by_energy.options if o.kind == "api")
+    assert by_energy.best == advice.best and by_energy.verdict == advice.verdict  # the verdict stays on dollars
+    pod = next(o for o in advice.options if o.name == "H100 SXM always on")
+    assert pod.energy_kwh == pytest.approx(730.0 * 700.0 * assumptions.value("power_share_of_tdp") / 1e3)
+    with pytest.raises(ValueError, match="by"):
+        advice.ranked("watts")
+
+
+def test_pick_rank_by_energy_on_the_command_line(capsys):
+    import json
+
+    from lab_utils import cli
+    assert cli.main(["pick", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--rank-by", "energy",
+                     "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["ranked_by"] == "energy"
+    kwh = [o["energy_kwh"] for o in data["options"] if o["works"]]
+    assert kwh == sorted(kwh) and all("emissions_kg" in o for o in data["options"])
+    assert cli.main(["pick", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--rank-by", "energy"]) == 0
+    assert "kWh per job" in capsys.readouterr().out
