@@ -23,6 +23,7 @@ and list prices, not a measurement. Pure Python: no torch.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -64,7 +65,7 @@ class Option:
     why: str | None = None
     latency_s: float | None = None
     memory_bytes: float | None = None
-    energy_kwh: float | None = None  # the job's devices at their TDP (lab_utils.energy); None: serving, APIs
+    energy_kwh: float | None = None  # the devices at their TDP over the job or month (lab_utils.energy); None: APIs
     emissions_kg: float | None = None  # CO2e of energy_kwh at the assumed grid intensity
 
     @property
@@ -77,18 +78,27 @@ class Advice:
     """The options for one job, working ones first, each group by cost then time.
 
     ``period``: what ``Option.cost_usd`` covers ("job" or "month"); ``assumptions``: the
-    (name, value) pairs the estimate used, to print beside the answer.
+    (name, value) pairs the estimate used, to print beside the answer; ``ranked_by``: "cost"
+    (the order above) or "energy" (:meth:`ranked`).
     """
 
     job: str
     period: str
     options: tuple[Option, ...]
     assumptions: tuple[tuple[str, object], ...]
+    ranked_by: str = "cost"
+
+    def ranked(self, by: str = "cost") -> Advice:
+        """The same options ranked by "cost" (working ones first, then dollars, then time) or by
+        "energy" (working ones first, then kWh, fewest first; options without an energy
+        estimate, such as APIs, last)."""
+        by = checks.choice("by", by, tuple(_RANK_KEYS))
+        return dataclasses.replace(self, options=tuple(sorted(self.options, key=_RANK_KEYS[by])), ranked_by=by)
 
     @property
     def best(self) -> Option | None:
         """The cheapest working option (None when nothing works)."""
-        return next((o for o in self.options if o.works and o.cost_usd is not None), None)
+        return min((o for o in self.options if o.works and o.cost_usd is not None), key=_cost_key, default=None)
 
     def option(self, name: str) -> Option:
         """One option by its exact name."""
@@ -119,24 +129,25 @@ class Advice:
             else:
                 time = "-" if o.hours is None else format_seconds(o.hours * 3600)
             cost = "no price" if o.cost_usd is None else f"{o.cost_usd:,.2f}"
-            energy_cells = [] if self.period != "job" else [
+            energy_cells = [
                 "-" if o.energy_kwh is None else f"{o.energy_kwh:,.3g}",
                 "-" if o.emissions_kg is None else f"{o.emissions_kg:,.3g}"]
             rows.append((rank, o.name, o.n_devices, "yes" if o.fits else "no", time, cost, *energy_cells, o.bound,
                          o.price_date, o.why or ""))
-        energy_headers = ("kWh", "kg CO2e") if self.period == "job" else ()
+        energy_headers = (f"kWh per {self.period}", "kg CO2e")
         headers = ("#", "option", "n", "fits", "time", f"$ per {self.period}", *energy_headers, "bound", "price date",
                    "why not")
         note = "time: request latency" if self.period == "month" else "time: wall clock of the job"
         return (tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True,
                          colalign=("right", "left", "right", "left", "right", "right",
                                    *("right",) * len(energy_headers), "left", "left", "left"))
-                + f"\n({note}; estimates from vendor specs and list prices)")
+                + f"\n({note}; kWh: the devices at their TDP, no building overhead (PUE), APIs publish none;"
+                  f" estimates from vendor specs and list prices)")
 
     def to_dict(self) -> dict:
         """Plain data for JSON."""
         from dataclasses import asdict
-        return {"job": self.job, "period": self.period, "verdict": self.verdict,
+        return {"job": self.job, "period": self.period, "verdict": self.verdict, "ranked_by": self.ranked_by,
                 "assumptions": {k: v for k, v in self.assumptions},
                 "options": [dict(asdict(o), works=o.works) for o in self.options]}
 
@@ -169,11 +180,28 @@ def _hardware(include_cpus: bool):
     return hardware.catalog("gpu") + cpus
 
 
+def _cost_key(o: Option):
+    time = o.latency_s if o.latency_s is not None else (o.hours if o.hours is not None else math.inf)
+    return (not o.works, o.cost_usd is None, o.cost_usd if o.cost_usd is not None else math.inf, time, o.name)
+
+
+def _energy_key(o: Option):
+    return (not o.works, o.energy_kwh is None, o.energy_kwh if o.energy_kwh is not None else math.inf,
+            *_cost_key(o)[1:])
+
+
+_RANK_KEYS = {"cost": _cost_key, "energy": _energy_key}
+
+
 def _rank(options) -> tuple[Option, ...]:
-    def key(o: Option):
-        time = o.latency_s if o.latency_s is not None else (o.hours if o.hours is not None else math.inf)
-        return (not o.works, o.cost_usd is None, o.cost_usd if o.cost_usd is not None else math.inf, time, o.name)
-    return tuple(sorted(options, key=key))
+    return tuple(sorted(options, key=_cost_key))
+
+
+def _energy_fields(device_hours: float, spec: hardware.Spec) -> dict:
+    """energy_kwh and emissions_kg of ``device_hours`` of ``spec`` at its TDP (lab_utils.energy);
+    None without a TDP."""
+    kwh = energy.job_energy_kwh(device_hours, 1, spec.tdp_watts) if spec.tdp_watts else None
+    return {"energy_kwh": kwh, "emissions_kg": None if kwh is None else energy.emissions_kg(kwh)}
 
 
 def _price_fields(price: assumptions.DevicePrice) -> dict:
@@ -251,11 +279,10 @@ def _run_options(label, memory_bytes, flops, bytes_moved, specs, *, mfu, cpu_mfu
         hours = max(compute_h, bandwidth_h)
         bound = "bandwidth" if bandwidth_h > compute_h else "compute"
         why = None if price.usd_per_hour is not None else "no price in the data for this device"
-        kwh = energy.job_energy_kwh(hours, n, spec.tdp_watts) if spec.tdp_watts else None
         options.append(Option(name=name, kind=kind, fits=True, n_devices=n, hours=hours,
                               cost_usd=None if price.usd_per_hour is None else hours * n * price.usd_per_hour,
-                              bound=bound, why=why, memory_bytes=memory_bytes, energy_kwh=kwh,
-                              emissions_kg=None if kwh is None else energy.emissions_kg(kwh), **_price_fields(price)))
+                              bound=bound, why=why, memory_bytes=memory_bytes, **_energy_fields(hours * n, spec),
+                              **_price_fields(price)))
     return Advice(job=label, period="job", options=_rank(options), assumptions=tuple(
         (name, assumptions.value(name)) for name in ("power_share_of_tdp", "grid_kg_co2e_per_kwh")))
 
@@ -464,7 +491,7 @@ def serve(model, requests_per_day, *, input_tokens: int | None = None, output_to
                               hours=n * economics.HOURS_PER_MONTH, cost_usd=cost, bound=bound, why=why,
                               latency_s=served.latency_s,
                               memory_bytes=_batch_bytes(config, single, served.batch, tokens_per_request),
-                              **_price_fields(price)))
+                              **_energy_fields(n * economics.HOURS_PER_MONTH, spec), **_price_fields(price)))
 
     # serverless: each worker batches requests as a pod does, up to the same batch
     window_s = min(_SECONDS_PER_DAY, max_simulated_requests / rate_per_s)
@@ -510,6 +537,7 @@ def serve(model, requests_per_day, *, input_tokens: int | None = None, output_to
                               hours=result.billed_s * scale / 3600, cost_usd=result.cost_usd * scale,
                               bound=bound, why=why, latency_s=p95,
                               memory_bytes=_batch_bytes(config, single, concurrency, tokens_per_request),
+                              **_energy_fields(result.billed_s * scale / 3600 * per_worker, spec),
                               **_price_fields(flex)))
 
     for api in economics.api_prices():
@@ -525,7 +553,8 @@ def serve(model, requests_per_day, *, input_tokens: int | None = None, output_to
     return Advice(job, "month", _rank(options),
                   (*taken.items(), ("mfu", mfu), ("cpu_mfu", cpu_mfu), ("max_devices", max_devices),
                    ("cpu_offer", cpu_offer), ("tokens_per_month", tokens_per_month),
-                   ("simulated_window_s", window_s)))
+                   ("simulated_window_s", window_s),
+                   *((name, assumptions.value(name)) for name in ("power_share_of_tdp", "grid_kg_co2e_per_kwh"))))
 
 
 def _batch_bytes(config, single_bytes: float, batch: int, tokens_per_request: int) -> float:

@@ -777,6 +777,7 @@ def _pick(args: argparse.Namespace) -> int:
     else:
         advice = advisor.train(args.params, args.examples, embedding_params=args.embedding_params,
                                lookups_per_example=args.lookups, mfu=args.mfu)
+    advice = advice.ranked(args.rank_by)
     if args.json:
         print(json.dumps(advice.to_dict(), indent=2, default=str))
     else:
@@ -794,6 +795,7 @@ def _add_pick(commands) -> None:
         commands, "pick", _pick, help="rank every CPU, GPU, serverless and API option for a job by cost and time",
         examples="  lab-utils pick fine-tune --model llama-3.1-8b --tokens 1e8 --method lora\n"
                  "  lab-utils pick serve --model llama-3.1-8b --requests-per-day 1000 --json\n"
+                 "  lab-utils pick fine-tune --model llama-3.1-8b --tokens 1e8 --rank-by energy\n"
                  "  lab-utils pick train --params 2e7 --examples 1e9 --embedding-params 2e11 --lookups 40")
     parser.add_argument("job", choices=("fine-tune", "serve", "train"))
     parser.add_argument("--model", type=_model_name, help="a public model, e.g. llama-3.1-8b")
@@ -813,6 +815,8 @@ def _add_pick(commands) -> None:
     parser.add_argument("--mfu", type=_fraction, help="model FLOPs utilisation (default: the assumption)")
     parser.add_argument("--limit", type=_positive_int, help="print only the first N options")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--rank-by", choices=("cost", "energy"), default="cost",
+                        help="order the options by dollars (default) or by estimated kWh, fewest first")
 
 
 # --- the parser ------------------------------------------------------------------------------

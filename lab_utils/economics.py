@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from lab_utils import assumptions, checks, hardware, llms, memory, serving
+from lab_utils import assumptions, checks, energy, hardware, llms, memory, serving
 from lab_utils.prices import (  # re-exported: the notebooks reach prices through economics
     SECONDS_PER_HOUR, ApiPrice, HourlyPrice, ServerlessPrice, api_price, api_prices, hourly_price,
     hourly_prices, serverless_price, serverless_prices,
@@ -311,6 +311,20 @@ class FineTuneEstimate:
         if self.price_usd_per_gpu_hour is None:
             return None
         return self.gpu_hours * self.price_usd_per_gpu_hour
+
+    @property
+    def energy_kwh(self) -> float | None:
+        """kWh the GPUs draw over the job (TDP x ``power_share_of_tdp``, lab_utils.energy; the
+        building's share, PUE, not counted); None without a TDP in the catalog."""
+        tdp_watts = hardware.as_spec(self.gpu).tdp_watts
+        return energy.job_energy_kwh(self.hours, self.n_gpus, tdp_watts) if tdp_watts else None
+
+    @property
+    def joules_per_token(self) -> float | None:
+        """Joules per training token: ``energy_kwh`` over ``n_tokens`` (= one GPU's watts x
+        FLOPs per token / (peak x mfu): the GPU count cancels); None without a TDP."""
+        kwh = self.energy_kwh
+        return None if kwh is None else kwh * energy.JOULES_PER_KWH / self.n_tokens
 
 
 def fine_tune_estimate(model, n_tokens, *, method="lora", gpu="H100 SXM", mfu=None, price_per_gpu_hour=None,

@@ -31,7 +31,7 @@ import functools
 import math
 from dataclasses import dataclass
 
-from lab_utils import assumptions, checks, hardware, llms, memory, prices
+from lab_utils import assumptions, checks, energy, hardware, llms, memory, prices
 
 __all__ = ["ServingEstimate", "at_load", "batch_latency", "capacity", "decode_limit", "decode_step_s", "estimate",
            "max_batch", "prefill_s", "replica"]
@@ -53,7 +53,8 @@ def replica(device, n_devices: int) -> hardware.Spec:
         return spec
     return dataclasses.replace(spec, name=f"{n_devices} x {spec.name}", memory_bytes=n_devices * (spec.memory_bytes or 0),
                                bandwidth_bytes_per_s=n_devices * spec.bandwidth_bytes_per_s,
-                               peak_flops={dtype: n_devices * peak for dtype, peak in spec.peak_flops.items()})
+                               peak_flops={dtype: n_devices * peak for dtype, peak in spec.peak_flops.items()},
+                               tdp_watts=n_devices * spec.tdp_watts if spec.tdp_watts else spec.tdp_watts)
 
 
 def _peak_flops(spec: hardware.Spec) -> float:
@@ -144,7 +145,9 @@ class ServingEstimate:
     (= output_len x tpot_s); ``tokens_per_s``: prompt + output tokens served per second,
     ``output_tokens_per_s`` the generated ones; ``requests_per_s``; ``limit``: what bounds
     the decode step; ``usd_per_hour`` (None without a price), ``usd_per_million_tokens``
-    (prompt and output tokens alike; None without a price) and ``price_source``.
+    (prompt and output tokens alike; None without a price) and ``price_source``; ``watts``: the
+    device's power while busy (TDP x ``power_share_of_tdp``; None without a TDP), from which
+    ``output_tokens_per_joule`` and ``joules_per_output_token`` (estimates, lab_utils.energy).
     """
 
     model: str
@@ -161,6 +164,15 @@ class ServingEstimate:
     limit: str
     usd_per_hour: float | None
     price_source: str
+    watts: float | None = None
+
+    @property
+    def output_tokens_per_joule(self) -> float | None:
+        return None if self.watts is None else energy.tokens_per_joule(self.watts, self.output_tokens_per_s)
+
+    @property
+    def joules_per_output_token(self) -> float | None:
+        return None if self.watts is None else energy.joules_per_token(self.watts, self.output_tokens_per_s)
 
     @property
     def usd_per_million_tokens(self) -> float | None:
@@ -217,7 +229,8 @@ def estimate(model, *, device, prompt_len, output_len, batch=1, weight_bytes_per
         tokens_per_s=batch * (prompt_len + output_len) / cycle_s, output_tokens_per_s=batch * output_len / cycle_s,
         requests_per_s=batch / cycle_s,
         limit=decode_limit(config, batch=batch, context_len=context, kv_bytes_per_value=kv_bytes_per_value, **shape),
-        usd_per_hour=usd_per_hour, price_source=source)
+        usd_per_hour=usd_per_hour, price_source=source,
+        watts=energy.device_watts(spec) if spec.tdp_watts else None)
 
 
 def _largest_batch(model, common, room, fits) -> int:
