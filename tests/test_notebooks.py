@@ -149,18 +149,18 @@ def test_no_cell_shows_a_directive_to_jupyter_and_every_exercise_states_its_minu
     markdown = [c["source"] for c in course.read_cells(path) if c["cell_type"] == "markdown"]
     shown = [match.group(0) for text in markdown for match in DIRECTIVE.finditer(text)]
     assert shown == [], "write exercises as plain Markdown (book/_ext/exercises.py), not MyST directives"
-    found = [exercise for text in markdown for exercise in exercises.exercises(text)]
-    headings = sum(len(exercises.HEADING.findall(text)) for text in markdown)
+    found = course.read_exercises(path)
+    headings = sum(len(course.EXERCISE_HEADING.findall(text)) for text in markdown)
     assert found and len(found) == headings, "each '#### Exercise N (M min)' needs its question and folded solution"
-    assert [e["number"] for e in found] == list(range(1, len(found) + 1))
-    assert all(1 <= e["minutes"] <= 30 and e["question"].strip() and e["solution"].strip() for e in found)
+    assert [e.number for e in found] == list(range(1, len(found) + 1))
+    assert all(1 <= e.minutes <= 30 and e.question.strip() and e.solution.strip() for e in found)
 
 
 def test_the_website_turns_plain_exercises_into_sphinx_exercise_blocks():
     notebook = json.dumps({"cells": [{"cell_type": "markdown", "metadata": {}, "source": [
         "## Exercises\n", "\n", "#### Exercise 1 (5 min)\n", "\n", "What is $2^3$?\n", "\n",
-        f"{exercises.SOLUTION_FOLD[0]}\n", "\n", "~~~python\n", "print(2**3)\n", "~~~\n", "\n",
-        f"{exercises.SOLUTION_FOLD[1]}\n", "\n", "Text after it stays."]}]})
+        f"{course.SOLUTION_FOLD[0]}\n", "\n", "~~~python\n", "print(2**3)\n", "~~~\n", "\n",
+        f"{course.SOLUTION_FOLD[1]}\n", "\n", "Text after it stays."]}]})
     converted = json.loads(exercises.convert_notebook(notebook, "00_start_here"))["cells"][0]["source"]
     assert converted == ("## Exercises\n\n````{exercise} 5 min\n:label: 00_start_here-exercise-1\n\nWhat is $2^3$?\n"
                          "````\n\n````{solution} 00_start_here-exercise-1\n:class: dropdown\n\n~~~python\n"
@@ -176,7 +176,7 @@ def test_a_strict_sphinx_build_renders_the_converted_exercises(tmp_path):
     source = tmp_path / "src"
     source.mkdir()
     notebook = nbformat.read(NOTEBOOKS[0], as_version=4)
-    notebook.cells = [cell for cell in notebook.cells if exercises.HEADING.search(cell.source)]  # nothing to run
+    notebook.cells = [cell for cell in notebook.cells if course.EXERCISE_HEADING.search(cell.source)]  # nothing to run
     nbformat.write(notebook, source / "00_start_here.ipynb")
     (source / "index.md").write_text("# Test\n\n```{toctree}\n00_start_here\n```\n", encoding="utf-8")
     (source / "conf.py").write_text(

@@ -7,6 +7,7 @@
 - Writes ``book/_generated/course.zip`` (the notebooks and the ``lab_utils`` package, enough to
   run the course offline) before the pages are read, so a ``{download}`` link can offer it.
 
+- Fills ``{{ workshop.NAME }}`` in the pages from ``workshop.toml`` (``workshop.py``).
 - Turns the notebooks' plain-Markdown exercises into sphinx-exercise blocks (``exercises.py``):
   JupyterLab and Colab show text, the website numbered exercises with folded solutions.
 
@@ -29,11 +30,12 @@ from sphinx.util import logging
 
 import exercises
 import web_assets
+import workshop
 
 logger = logging.getLogger(__name__)
 
 # What the zip holds, relative to the repository root; folders are taken whole, minus SKIP.
-COURSE_ZIP_CONTENT = ("README.md", "LICENSE", "pyproject.toml", "constraints.txt", "Makefile",
+COURSE_ZIP_CONTENT = ("README.md", "LICENSE", "pyproject.toml", "constraints.txt", "Makefile", "workshop.toml",
                       "lab_utils", "notebooks")
 COURSE_ZIP_FOLDER = "cpu-vs-gpu-for-ai"  # the top folder learners get when they unzip
 SKIP = ("__pycache__", ".ipynb_checkpoints", ".pytest_cache")
@@ -168,4 +170,5 @@ def setup(app: Sphinx) -> dict:
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
     app.connect("config-inited", lambda app, config: write_course_zip(app))
     app.connect("source-read", exercises.convert_source)
+    app.connect("source-read", workshop.fill_source)  # {{ workshop.NAME }} from workshop.toml
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

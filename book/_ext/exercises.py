@@ -16,7 +16,8 @@ writes each exercise as Markdown they render, its solution folded in an HTML ``<
 When the website is built, :func:`convert_source` (Sphinx's ``source-read``, before myst-nb
 parses the notebook) turns each into an ``{exercise}`` block titled with its minutes and a
 ``{solution}`` dropdown, labelled ``<notebook>-exercise-<N>``. Every exercise states its minutes:
-a heading without them is not an exercise (tests/test_notebooks.py checks each heading matches).
+a heading without them is not an exercise (tests/test_notebooks.py checks each heading matches;
+the format is lab_utils.course's, which the instructor guide's schedules read too).
 """
 
 from __future__ import annotations
@@ -25,18 +26,7 @@ import json
 import re
 from pathlib import Path
 
-SOLUTION_FOLD = ('<details class="solution-fold"><summary>Solution (open it after trying)</summary>', "</details>")
-HEADING = re.compile(r"^#### Exercise \d+", re.MULTILINE)
-EXERCISE = re.compile(
-    r"^#### Exercise (?P<number>\d+) \((?P<minutes>\d+) min\)\n\n(?P<question>.*?)\n\n"
-    + re.escape(SOLUTION_FOLD[0]) + r"\n\n(?P<solution>.*?)\n\n" + re.escape(SOLUTION_FOLD[1]) + "$",
-    re.MULTILINE | re.DOTALL)
-
-
-def exercises(markdown: str) -> list[dict]:
-    """Each exercise of a cell's Markdown: number, minutes (ints), question and solution."""
-    return [dict(match.groupdict(), number=int(match["number"]), minutes=int(match["minutes"]))
-            for match in EXERCISE.finditer(markdown)]
+from lab_utils.course import EXERCISE  # the notebooks' exercise format, owned there
 
 
 def to_directives(markdown: str, prefix: str) -> str:
