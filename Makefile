@@ -14,7 +14,7 @@ NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval
 SITE_HTML := _build/strict/_build/html
 CHROMIUM ?= chromium
 
-.PHONY: setup setup-lab lab book test test-unit test-notebooks test-standalone test-book test-site site-deps web-assets linkcheck clean
+.PHONY: setup setup-lab offline-bundle lab book test test-unit test-notebooks test-standalone test-book test-site site-deps web-assets linkcheck clean
 
 setup: $(INSTALLED)
 
@@ -102,6 +102,11 @@ $(LAB_INSTALLED): pyproject.toml constraints.txt
 	$(make_venv)
 	$(BIN)/python -m pip install --quiet --constraint constraints.txt --editable ".[lab]"
 	touch $@
+
+# The offline bundle for a room without internet (downloads several GB; not part of make test):
+# _build/offline/course-offline.zip. OFFLINE_FLAGS="--pythons 3.12 --platforms linux" for a smaller one.
+offline-bundle: $(INSTALLED)
+	$(BIN)/python scripts/offline_bundle.py $(OFFLINE_FLAGS)
 
 clean:
 	rm -rf _build .pytest_cache

@@ -202,3 +202,61 @@ def test_the_instructor_guide_states_no_minutes_of_its_own():
     guide = (ROOT / "book" / "instructor-guide.md").read_text(encoding="utf-8")
     assert re.findall(r"\bAllow \d+ minutes", guide) == [], "the guide's minutes come from book/schedule.toml"
     assert "schedule.toml" in guide
+
+
+# --- the offline bundle: installs with pip's index switched off ------------------------------
+
+def test_the_offline_bundle_installs_into_a_fresh_environment_with_no_network(tmp_path):
+    """A small bundle (the course's own wheel; its dependencies come from this environment,
+    visible to the fresh one through a .pth file) installs with the bundle's own command."""
+    pytest.importorskip("sphinx")  # the bundle reuses the website's course.zip builder
+    import zipfile
+
+    import offline_bundle
+
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    offline_bundle.course_wheel(wheels)
+    archive = offline_bundle.bundle(tmp_path / "course-offline.zip", wheels, ["linux"], ["3.11"])
+    with zipfile.ZipFile(archive) as bundle:
+        bundle.extractall(tmp_path / "unzipped")
+    folder = tmp_path / "unzipped" / offline_bundle.course_site.COURSE_ZIP_FOLDER
+    assert offline_bundle.INSTALL in (folder / "OFFLINE.md").read_text(encoding="utf-8")
+    assert {"notebooks", "lab_utils", "constraints.txt", "workshop.toml"} <= {p.name for p in folder.iterdir()}
+
+    venv = tmp_path / "fresh"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
+    python = venv / "bin" / "python"
+    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    ours = Path(subprocess.run([sys.executable, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    deps = tmp_path / "deps"  # this environment's packages (pip among them), less the course itself
+    deps.mkdir()
+    for entry in ours.iterdir():
+        if "cpu_vs_gpu_course" not in entry.name and not entry.name.endswith(".pth"):
+            (deps / entry.name).symlink_to(entry)
+    (site / "deps.pth").write_text(f"{deps}\n", encoding="utf-8")
+
+    env = {name: value for name, value in os.environ.items() if not name.startswith("PIP_")}
+    env.update(PIP_CONFIG_FILE=os.devnull, HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9",
+               http_proxy="http://127.0.0.1:9", https_proxy="http://127.0.0.1:9")  # any download would fail
+    command = offline_bundle.INSTALL.split()
+    assert command[:5] == ["python", "-m", "pip", "install", "--no-index"]
+    install = subprocess.run([str(python), *command[1:-1], command[-1].strip('"')], cwd=folder, env=env,
+                             capture_output=True, text=True, timeout=600)
+    assert install.returncode == 0, install.stdout + install.stderr
+    assert "Successfully installed cpu-vs-gpu-course" in install.stdout
+    check = subprocess.run([python, "-m", "lab_utils", "--version"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=120)
+    where = subprocess.run([python, "-c", "import lab_utils; print(lab_utils.__file__)"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120, env=env).stdout
+    assert check.returncode == 0 and check.stdout.startswith("lab-utils ")
+    assert Path(where.strip()).is_relative_to(venv)  # installed from the bundle, not this clone
+
+
+def test_the_helpers_page_gives_the_bundles_own_install_command():
+    import offline_bundle
+
+    kit = (ROOT / "book" / "workshop-kit.md").read_text(encoding="utf-8")
+    assert f".venv/bin/{offline_bundle.INSTALL}" in kit
