@@ -14,7 +14,7 @@ NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval
 SITE_HTML := _build/strict/_build/html
 CHROMIUM ?= chromium
 
-.PHONY: setup setup-lab offline-bundle lab book test test-unit test-notebooks test-standalone test-book test-site site-deps web-assets linkcheck clean
+.PHONY: setup lab book test test-unit test-notebooks test-standalone test-book test-site site-deps web-assets linkcheck clean
 
 setup: $(INSTALLED)
 
@@ -84,6 +84,7 @@ linkcheck: $(INSTALLED) web-assets
 	$(BIN)/jupyter-book build --builder linkcheck --path-output _build/linkcheck .
 
 # --- Python version and the learners' install (issue 27) ------------------------------------
+.PHONY: setup-lab offline-bundle
 # The first of python3.13 ... python3 that is 3.10 or newer: on a Mac, "python3" can still be
 # Apple's 3.9 after a newer Python was installed. A .venv made by an older Python is rebuilt.
 first_python := $(shell for p in python3.13 python3.12 python3.11 python3.10 python3; do \
