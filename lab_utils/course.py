@@ -129,6 +129,8 @@ def read_exercises(path: str | Path) -> list[Exercise]:
 
 # --- workshop plans: minutes per section and per day (book/schedule.toml) ----------------------
 
+WHOLE_NOTEBOOK = "the whole notebook"  # the one section of an optional notebook not yet split into sections
+
 @dataclass(frozen=True)
 class NotebookPlan:
     """A notebook in class: its sections' minutes, the exercise done in class, what to skip if late."""
