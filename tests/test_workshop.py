@@ -277,3 +277,29 @@ def test_directive_exercises_become_plain_markdown(tmp_path):
     assert plain_exercises.convert(path, minutes=5) == 1
     assert course.read_exercises(path) == [course.Exercise(1, 5, "What is $2^3$?", "Eight.")]
     assert ":label:" not in path.read_text()
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_rebuilds_a_venv_made_by_an_old_python(tmp_path):
+    def fake_python(path, version, ok):
+        """A stand-in: prints ``version``; ``-c`` (the version check) exits 0 when ``ok``;
+        ``-m venv DIR`` makes DIR/bin/python a new stand-in; anything else (pip) succeeds."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"""#!/bin/sh
+case "$1" in
+  --version) echo '{version}' ;;
+  -c) exit {0 if ok else 1} ;;
+  -m) [ "$2" = venv ] && mkdir -p "$3/bin" && cp "$0" "$3/bin/python" ;;
+esac
+exit 0
+""")
+        path.chmod(0o755)
+
+    venv = tmp_path / "venv"
+    fake_python(venv / "bin" / "python", "Python 3.9.6", ok=False)  # a .venv an old python3 made
+    fake_python(tmp_path / "python3.12", "Python 3.12.4", ok=True)
+    result = subprocess.run(["make", "-s", "setup-lab", f"PYTHON={tmp_path / 'python3.12'}", f"VENV={venv}"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "made by Python 3.9.6, too old: making it again" in result.stdout
+    assert "Python 3.12.4" in (venv / "bin" / "python").read_text() and (venv / ".installed-lab").exists()
