@@ -1,12 +1,12 @@
 # The course's verbs. Each sets up .venv first when needed (install with the tested pins).
-#   make lab    open JupyterLab on the course
+#   make lab    open JupyterLab on the course (installs only what learners need: make setup-lab)
 #   make book   execute the notebooks and build the website into _build/html
 #   make test   unit tests and lab_utils' doctests, nbval over every notebook, each notebook run
 #               alone as Colab opens it (test-standalone), a strict, clean book build, and every
 #               page of that build opened in headless Chromium with no internet (test-site)
 #   make linkcheck   check the website's external links (needs internet; not part of make test)
 
-PYTHON ?= python3
+PYTHON ?= $(first_python)
 VENV ?= .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
@@ -21,13 +21,13 @@ setup: $(INSTALLED)
 # The package installs as "cpu-vs-gpu-course" (PyPI's "lab-utils" is another project); a .venv
 # made before that rename still holds it as "lab-utils", so that is removed first (else a no-op).
 $(INSTALLED): pyproject.toml constraints.txt
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(make_venv)
 	$(BIN)/python -m pip uninstall --quiet --yes lab-utils 2>/dev/null || true
 	$(BIN)/python -m pip install --quiet --constraint constraints.txt --editable ".[lab,book,serverless,test,llm]"
 	$(BIN)/python -c "import torch; print('installed torch', torch.__version__, '(CUDA build)' if torch.version.cuda else '(CPU build)')"
 	touch $@
 
-lab: $(INSTALLED)
+lab: $(LAB_INSTALLED)
 	$(BIN)/jupyter lab notebooks/00_start_here.ipynb
 
 book: $(INSTALLED) web-assets
@@ -82,6 +82,32 @@ web-assets:
 # internet; not part of make test, and a failure here blocks nothing. Runs the notebooks once more.
 linkcheck: $(INSTALLED) web-assets
 	$(BIN)/jupyter-book build --builder linkcheck --path-output _build/linkcheck .
+
+# --- Python version and the learners' install (issue 27) ------------------------------------
+.PHONY: setup-lab offline-bundle
+# The first of python3.13 ... python3 that is 3.10 or newer: on a Mac, "python3" can still be
+# Apple's 3.9 after a newer Python was installed. A .venv made by an older Python is rebuilt.
+first_python := $(shell for p in python3.13 python3.12 python3.11 python3.10 python3; do \
+	$$p -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null && { echo $$p; break; }; done)
+make_venv = @$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null || \
+	{ echo "The course needs Python 3.10 or newer; '$(or $(PYTHON),python3)' is $$($(or $(PYTHON),python3) --version 2>&1 || echo missing). Install one (python.org), or run: make PYTHON=/path/to/python3.12" >&2; exit 1; }; \
+	if [ -x $(BIN)/python ] && ! $(BIN)/python -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then \
+	echo "$(VENV) was made by $$($(BIN)/python --version 2>&1), too old: making it again with $(PYTHON)"; rm -rf $(VENV); fi; \
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+
+# Learners: JupyterLab and the course only (.[lab]); `make setup` adds the website and test tools.
+LAB_INSTALLED := $(VENV)/.installed-lab
+setup-lab: $(LAB_INSTALLED)
+
+$(LAB_INSTALLED): pyproject.toml constraints.txt
+	$(make_venv)
+	$(BIN)/python -m pip install --quiet --constraint constraints.txt --editable ".[lab]"
+	touch $@
+
+# The offline bundle for a room without internet (downloads several GB; not part of make test):
+# _build/offline/course-offline.zip. OFFLINE_FLAGS="--pythons 3.12 --platforms linux" for a smaller one.
+offline-bundle: $(INSTALLED)
+	$(BIN)/python scripts/offline_bundle.py $(OFFLINE_FLAGS)
 
 clean:
 	rm -rf _build .pytest_cache

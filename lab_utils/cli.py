@@ -335,20 +335,20 @@ def load_result(path: str) -> dict:
 
 
 def class_entry(path: str, data: dict):
-    """(label, points, roof or None) of one machine's bench file: its file name, its device's
-    short name and the dtypes it measured."""
+    """The :class:`plots.ClassMachine` of one bench file: who sent it (the file's name), the
+    device it reported, where it ran (cpu, cuda, mps), its matmul points and measured roof."""
     from lab_utils import plots, roofline
 
-    device = plots.short_device_name(data.get("machine", {}).get("device_name", "?"))
+    device = data.get("machine", {}).get("device_name", "?")
+    short = plots.short_device_name(device)
     try:
         rows = [r for r in data["rows"] if r["kind"] == "matmul"]
-        points = [roofline.Point(f"{device}, {r['dtype']} matmul (measured)",
-                                 r["flops_per_call"] / r["bytes_per_call"], r["flops_per_s"]) for r in rows]
-        roof = measured_roof(data["rows"], f"{device} (measured)")
+        points = tuple(roofline.Point(f"{short}, {r['dtype']} matmul (measured)",
+                                      r["flops_per_call"] / r["bytes_per_call"], r["flops_per_s"]) for r in rows)
+        roof = measured_roof(data["rows"], f"{short} (measured)")
     except (KeyError, TypeError, ZeroDivisionError) as error:
         raise ValueError(f"has a malformed row ({error!r})") from None
-    dtypes = ", ".join(dict.fromkeys(r["dtype"] for r in rows))
-    return f"{Path(path).stem}: {device}" + (f" ({dtypes})" if dtypes else ""), points, roof
+    return plots.ClassMachine(Path(path).stem, device, str(data.get("device", "?")), points, roof)
 
 
 def _expand(patterns) -> list[str]:
@@ -371,12 +371,14 @@ def _compare(args: argparse.Namespace) -> int:
     machines, skipped = [], []
     for path in _expand(args.results):
         try:
-            label, points, roof = class_entry(path, load_result(path))
+            entry = class_entry(path, load_result(path))
         except ValueError as why:
             skipped.append(f"{path} {why}")
             continue
-        machines.append((label, points, roof))
-        print(f"{label}: {len(points)} matmul point(s)" + ("" if roof else " (no roof: too few cases)"))
+        machines.append(entry)
+        print(f"{entry.learner}: {plots.short_device_name(entry.device)} ({entry.kind}"
+              + (f", {entry.roof.dtype}), " if entry.roof else "), ") + f"{len(entry.points)} matmul point(s)"
+              + ("" if entry.roof else " (no roof: too few cases)"))
     if not machines:
         raise UsageError("argument RESULT: nothing to draw: " + "; ".join(skipped))
     if len(machines) > plots.CLASS_MAX_MACHINES:
@@ -828,7 +830,7 @@ COMMANDS = (_add_doctor, _add_bench, _add_compare, _add_hardware, _add_memory, _
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser, one sub-command per function in :data:`COMMANDS`."""
     parser = _Parser(
-        prog="lab-utils",
+        prog="lab-utils",  # also `python -m lab_utils` (lab_utils/__main__.py)
         description="Helpers for the course 'CPU vs GPU for AI'.",
         epilog="examples:\n  lab-utils doctor\n  lab-utils memory --model llama-3.1-8b\n"
                "  lab-utils COMMAND --help",

@@ -93,3 +93,100 @@ def read_header(path: str | Path) -> NotebookHeader:
         prerequisites=prerequisites.group(1).strip(),
         objectives=bullets,
     )
+
+
+# --- exercises: plain Markdown in the notebooks (book/_ext/exercises.py turns them into blocks) ---
+
+SOLUTION_FOLD = ('<details class="solution-fold"><summary>Solution (open it after trying)</summary>', "</details>")
+EXERCISE_HEADING = re.compile(r"^#### Exercise \d+", re.MULTILINE)
+EXERCISE = re.compile(
+    r"^#### Exercise (?P<number>\d+) \((?P<minutes>\d+) min\)\n\n(?P<question>.*?)\n\n"
+    + re.escape(SOLUTION_FOLD[0]) + r"\n\n(?P<solution>.*?)\n\n" + re.escape(SOLUTION_FOLD[1]) + "$",
+    re.MULTILINE | re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One exercise of a notebook, as its Markdown writes it (see templates/notebook.ipynb)."""
+
+    number: int
+    minutes: int
+    question: str
+    solution: str
+
+
+def exercises_in(markdown: str) -> list[Exercise]:
+    """The exercises written in one cell's Markdown."""
+    return [Exercise(int(m["number"]), int(m["minutes"]), m["question"], m["solution"])
+            for m in EXERCISE.finditer(markdown)]
+
+
+def read_exercises(path: str | Path) -> list[Exercise]:
+    """The exercises of the notebook at ``path``, in order."""
+    return [exercise for cell in read_cells(path) if cell["cell_type"] == "markdown"
+            for exercise in exercises_in(cell["source"])]
+
+
+# --- workshop plans: minutes per section and per day (book/schedule.toml) ----------------------
+
+WHOLE_NOTEBOOK = "the whole notebook"  # the one section of an optional notebook not yet split into sections
+
+@dataclass(frozen=True)
+class NotebookPlan:
+    """A notebook in class: its sections' minutes, the exercise done in class, what to skip if late."""
+
+    number: str
+    sections: tuple[tuple[str, int], ...]
+    exercise: Exercise | None  # the one done in class
+    skip_if_late: tuple[str, ...]
+    optional: bool
+    path: Path | None  # None: not in the notebooks folder yet
+
+    @property
+    def minutes(self) -> int:
+        """Minutes in class: the sections plus the in-class exercise."""
+        return sum(minutes for _, minutes in self.sections) + (self.exercise.minutes if self.exercise else 0)
+
+    @property
+    def minutes_saved_if_late(self) -> int:
+        return sum(minutes for name, minutes in self.sections if name in self.skip_if_late)
+
+
+def read_plans(schedule: str | Path, notebooks: str | Path) -> tuple[dict[str, NotebookPlan], dict[str, int], dict]:
+    """``(notebook plans by number, other blocks' minutes, days)`` of a schedule file (TOML) for
+    the notebooks in the folder ``notebooks``; ValueError names an entry that does not add up."""
+    from lab_utils.catalogs import tomllib
+
+    with open(schedule, "rb") as file:
+        data = tomllib.load(file)
+    paths = {path.name[:2]: path for path in notebook_paths(notebooks)}
+    plans = {}
+    for number, entry in data["notebooks"].items():
+        path = paths.get(number)
+        chosen = int(entry.get("in_class", 0))
+        found = {e.number: e for e in read_exercises(path)} if path else {}
+        if path and chosen and chosen not in found:
+            raise ValueError(f"{schedule}: notebook {number}: in_class={chosen}, but it has exercises {sorted(found)}")
+        sections = tuple((str(name), int(minutes)) for name, minutes in entry["sections"])
+        unknown = set(entry.get("skip_if_late", ())) - {name for name, _ in sections}
+        if unknown:
+            raise ValueError(f"{schedule}: notebook {number}: skip_if_late names no section: {sorted(unknown)}")
+        plans[number] = NotebookPlan(number, sections, found.get(chosen), tuple(entry.get("skip_if_late", ())),
+                                     bool(entry.get("optional", False)), path)
+    blocks = {str(name): int(minutes) for name, minutes in data["blocks"].items()}
+    days = {str(name): list(items) for name, items in data["plans"].items()}
+    for name, items in days.items():
+        unknown = [item for item in items if item not in plans and item not in blocks]
+        if unknown:
+            raise ValueError(f"{schedule}: plan {name!r} names unknown blocks {unknown}")
+    return plans, blocks, days
+
+
+def day_minutes(items: list[str], plans: dict[str, NotebookPlan], blocks: dict[str, int]) -> list[tuple[str, int, int]]:
+    """``(block, start minute, minutes)`` of each block of a day, from minute 0."""
+    rows, clock = [], 0
+    for item in items:
+        minutes = plans[item].minutes if item in plans else blocks[item]
+        rows.append((item, clock, minutes))
+        clock += minutes
+    return rows

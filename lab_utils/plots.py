@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from lab_utils import checks, hardware
 from lab_utils import roofline as _roofline
@@ -168,42 +169,89 @@ def advice_chart(advice, title: str | None = None):
 # --- the class roofline: every machine in the room on one projected figure -------------------
 
 CLASS_MAX_MACHINES = 30
-"""The most machines :func:`class_roofline` draws: each keeps a colour and marker of its own."""
+"""The most machines :func:`class_roofline` draws (identical devices share a line of the legend)."""
 
 _CLASS_MARKERS = "osD^vPX*"
 _SHORTEN = [(re.compile(pattern, re.IGNORECASE), repl) for pattern, repl in (
-    (r"\((R|TM)\)", ""), (r"\bCPU\b\s*@\s*[\d.]+\s*GHz", ""), (r"\b\d+-Core Processor\b", ""),
+    (r"\((R|TM)\)", ""), (r"(\bCPU\b\s*)?@\s*[\d.]+\s*GHz", ""), (r"\b\d+-Core Processor\b", ""),
+    (r"\bwith Radeon Graphics\b", ""), (r"^\d+th Gen\s+", ""),
     (r"^(NVIDIA|AMD|Intel|Apple|Tesla)\s+", ""), (r"^(GeForce|Tesla|Radeon)\s+", ""), (r"\s+", " "))]
 
 
+class ClassMachine(NamedTuple):
+    """One learner's bench file, as the class roofline draws it."""
+
+    learner: str  # who sent it (the file's name)
+    device: str  # the name the machine reported: the GPU torch used, else the CPU model
+    kind: str  # where the bench ran: "cpu", "cuda" or "mps"
+    points: tuple  # roofline.Point, one per matmul measured
+    roof: _roofline.Roof | None  # best copy bandwidth and best matmul FLOP/s; None if too few cases
+
+
 def short_device_name(name: str, max_chars: int = 24) -> str:
-    """A device name short enough for a legend: "Intel(R) Xeon(R) Platinum 8480+ CPU @ 2.00GHz"
-    -> "Xeon Platinum 8480+", "NVIDIA GeForce RTX 4090" -> "RTX 4090", "Tesla T4" -> "T4"."""
+    """A device name short enough for a legend, cut from the front when still too long (the end
+    tells models apart): "Intel(R) Xeon(R) Platinum 8480+ CPU @ 2.00GHz" -> "Xeon Platinum 8480+",
+    "11th Gen Intel(R) Core(TM) i7-1165G7 @ 2.80GHz" -> "Core i7-1165G7", "Tesla T4" -> "T4"."""
     short = str(name)
     for pattern, repl in _SHORTEN:
         short = pattern.sub(repl, short).strip()
     short = short or str(name).strip() or "?"
-    return short if len(short) <= max_chars else short[:max_chars - 1] + "…"
+    return short if len(short) <= max_chars else "…" + short[len(short) - max_chars + 1:]
 
 
 def class_colours(n: int) -> list:
-    """``n`` (at most CLASS_MAX_MACHINES) distinct colours: matplotlib's tab20, then tab20b."""
+    """``n`` (at most CLASS_MAX_MACHINES) distinct, saturated colours: tab10, then the darker
+    halves of tab20b and tab20c (no pastels: the figure is read from the back of a room)."""
     import matplotlib
 
     n = checks.count("n", n)
     if n > CLASS_MAX_MACHINES:
         raise ValueError(f"n={n}: the class roofline draws at most {CLASS_MAX_MACHINES} machines")
-    tab20, tab20b = matplotlib.colormaps["tab20"], matplotlib.colormaps["tab20b"]
-    colours = [tab20(i) for i in range(20)] + [tab20b(i) for i in (0, 4, 8, 12, 16, 2, 6, 10, 14, 18)]
+    tab10, tab20b, tab20c = (matplotlib.colormaps[name] for name in ("tab10", "tab20b", "tab20c"))
+    colours = ([tab10(i) for i in range(10)] + [tab20b(i) for i in (0, 4, 8, 12, 16, 1, 5, 9, 13, 17)]
+               + [tab20c(i) for i in (0, 4, 8, 12, 16, 1, 5, 9, 13, 17)])
     return colours[:n]
 
 
-def class_roofline(machines, *, devices=_roofline.DEFAULT_DEVICES, intensity_range: tuple[float, float] = (0.1, 1e4),
-                   title: str = "Class roofline: every machine in the room (measured) and catalog devices"):
-    """The class roofline for a projector: one colour and marker per machine for its dashed
-    measured roof and its matmul points, catalog ``devices`` as grey roofs labelled in place, the
-    legend outside the axes on the right; 16:9 at 1280 x 720 pixels. ``machines``: up to
-    CLASS_MAX_MACHINES ``(label, points, roof)`` triples (``roof`` may be None). Returns the figure.
+def class_groups(machines) -> list[tuple[str, str, list[ClassMachine]]]:
+    """The machines grouped by (short device name, kind), fastest measured roof first."""
+    groups: dict[tuple[str, str], list[ClassMachine]] = {}
+    for machine in machines:
+        if not isinstance(machine, ClassMachine):
+            raise TypeError(f"machines must hold plots.ClassMachine records, got {machine!r}")
+        groups.setdefault((short_device_name(machine.device, 20), machine.kind), []).append(machine)
+
+    def best(item):
+        roofs = [m.roof.peak_flops for m in item[1] if m.roof is not None]
+        return -max(roofs) if roofs else 0.0
+
+    return [(name, kind, members) for (name, kind), members in sorted(groups.items(), key=best)]
+
+
+def _class_label(name: str, kind: str, members: list[ClassMachine], dtypes: set[str]) -> str:
+    """"T4 · cuda ×8: 3.9–4.6 TFLOP/s" for a group, "M2 · mps (learner13): 1.3 TFLOP/s" for one."""
+    from lab_utils.units import format_rate
+
+    who = f" ×{len(members)}" if len(members) > 1 else f" ({short_device_name(members[0].learner, 12)})"
+    peaks = sorted(m.roof.peak_flops for m in members if m.roof is not None)
+    spread = format_rate(peaks[-1], "FLOP/s") if peaks else ""
+    if len(peaks) > 1:  # "3.7–4.9 TFLOP/s": the lowest in the unit of the highest
+        mantissa, unit = spread.split(" ", 1)
+        spread = f"{peaks[0] * float(mantissa) / peaks[-1]:.1f}–{spread}"
+    measured = {m.roof.dtype for m in members if m.roof is not None}
+    dtype = f" {', '.join(sorted(measured))}" if measured and measured != dtypes else ""
+    return f"{name} · {kind}{who}{dtype}" + (f": {spread}" if spread else "")
+
+
+def class_roofline(machines, *, devices=_roofline.DEFAULT_DEVICES, dtype: str | None = None,
+                   intensity_range: tuple[float, float] = (0.1, 1e4),
+                   title: str = "Class roofline: the room's machines (measured) and catalog devices"):
+    """The class roofline for a projector (16:9, 1280 x 720 pixels): identical devices merged
+    into one legend line ("T4 · cuda ×8", with the spread of their best FLOP/s), each group in
+    its own colour and marker (dashed: the group's median measured roof; band: its spread),
+    the device kind shown (cpu, cuda, mps), one legend column outside the axes, and the catalog
+    ``devices`` as grey roofs at ``dtype`` (None: the dtype most learners measured), labelled
+    inside the axes. ``machines``: up to CLASS_MAX_MACHINES :class:`ClassMachine`. Returns the figure.
     """
     import matplotlib.pyplot as plt
     import numpy as np
@@ -211,39 +259,58 @@ def class_roofline(machines, *, devices=_roofline.DEFAULT_DEVICES, intensity_ran
 
     machines = list(machines)
     if not machines:
-        raise ValueError("machines is empty: give at least one (label, points, roof)")
-    colours = class_colours(len(machines))
+        raise ValueError("machines is empty: give at least one ClassMachine")
+    if len(machines) > CLASS_MAX_MACHINES:
+        raise ValueError(f"machines holds {len(machines)}: the class roofline draws at most {CLASS_MAX_MACHINES}")
+    groups = class_groups(machines)
+    measured_dtypes = [m.roof.dtype for m in machines if m.roof is not None]
+    if dtype is None:
+        dtype = max(set(measured_dtypes), key=measured_dtypes.count) if measured_dtypes else "fp32"
+    colours = class_colours(len(groups))
     low, high = checks.numbers("intensity_range", intensity_range)
     intensities = np.geomspace(low, high, 201)
-    with plt.rc_context({"font.size": 14, "axes.titlesize": 18, "axes.labelsize": 15, "legend.fontsize": 11}):
+
+    def attainable(roof):
+        return _roofline.attainable_flops(roof.peak_flops, roof.bandwidth_bytes_per_s, intensities)
+
+    legend_size = 13 if len(groups) <= 15 else 11 if len(groups) <= 22 else 9.5
+    with plt.rc_context({"font.size": 14, "axes.titlesize": 18, "axes.labelsize": 15, "legend.fontsize": legend_size}):
         fig, ax = figure(title, "arithmetic intensity (FLOP/byte)", "throughput (FLOP/s)",
                          figsize=(16, 9), dpi=80, layout="constrained")
-        ax.set_title("")
-        fig.suptitle(title)  # over the whole width: the legend takes the right of the figure
         ax.set_xscale("log")
         ax.set_yscale("log")
-        same_peak: dict[tuple[float, str], list[str]] = {}  # one label for devices with the same roof top
+        ax.title.set_fontsize(18)
+        labels: list[tuple[float, list[str]]] = []  # catalog roofs within 1.6x share one label
         for device in devices:
-            roof = _roofline.roof_of(device)
-            ax.plot(intensities, _roofline.attainable_flops(roof.peak_flops, roof.bandwidth_bytes_per_s, intensities),
-                    color="0.6", linewidth=1.2, zorder=1)
-            name = hardware.as_spec(device).name
-            same_peak.setdefault((roof.peak_flops, roof.dtype), []).append(name)
-        for (peak, dtype), names in same_peak.items():
-            ax.text(high, peak, f" {', '.join(names)} {dtype} (vendor)", color="0.35", fontsize=11, va="center")
+            spec = hardware.as_spec(device)
+            roof = _roofline.roof_of(spec, dtype if dtype in spec.peak_flops else None)
+            ax.plot(intensities, attainable(roof), color="0.6", linewidth=1.2, zorder=1)
+            name = f"{spec.name} {roof.dtype}"
+            near = next((entry for entry in labels if 1 / 1.6 < entry[0] / roof.peak_flops < 1.6), None)
+            if near is None:
+                labels.append((roof.peak_flops, [name]))
+            else:
+                near[1].append(name)
+        for peak, names in labels:
+            ax.text(high / 1.5, peak * 1.08, f"{', '.join(names)} (vendor)", color="0.3", fontsize=11,
+                    ha="right", va="bottom", zorder=4)
         handles = []
-        for index, ((label, points, roof), colour) in enumerate(zip(machines, colours)):
+        for index, ((name, kind, members), colour) in enumerate(zip(groups, colours)):
             marker = _CLASS_MARKERS[index % len(_CLASS_MARKERS)]
-            if roof is not None:
-                ax.plot(intensities, _roofline.attainable_flops(roof.peak_flops, roof.bandwidth_bytes_per_s,
-                                                                 intensities),
-                        "--", color=colour, linewidth=1.6, zorder=2)
-            points = list(points)
+            roofs = sorted((m.roof for m in members if m.roof is not None), key=lambda roof: roof.peak_flops)
+            if roofs:
+                ax.plot(intensities, attainable(roofs[len(roofs) // 2]), "--", color=colour, linewidth=1.8, zorder=2)
+            if len(roofs) > 1:
+                curves = np.array([attainable(roof) for roof in roofs])
+                ax.fill_between(intensities, curves.min(axis=0), curves.max(axis=0), color=colour, alpha=0.18,
+                                linewidth=0, zorder=2)
+            points = [p for m in members for p in m.points]
             ax.scatter([p.intensity for p in points], [p.flops_per_s for p in points], marker=marker, s=60,
                        color=colour, edgecolors="black", linewidths=0.4, zorder=3)
-            handles.append(Line2D([], [], color=colour, linestyle="--" if roof else "none", marker=marker,
-                                  markersize=9, markeredgecolor="black", markeredgewidth=0.4, label=label))
+            handles.append(Line2D([], [], color=colour, linestyle="--" if roofs else "none", marker=marker,
+                                  markersize=9, markeredgecolor="black", markeredgewidth=0.4,
+                                  label=_class_label(name, kind, members, {dtype})))
         ax.set_xlim(low, high)
-        fig.legend(handles=handles, loc="outside right upper", ncol=1 if len(handles) <= 20 else 2,
-                   title="measured (dashed: roof)")
+        fig.legend(handles=handles, loc="outside right upper", ncol=1,
+                   title=f"{len(machines)} machines, {dtype} matmul, measured\n(dashed: median roof; band: spread)")
     return fig

@@ -33,7 +33,7 @@ def test_compare_reads_utf8_and_utf16_skips_bad_files_and_draws_the_rest(tmp_pat
     status = cli.main(["compare", str(tmp_path / "*.json"), "--output", str(png)])  # a pattern, as PowerShell passes it
     out = capsys.readouterr().out
     assert status == 0 and png.read_bytes()[:4] == b"\x89PNG"
-    assert "alice: T4 (fp32)" in out and "bob: RTX 4090 (fp32)" in out and "carol: M2 (fp32)" in out
+    assert "alice: T4 (cpu, fp32)" in out and "bob: RTX 4090 (cpu, fp32)" in out and "carol: M2 (cpu, fp32)" in out
     skipped = [line for line in out.splitlines() if line.startswith("skipped")]
     assert len(skipped) == 2
     assert any("empty.json is empty" in line for line in skipped)
@@ -54,30 +54,71 @@ def test_compare_refuses_more_machines_than_the_figure_keeps_apart(tmp_path):
     ("Tesla T4", "T4"),
     ("AMD Ryzen 7 5800X 8-Core Processor", "Ryzen 7 5800X"),
     ("NVIDIA H100 80GB HBM3", "H100 80GB HBM3"),
+    ("11th Gen Intel(R) Core(TM) i7-1165G7 @ 2.80GHz", "Core i7-1165G7"),
+    ("AMD Ryzen 7 5800U with Radeon Graphics", "Ryzen 7 5800U"),
     ("", "?"),
 ])
 def test_short_device_names(name, short):
     assert plots.short_device_name(name) == short
 
 
-def test_a_long_name_is_cut_to_fit_the_legend():
-    assert len(plots.short_device_name("x" * 80)) == 24
+def test_a_long_name_is_cut_from_the_front_where_models_differ():
+    short = plots.short_device_name("Some Vendor Accelerator Engineering Sample Model 7700-XT")
+    assert len(short) == 24 and short.startswith("…") and short.endswith("Model 7700-XT")
 
 
-def test_thirty_machines_keep_a_colour_each_for_line_and_points_and_the_legend_sits_outside():
-    points = [roofline.Point("p", 10.0, 1e11), roofline.Point("p", 100.0, 5e11)]
-    machines = [(f"learner{i}", points, roofline.Roof(f"m{i}", 1e12 * (i + 1), 1e11, "fp32")) for i in range(30)]
-    fig = plots.class_roofline(machines, devices=("T4",))
-    ax = fig.axes[0]
-    dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
-    scatter_colours = [tuple(collection.get_facecolor()[0]) for collection in ax.collections]
-    assert [matplotlib.colors.to_rgba(line.get_color()) for line in dashed] == scatter_colours
-    assert len(set(scatter_colours)) == 30  # no colour repeats
-    legend = fig.legends[0]
-    assert len(legend.get_texts()) == 30
+def machine(learner, device, kind="cuda", peak_flops=4e12, bandwidth=2.4e11, dtype="fp32"):
+    points = (roofline.Point("p", 40.0, peak_flops / 4), roofline.Point("p", 300.0, peak_flops))
+    return plots.ClassMachine(learner, device, kind, points, roofline.Roof(device, peak_flops, bandwidth, dtype))
+
+
+def texts_overlap(fig):
+    """Visible texts (title, axis labels, catalog labels, the legend) outside the figure, and pairs that overlap."""
     fig.canvas.draw()
-    assert legend.get_window_extent().x0 >= ax.get_window_extent().x1  # outside the axes, to the right
+    renderer = fig.canvas.get_renderer()
+    ax, legend = fig.axes[0], fig.legends[0]
+    boxes = [(text.get_text(), text.get_window_extent(renderer))
+             for text in (ax.title, ax.xaxis.label, ax.yaxis.label, *ax.texts) if text.get_text()]
+    boxes.append(("legend", legend.get_window_extent(renderer)))
+    page = fig.bbox
+    outside = [name for name, box in boxes
+               if box.x0 < page.x0 - 1 or box.x1 > page.x1 + 1 or box.y0 < page.y0 - 1 or box.y1 > page.y1 + 1]
+    pairs = [(a, b) for i, (a, box_a) in enumerate(boxes) for b, box_b in boxes[i + 1:] if box_a.overlaps(box_b)]
+    return outside, pairs
+
+
+def test_thirty_different_machines_fit_one_legend_column_without_overlapping_text():
+    machines = [machine(f"learner{i:02d}", f"Accelerator model {i:02d}", ("cpu", "cuda", "mps")[i % 3],
+                        peak_flops=1e11 * 1.2**i) for i in range(30)]
+    fig = plots.class_roofline(machines, title="Class roofline of 30 SAMPLE machines (synthetic files, not measurements)")
+    ax, legend = fig.axes[0], fig.legends[0]
+    assert legend._ncols == 1 and len(legend.get_texts()) == 30
+    assert texts_overlap(fig) == ([], [])
+    assert legend.get_window_extent().x0 >= ax.get_window_extent().x1  # beside the axes, not on them
+    assert ax.get_window_extent().width >= 0.5 * fig.bbox.width  # the plot keeps most of the width
     assert tuple(fig.get_size_inches() * fig.dpi) == (1280, 720)  # 16:9, a projector's native size
+    dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
+    assert len({matplotlib.colors.to_rgba(line.get_color()) for line in dashed}) == 30  # a colour each
+
+
+def test_identical_devices_share_a_legend_line_with_their_spread_and_kinds_stay_apart():
+    room = [machine(f"t4-{i}", "Tesla T4", "cuda", peak_flops=(3.7 + 0.1 * i) * 1e12) for i in range(8)]
+    room += [machine("ann", "Apple M2", "mps", 1.9e12), machine("ben", "Apple M2", "cpu", 6.5e11)]
+    fig = plots.class_roofline(room, devices=("T4", "A100 80GB SXM"))
+    labels = [text.get_text() for text in fig.legends[0].get_texts()]
+    assert labels == ["T4 · cuda ×8: 3.7–4.4 TFLOP/s", "M2 · mps (ann): 1.9 TFLOP/s", "M2 · cpu (ben): 650.0 GFLOP/s"]
+    assert "10 machines, fp32" in fig.legends[0].get_title().get_text()
+    # the catalog roofs are drawn at the dtype the learners measured, not at 16-bit peaks
+    catalog = " ".join(text.get_text() for text in fig.axes[0].texts)
+    assert "T4 fp32" in catalog and "A100 80GB SXM fp32" in catalog and "fp16" not in catalog
+    tops = {round(max(line.get_ydata())) for line in fig.axes[0].get_lines() if line.get_linestyle() == "-"}
+    assert tops == {round(hardware.get(name).peak_flops["fp32"]) for name in ("T4", "A100 80GB SXM")}
+    assert texts_overlap(fig) == ([], [])
+
+
+def test_the_class_roofline_takes_class_machines_only():
+    with pytest.raises(TypeError, match="ClassMachine"):
+        plots.class_roofline([("alice", [], None)])
 
 
 def test_class_colours_refuse_a_31st_machine():

@@ -138,34 +138,63 @@ def test_notebook_paths_refuses_a_missing_folder(tmp_path):
         course.notebook_paths(tmp_path / "nowhere")
 
 
-# The fold book/_ext/course_site.py removes on the website (sphinx-exercise folds it there).
-SOLUTION_FOLD = ('<details class="solution-fold"><summary>Solution (open it after trying)</summary>', "</details>")
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+import exercises  # noqa: E402  (book/_ext/exercises.py: the website's conversion)
+
+DIRECTIVE = re.compile(r"^(`{3,}|~{3,})\{[\w-]+\}|^:label:", re.MULTILINE)  # MyST syntax Jupyter shows raw
 
 
 @pytest.mark.parametrize("path", [*NOTEBOOKS, TEMPLATE], ids=lambda p: p.name)
-def test_every_solution_is_folded_for_jupyterlab_and_colab(path):
-    # MyST directives show as plain text in JupyterLab and Colab: an HTML <details> keeps each
-    # solution closed there until the learner opens it.
-    markdown = "\n".join(c["source"] for c in course.read_cells(path) if c["cell_type"] == "markdown")
-    solutions = re.findall(r"^```\{solution\}", markdown, re.MULTILINE)
-    folded = re.findall(rf"^{re.escape(SOLUTION_FOLD[0])}\n\n```\{{solution\}}(?:(?!\n```\{{).)*?\n```\n\n"
-                        rf"{SOLUTION_FOLD[1]}$", markdown, re.MULTILINE | re.DOTALL)
-    assert solutions and len(folded) == len(solutions)
+def test_no_cell_shows_a_directive_to_jupyter_and_every_exercise_states_its_minutes(path):
+    markdown = [c["source"] for c in course.read_cells(path) if c["cell_type"] == "markdown"]
+    shown = [match.group(0) for text in markdown for match in DIRECTIVE.finditer(text)]
+    assert shown == [], "write exercises as plain Markdown (book/_ext/exercises.py), not MyST directives"
+    found = course.read_exercises(path)
+    headings = sum(len(course.EXERCISE_HEADING.findall(text)) for text in markdown)
+    assert found and len(found) == headings, "each '#### Exercise N (M min)' needs its question and folded solution"
+    assert [e.number for e in found] == list(range(1, len(found) + 1))
+    assert all(1 <= e.minutes <= 30 and e.question.strip() and e.solution.strip() for e in found)
 
 
-def test_the_website_drops_the_fold_and_keeps_the_solution():
-    pytest.importorskip("sphinx")
-    from docutils import nodes
+def test_the_website_turns_plain_exercises_into_sphinx_exercise_blocks():
+    notebook = json.dumps({"cells": [{"cell_type": "markdown", "metadata": {}, "source": [
+        "## Exercises\n", "\n", "#### Exercise 1 (5 min)\n", "\n", "What is $2^3$?\n", "\n",
+        f"{course.SOLUTION_FOLD[0]}\n", "\n", "~~~python\n", "print(2**3)\n", "~~~\n", "\n",
+        f"{course.SOLUTION_FOLD[1]}\n", "\n", "Text after it stays."]}]})
+    converted = json.loads(exercises.convert_notebook(notebook, "00_start_here"))["cells"][0]["source"]
+    assert converted == ("## Exercises\n\n````{exercise} 5 min\n:label: 00_start_here-exercise-1\n\nWhat is $2^3$?\n"
+                         "````\n\n````{solution} 00_start_here-exercise-1\n:class: dropdown\n\n~~~python\n"
+                         "print(2**3)\n~~~\n````\n\nText after it stays.")
 
-    sys.path.insert(0, str(ROOT / "book" / "_ext"))
-    import course_site
 
-    assert course_site.SOLUTION_FOLD == SOLUTION_FOLD
-    doctree = nodes.section()
-    doctree += [nodes.raw("", SOLUTION_FOLD[0], format="html"), nodes.paragraph(text="the solution"),
-                nodes.raw("", SOLUTION_FOLD[1], format="html"), nodes.raw("", "</details>", format="html")]
-    course_site.drop_solution_folds(None, doctree)
-    assert [node.astext() for node in doctree.children] == ["the solution", "</details>"]  # an unpaired one stays
+def test_a_strict_sphinx_build_renders_the_converted_exercises(tmp_path):
+    """The course's extension in a small strict build (warnings are errors) of one real notebook."""
+    pytest.importorskip("sphinx_exercise")
+    pytest.importorskip("myst_nb")
+    from sphinx.application import Sphinx
+
+    source = tmp_path / "src"
+    source.mkdir()
+    notebook = nbformat.read(NOTEBOOKS[0], as_version=4)
+    notebook.cells = [cell for cell in notebook.cells if course.EXERCISE_HEADING.search(cell.source)]  # nothing to run
+    nbformat.write(notebook, source / "00_start_here.ipynb")
+    (source / "index.md").write_text("# Test\n\n```{toctree}\n00_start_here\n```\n", encoding="utf-8")
+    (source / "conf.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(ROOT / 'book' / '_ext')!r})\n"
+        "extensions = ['myst_nb', 'sphinx_exercise', 'exercises_only']\n"
+        "myst_enable_extensions = ['dollarmath', 'amsmath', 'colon_fence']\nnb_execution_mode = 'off'\n"
+        "suppress_warnings = ['mystnb.unknown_mime_type', 'myst.xref_missing', 'myst.header', 'toc.not_included']\n",
+        encoding="utf-8")
+    (source / "exercises_only.py").write_text(
+        "import exercises\n\ndef setup(app):\n    app.connect('source-read', exercises.convert_source)\n"
+        "    return {'parallel_read_safe': True}\n", encoding="utf-8")
+    sys.path.insert(0, str(source))
+    app = Sphinx(str(source), str(source), str(tmp_path / "html"), str(tmp_path / "doctrees"), "html",
+                 warningiserror=True, status=None, freshenv=True)
+    app.build()
+    html = (tmp_path / "html" / "00_start_here.html").read_text(encoding="utf-8")
+    assert html.count('class="exercise admonition"') == 2 and html.count('class="solution dropdown admonition"') == 2
+    assert "Exercise 2 (5 min)" in html and ":label:" not in html and "solution-fold" not in html
 
 
 LEARNER_PAGES = [*NOTEBOOKS, *sorted((ROOT / "book").glob("*.md")), ROOT / "README.md"]

@@ -7,9 +7,9 @@
 - Writes ``book/_generated/course.zip`` (the notebooks and the ``lab_utils`` package, enough to
   run the course offline) before the pages are read, so a ``{download}`` link can offer it.
 
-- Drops the ``<details>`` fold around each exercise's solution in the notebooks (it keeps the
-  solution closed in JupyterLab and Colab, where MyST directives show as plain text): on the
-  website, sphinx-exercise's own dropdown folds it.
+- Fills ``{{ workshop.NAME }}`` in the pages from ``workshop.toml`` (``workshop.py``).
+- Turns the notebooks' plain-Markdown exercises into sphinx-exercise blocks (``exercises.py``):
+  JupyterLab and Colab show text, the website numbered exercises with folded solutions.
 
 - Fixes console errors the browser test found: a duplicated inline script and an unset theme
   mode on every page, and the widget manager's fonts looked for beside the page.
@@ -24,24 +24,23 @@ import json
 import zipfile
 from pathlib import Path
 
-from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.util import logging
 
+import exercises
 import web_assets
+import workshop
 
 logger = logging.getLogger(__name__)
 
 # What the zip holds, relative to the repository root; folders are taken whole, minus SKIP.
-COURSE_ZIP_CONTENT = ("README.md", "LICENSE", "pyproject.toml", "constraints.txt", "Makefile",
+COURSE_ZIP_CONTENT = ("README.md", "LICENSE", "pyproject.toml", "constraints.txt", "Makefile", "workshop.toml",
                       "lab_utils", "notebooks")
 COURSE_ZIP_FOLDER = "cpu-vs-gpu-for-ai"  # the top folder learners get when they unzip
 SKIP = ("__pycache__", ".ipynb_checkpoints", ".pytest_cache")
 ZIP_DATE = (2026, 1, 1, 0, 0, 0)  # fixed, so the same files give the same zip
 GENERATED = Path("book") / "_generated"
-# The fold around a solution in a notebook's Markdown (tests/test_notebooks.py checks its use).
-SOLUTION_FOLD = ('<details class="solution-fold"><summary>Solution (open it after trying)</summary>', "</details>")
 
 
 def _local(package_name: str) -> str | None:
@@ -155,16 +154,6 @@ def widget_assets_path(app: Sphinx, pagename: str, templatename: str, context: d
         " window.require = {paths: {'@jupyter-widgets': folder, '@jupyter-widgets/html-manager/dist': folder}}; })();"))
 
 
-def drop_solution_folds(app: Sphinx, doctree) -> None:
-    """Remove the raw HTML of SOLUTION_FOLD (each opening and the closing that follows it)."""
-    opened = 0
-    for node in list(doctree.findall(nodes.raw)):
-        text = node.astext().strip()
-        if text == SOLUTION_FOLD[0] or (text == SOLUTION_FOLD[1] and opened):
-            opened += 1 if text == SOLUTION_FOLD[0] else -1
-            node.parent.remove(node)
-
-
 def theme_defaults(app: Sphinx, config: Config) -> None:
     """Start in the reader's own light or dark mode ("auto") unless _config.yml chose one.
 
@@ -180,5 +169,6 @@ def setup(app: Sphinx) -> dict:
     app.connect("html-page-context", widget_assets_path, priority=800)  # after myst-nb adds the manager
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
     app.connect("config-inited", lambda app, config: write_course_zip(app))
-    app.connect("doctree-read", drop_solution_folds)
+    app.connect("source-read", exercises.convert_source)
+    app.connect("source-read", workshop.fill_source)  # {{ workshop.NAME }} from workshop.toml
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,305 @@
+"""The workshop kit: the CLI through the kernel's own Python, the workshop settings in one place,
+Makefile's Python check, the schedules' sums and the offline install (issue 27)."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lab_utils import course
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+sys.path.insert(0, str(ROOT / "scripts"))
+import workshop  # noqa: E402  (book/_ext/workshop.py)
+import workshop_settings  # noqa: E402  (scripts/workshop_settings.py)
+
+BIN = Path(sys.executable).parent  # the environment's bin folder: .venv/bin
+CLI_CALL = re.compile(r"!\{sys\.executable\} -m lab_utils (?P<args>[^\n]+)")
+
+
+def notebook_cli_calls():
+    """(notebook, arguments) of every CLI call in the notebooks' code cells."""
+    return [(path.name, match["args"]) for path in course.notebook_paths(ROOT / "notebooks")
+            for cell in course.read_cells(path) if cell["cell_type"] == "code"
+            for match in CLI_CALL.finditer(cell["source"])]
+
+
+def test_no_notebook_calls_a_bare_lab_utils_command():
+    bare = [(path.name, line) for path in course.notebook_paths(ROOT / "notebooks")
+            for cell in course.read_cells(path) if cell["cell_type"] == "code"
+            for line in cell["source"].splitlines() if re.search(r"!\s*lab-utils\b", line)]
+    assert bare == [], "call the CLI as !{sys.executable} -m lab_utils ...: a kernel may lack .venv/bin on its PATH"
+    assert notebook_cli_calls(), "notebook 03 checks the command line against the calculator"
+
+
+def test_every_notebook_cli_call_works_in_a_kernel_whose_path_lacks_the_environments_bin():
+    from jupyter_client.manager import start_new_kernel
+
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if Path(p) != BIN)
+    assert shutil.which("lab-utils", path=path) is None or Path(shutil.which("lab-utils", path=path)).parent != BIN
+    env = dict(os.environ, PATH=path)
+    env.pop("VIRTUAL_ENV", None)
+    manager, client = start_new_kernel(kernel_name="python3", env=env, cwd=str(ROOT / "notebooks"))
+    try:
+        def run(code):
+            output = []
+            client.execute(code)
+            while True:
+                message = client.get_iopub_msg(timeout=120)
+                if message["msg_type"] == "stream":
+                    output.append(message["content"]["text"])
+                elif message["msg_type"] == "error":
+                    output.append("\n".join(message["content"]["traceback"]))
+                elif message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+                    return "".join(output)
+
+        assert "lab_utils" not in run("import sys, os\nprint(os.environ['PATH'])")
+        bare = run("!lab-utils --version\nprint('exit status', _exit_code)")
+        assert "exit status 0" not in bare  # what a learner saw: "lab-utils: not found"
+        for notebook, args in notebook_cli_calls():
+            out = run(f"!{{sys.executable}} -m lab_utils {args}\nprint('exit status', _exit_code)")
+            assert out.rstrip().endswith("exit status 0"), (notebook, args, out)
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+def test_python_m_lab_utils_is_the_command_line():
+    result = subprocess.run([sys.executable, "-m", "lab_utils", "--version"], capture_output=True, text=True,
+                            timeout=60, env=dict(os.environ, PATH=""))
+    assert result.returncode == 0 and result.stdout.startswith("lab-utils ")
+
+
+# --- one place for the workshop's settings ---------------------------------------------------
+
+def test_the_repository_in_config_and_every_setup_cell_is_the_one_in_workshop_toml():
+    assert workshop_settings.main(["--check"]) == 0, "run: python scripts/workshop_settings.py"
+
+
+def test_a_fork_changes_one_file_and_the_script_updates_the_rest(tmp_path):
+    settings = dict(workshop.read(ROOT), repository_url="https://github.com/someone/fork", branch="june")
+    config = workshop_settings.updated(ROOT / "_config.yml", settings)
+    assert "  url: https://github.com/someone/fork\n" in config and "  branch: june\n" in config
+    template = workshop_settings.updated(ROOT / "templates" / "notebook.ipynb", settings)
+    assert '\\"COURSE_REPOSITORY\\", \\"https://github.com/someone/fork\\")' in template
+    badge = "https://colab.research.google.com/github/cpu-vs-gpu-for-ai/course/blob/main/notebooks/00_start_here.ipynb"
+    page = tmp_path / "page.ipynb"
+    page.write_text(f'"[![Open in Colab](x.svg)]({badge})"', encoding="utf-8")
+    assert "colab.research.google.com/github/someone/fork/blob/june/notebooks/" in workshop_settings.updated(
+        page, settings)
+    with pytest.raises(ValueError, match="repository_url"):
+        workshop_settings.github_path("https://gitlab.com/someone/fork")
+
+
+def test_pages_fill_the_settings_or_their_fallbacks():
+    settings = dict(workshop.read(ROOT), contact="ada@example.org", check_deadline="")
+    text = "Mail {{ workshop.contact }} by {{workshop.check_deadline}}: git clone {{ workshop.repository_url }}"
+    assert workshop.fill(text, settings) == (f"Mail ada@example.org by {workshop.FALLBACKS['check_deadline']}: "
+                                             f"git clone {settings['repository_url']}")
+    with pytest.raises(ValueError, match="no setting 'contakt'"):
+        workshop.fill("{{ workshop.contakt }}", settings)
+
+
+def test_every_page_names_only_settings_that_exist_and_the_learner_page_uses_them():
+    settings = workshop.read(ROOT)
+    for page in sorted((ROOT / "book").glob("*.md")):
+        workshop.fill(page.read_text(encoding="utf-8"), settings)  # raises on an unknown name
+    learner = (ROOT / "book" / "before-you-come.md").read_text(encoding="utf-8")
+    assert {"contact", "check_deadline", "shared_folder", "website_url"} <= set(workshop.TOKEN.findall(learner))
+    cheat = (ROOT / "book" / "cheat-sheet.md").read_text(encoding="utf-8")
+    assert {"repository_url", "website_url", "contact"} <= set(workshop.TOKEN.findall(cheat))
+    typed = [page.name for page in (ROOT / "book").glob("*.md")
+             if settings["repository_url"] in page.read_text(encoding="utf-8")]
+    assert typed == [], "write {{ workshop.repository_url }}, not the address"
+
+
+def test_settings_refuse_a_start_that_is_not_a_clock_time(tmp_path):
+    text = (ROOT / "workshop.toml").read_text(encoding="utf-8").replace('start = "09:00"', 'start = "9am"')
+    (tmp_path / "workshop.toml").write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match="start='9am'"):
+        workshop.read(tmp_path)
+
+
+# --- Makefile: Python 3.10 or newer ----------------------------------------------------------
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_refuses_an_old_python_in_one_line(tmp_path):
+    old = tmp_path / "python3.9"
+    old.write_text("#!/bin/sh\n[ \"$1\" = --version ] && echo 'Python 3.9.6' && exit 0\nexit 1\n")
+    old.chmod(0o755)
+    result = subprocess.run(["make", "-s", "setup-lab", f"PYTHON={old}", f"VENV={tmp_path / 'venv'}"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0 and not (tmp_path / "venv").exists()
+    message = [line for line in result.stderr.splitlines() if not line.startswith("make:")]
+    assert len(message) == 1 and "Python 3.10 or newer" in message[0] and "Python 3.9.6" in message[0]
+
+
+# --- schedules: the sums ---------------------------------------------------------------------
+
+SCHEDULE = ROOT / "book" / "schedule.toml"
+
+
+def plans():
+    return course.read_plans(SCHEDULE, ROOT / "notebooks")
+
+
+def test_every_notebook_has_a_plan_whose_sections_are_its_headings():
+    notebook_plans, _, _ = plans()
+    for path in course.notebook_paths(ROOT / "notebooks"):
+        plan = notebook_plans[path.name[:2]]
+        if plan.optional and [name for name, _ in plan.sections] == [course.WHOLE_NOTEBOOK]:
+            continue  # an optional notebook planned as one block until its sections are listed
+        headings = {line[3:].strip() for cell in course.read_cells(path) if cell["cell_type"] == "markdown"
+                    for line in cell["source"].splitlines() if line.startswith("## ")}
+        missing = [name for name, _ in plan.sections if name not in headings]
+        assert missing == [], f"{path.name}: book/schedule.toml names sections the notebook does not have"
+        assert plan.exercise is not None and plan.exercise.minutes > 0, f"{path.name}: choose an in-class exercise"
+        assert all(minutes > 0 for _, minutes in plan.sections)
+
+
+def test_the_half_day_is_210_minutes_with_its_break_at_most_90_minutes_in():
+    notebook_plans, blocks, days = plans()
+    half = course.day_minutes(days["Half day (3.5 h)"], notebook_plans, blocks)
+    assert sum(minutes for _, _, minutes in half) == 210
+    first_break = next(start for name, start, _ in half if name == "break")
+    assert first_break <= 90
+    assert "10" not in days["Half day (3.5 h)"]  # notebook 10 is for the full day, optional
+
+
+def test_the_full_day_has_a_midpoint_check_and_notebook_10_as_optional():
+    notebook_plans, blocks, days = plans()
+    full = course.day_minutes(days["Full day"], notebook_plans, blocks)
+    total = sum(minutes for _, _, minutes in full)
+    check = next(start for name, start, _ in full if name.startswith("midpoint check"))
+    assert total / 3 <= check <= 2 * total / 3
+    assert "10" in days["Full day"] and notebook_plans["10"].optional
+    assert all(not notebook_plans[item].optional for item in days["Half day (3.5 h)"] if item in notebook_plans)
+
+
+def test_a_notebooks_time_in_class_is_its_sections_plus_its_exercise():
+    notebook_plans, _, _ = plans()
+    plan = notebook_plans["02"]
+    exercise = {e.number: e for e in course.read_exercises(plan.path)}[1]
+    assert plan.minutes == sum(minutes for _, minutes in plan.sections) + exercise.minutes
+    assert 0 < plan.minutes_saved_if_late < plan.minutes
+
+
+def test_a_schedule_that_names_a_missing_exercise_or_section_is_refused(tmp_path):
+    text = SCHEDULE.read_text(encoding="utf-8")
+    (tmp_path / "bad.toml").write_text(text.replace("in_class = 3", "in_class = 9"), encoding="utf-8")
+    with pytest.raises(ValueError, match="notebook 07: in_class=9"):
+        course.read_plans(tmp_path / "bad.toml", ROOT / "notebooks")
+    (tmp_path / "bad.toml").write_text(text.replace('skip_if_late = ["The course map"]', 'skip_if_late = ["Maps"]'),
+                                       encoding="utf-8")
+    with pytest.raises(ValueError, match="skip_if_late names no section"):
+        course.read_plans(tmp_path / "bad.toml", ROOT / "notebooks")
+
+
+def test_the_instructor_guide_states_no_minutes_of_its_own():
+    guide = (ROOT / "book" / "instructor-guide.md").read_text(encoding="utf-8")
+    assert re.findall(r"\bAllow \d+ minutes", guide) == [], "the guide's minutes come from book/schedule.toml"
+    assert "schedule.toml" in guide
+
+
+# --- the offline bundle: installs with pip's index switched off ------------------------------
+
+def test_the_offline_bundle_installs_into_a_fresh_environment_with_no_network(tmp_path):
+    """A small bundle (the course's own wheel; its dependencies come from this environment,
+    visible to the fresh one through a .pth file) installs with the bundle's own command."""
+    pytest.importorskip("sphinx")  # the bundle reuses the website's course.zip builder
+    import zipfile
+
+    import offline_bundle
+
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    offline_bundle.course_wheel(wheels)
+    archive = offline_bundle.bundle(tmp_path / "course-offline.zip", wheels, ["linux"], ["3.11"])
+    with zipfile.ZipFile(archive) as bundle:
+        bundle.extractall(tmp_path / "unzipped")
+    folder = tmp_path / "unzipped" / offline_bundle.course_site.COURSE_ZIP_FOLDER
+    assert offline_bundle.INSTALL in (folder / "OFFLINE.md").read_text(encoding="utf-8")
+    assert {"notebooks", "lab_utils", "constraints.txt", "workshop.toml"} <= {p.name for p in folder.iterdir()}
+
+    venv = tmp_path / "fresh"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
+    python = venv / "bin" / "python"
+    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    ours = Path(subprocess.run([sys.executable, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    deps = tmp_path / "deps"  # this environment's packages (pip among them), less the course itself
+    deps.mkdir()
+    for entry in ours.iterdir():
+        if "cpu_vs_gpu_course" not in entry.name and not entry.name.endswith(".pth"):
+            (deps / entry.name).symlink_to(entry)
+    (site / "deps.pth").write_text(f"{deps}\n", encoding="utf-8")
+
+    env = {name: value for name, value in os.environ.items() if not name.startswith("PIP_")}
+    env.update(PIP_CONFIG_FILE=os.devnull, HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9",
+               http_proxy="http://127.0.0.1:9", https_proxy="http://127.0.0.1:9")  # any download would fail
+    command = offline_bundle.INSTALL.split()
+    assert command[:5] == ["python", "-m", "pip", "install", "--no-index"]
+    install = subprocess.run([str(python), *command[1:-1], command[-1].strip('"')], cwd=folder, env=env,
+                             capture_output=True, text=True, timeout=600)
+    assert install.returncode == 0, install.stdout + install.stderr
+    assert "Successfully installed cpu-vs-gpu-course" in install.stdout
+    check = subprocess.run([python, "-m", "lab_utils", "--version"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=120)
+    where = subprocess.run([python, "-c", "import lab_utils; print(lab_utils.__file__)"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120, env=env).stdout
+    assert check.returncode == 0 and check.stdout.startswith("lab-utils ")
+    assert Path(where.strip()).is_relative_to(venv)  # installed from the bundle, not this clone
+
+
+def test_the_helpers_page_gives_the_bundles_own_install_command():
+    import offline_bundle
+
+    kit = (ROOT / "book" / "workshop-kit.md").read_text(encoding="utf-8")
+    assert f".venv/bin/{offline_bundle.INSTALL}" in kit
+
+
+def test_directive_exercises_become_plain_markdown(tmp_path):
+    import json
+
+    import plain_exercises
+
+    fold = course.SOLUTION_FOLD
+    markdown = (f"## Exercises\n\n```{{exercise}}\n:label: a\n\nWhat is $2^3$?\n```\n\n{fold[0]}\n\n"
+                f"```{{solution}} a\n:class: dropdown\n\nEight.\n```\n\n{fold[1]}\n")
+    path = tmp_path / "10_x.ipynb"
+    path.write_text(json.dumps({"cells": [{"cell_type": "markdown", "metadata": {}, "source": markdown}]}))
+    assert plain_exercises.convert(path, minutes=5) == 1
+    assert course.read_exercises(path) == [course.Exercise(1, 5, "What is $2^3$?", "Eight.")]
+    assert ":label:" not in path.read_text()
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_rebuilds_a_venv_made_by_an_old_python(tmp_path):
+    def fake_python(path, version, ok):
+        """A stand-in: prints ``version``; ``-c`` (the version check) exits 0 when ``ok``;
+        ``-m venv DIR`` makes DIR/bin/python a new stand-in; anything else (pip) succeeds."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"""#!/bin/sh
+case "$1" in
+  --version) echo '{version}' ;;
+  -c) exit {0 if ok else 1} ;;
+  -m) [ "$2" = venv ] && mkdir -p "$3/bin" && cp "$0" "$3/bin/python" ;;
+esac
+exit 0
+""")
+        path.chmod(0o755)
+
+    venv = tmp_path / "venv"
+    fake_python(venv / "bin" / "python", "Python 3.9.6", ok=False)  # a .venv an old python3 made
+    fake_python(tmp_path / "python3.12", "Python 3.12.4", ok=True)
+    result = subprocess.run(["make", "-s", "setup-lab", f"PYTHON={tmp_path / 'python3.12'}", f"VENV={venv}"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "made by Python 3.9.6, too old: making it again" in result.stdout
+    assert "Python 3.12.4" in (venv / "bin" / "python").read_text() and (venv / ".installed-lab").exists()
