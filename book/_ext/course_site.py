@@ -11,6 +11,12 @@
   solution closed in JupyterLab and Colab, where MyST directives show as plain text): on the
   website, sphinx-exercise's own dropdown folds it.
 
+- Drops the "Open in Colab" badge from the notebooks' headers (it serves readers on GitHub and
+  in Jupyter; the website has its own launch button, and its image lives on Colab's server).
+
+- Registers the live calculators (live_calculators.py): the ``{live-calculators}`` directive,
+  the course's wheel built at book time, and their script.
+
 - Fixes console errors the browser test found: a duplicated inline script and an unset theme
   mode on every page, and the widget manager's fonts looked for beside the page.
 
@@ -29,6 +35,7 @@ from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.util import logging
 
+import live_calculators
 import web_assets
 
 logger = logging.getLogger(__name__)
@@ -41,6 +48,7 @@ SKIP = ("__pycache__", ".ipynb_checkpoints", ".pytest_cache")
 ZIP_DATE = (2026, 1, 1, 0, 0, 0)  # fixed, so the same files give the same zip
 GENERATED = Path("book") / "_generated"
 # The fold around a solution in a notebook's Markdown (tests/test_notebooks.py checks its use).
+COLAB_BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"  # scripts/colab_badges.py
 SOLUTION_FOLD = ('<details class="solution-fold"><summary>Solution (open it after trying)</summary>', "</details>")
 
 
@@ -165,6 +173,15 @@ def drop_solution_folds(app: Sphinx, doctree) -> None:
             node.parent.remove(node)
 
 
+def drop_colab_badges(app: Sphinx, doctree) -> None:
+    """Remove each link to Colab that shows Colab's badge image (scripts/colab_badges.py writes them)."""
+    for image in list(doctree.findall(nodes.image)):
+        link = image.parent
+        if (image.get("uri") == COLAB_BADGE_IMAGE and isinstance(link, nodes.reference)
+                and link.get("refuri", "").startswith("https://colab.research.google.com/")):
+            link.parent.remove(link)
+
+
 def theme_defaults(app: Sphinx, config: Config) -> None:
     """Start in the reader's own light or dark mode ("auto") unless _config.yml chose one.
 
@@ -175,10 +192,12 @@ def theme_defaults(app: Sphinx, config: Config) -> None:
 
 
 def setup(app: Sphinx) -> dict:
+    live_calculators.setup(app)  # the live calculators page: Pyodide and the course's wheel
     app.connect("config-inited", use_local_assets)
     app.connect("config-inited", theme_defaults)
     app.connect("html-page-context", widget_assets_path, priority=800)  # after myst-nb adds the manager
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
     app.connect("config-inited", lambda app, config: write_course_zip(app))
     app.connect("doctree-read", drop_solution_folds)
+    app.connect("doctree-read", drop_colab_badges, priority=100)  # before Sphinx collects the images
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
