@@ -1,12 +1,13 @@
 """The live calculators page (book/calculators.md) in headless Chromium with no network: the form
 works while Python loads, then each answer equals what the `lab-utils` command prints for the
 same options, for several inputs. The page's download size and its time to the first answer
-are written to _build/site-test/live-calculators.json."""
+are written to _build/site-test/live-calculators.json, a screenshot of the answered page beside it."""
 
 from __future__ import annotations
 
 import base64
 import json
+import re
 import subprocess
 import sys
 import time
@@ -44,7 +45,7 @@ SET_INPUTS_JS = """
     name: s.dataset.command, argv: JSON.parse(s.dataset.argv || "null"), status: Number(s.dataset.status),
     output: s.querySelector(".live-output").textContent, json: s.dataset.json || null,
     headline: s.querySelector(".live-headline").textContent,
-    command: s.querySelector(".live-command").textContent,
+    command: s.querySelector(".live-command").textContent, gpu: form.elements.gpu.value,
   }));
 })(%s)
 """
@@ -96,8 +97,8 @@ def opened(browser, tab):
         browser.call("Emulation.setDeviceMetricsOverride", dict(sitecheck.VIEWPORT, height=2400), session_id=tab)
         shot = browser.call("Page.captureScreenshot", {"format": "png"}, session_id=tab, timeout_s=30)
         browser.call("Emulation.setDeviceMetricsOverride", sitecheck.VIEWPORT, session_id=tab)
-        (ARTEFACTS / "screenshots").mkdir(parents=True, exist_ok=True)
-        (ARTEFACTS / "screenshots" / "book__calculators__answered.png").write_bytes(base64.b64decode(shot["data"]))
+        ARTEFACTS.mkdir(parents=True, exist_ok=True)  # beside screenshots/, which test_site.py empties
+        (ARTEFACTS / "live-calculators-answered.png").write_bytes(base64.b64decode(shot["data"]))
         yield browser, tab, at_load, ready
 
 
@@ -135,6 +136,10 @@ def test_each_answer_is_what_the_cli_prints(opened, values):
         cli = lab_utils_cli(argv)
         assert section["status"] == cli.returncode, (section["name"], cli.stderr)
         assert section["output"] == (cli.stdout if cli.returncode == 0 else cli.stderr), section["name"]
+        if section["name"] == "memory" and cli.returncode == 0:  # the chosen GPU's row of the CLI's table
+            gpu = section["gpu"]
+            row = next(line for line in cli.stdout.splitlines() if line.startswith(gpu + "  "))
+            assert section["headline"] == f"{gpu}: " + ", ".join(re.split(r"\s{2,}", row[len(gpu):].strip()))
         if section["name"] == "pick" and cli.returncode == 0:
             expected = json.loads(lab_utils_cli([*argv, "--json"]).stdout)
             assert json.loads(section["json"]) == expected

@@ -81,6 +81,12 @@ def _run_lab_utils(argv_json):
       const headline = section.querySelector(".live-headline");
       headline.textContent = "";
       delete section.dataset.json;
+      if (name === "memory" && result.status === 0) {
+        // the chosen GPU's row of the command's own table: "T4   14.9 GiB  needs at least 2 ..."
+        const gpu = value("gpu");
+        const row = result.stdout.split("\n").find((line) => line.startsWith(gpu + "  "));
+        if (row) headline.textContent = `${gpu}: ${row.slice(gpu.length).trim().replace(/\s{2,}/g, ", ")}`;
+      }
       if (name === "pick" && result.status === 0) {
         const json = python([...argv, "--json"]);
         section.dataset.json = json.stdout;
