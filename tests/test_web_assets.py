@@ -36,7 +36,7 @@ def _package(integrity: str) -> web_assets.Package:
 def test_the_lock_pins_exact_versions_with_sha512():
     destination, packages = web_assets.read_lock()
     assert destination == ROOT / "book" / "_static" / "vendor"
-    assert {p.name for p in packages} == {"mathjax", "requirejs", "@jupyter-widgets/html-manager"}
+    assert {p.name for p in packages} == {"mathjax", "requirejs", "@jupyter-widgets/html-manager", "pyodide"}
     for package in packages:
         assert package.version.count(".") == 2 and package.version.replace(".", "").isdigit(), package.spec
         assert package.integrity.startswith("sha512-") and len(base64.b64decode(package.integrity[7:])) == 64

@@ -11,6 +11,12 @@
 - Turns the notebooks' plain-Markdown exercises into sphinx-exercise blocks (``exercises.py``):
   JupyterLab and Colab show text, the website numbered exercises with folded solutions.
 
+- Drops the "Open in Colab" badge from the notebooks' headers (it serves readers on GitHub and
+  in Jupyter; the website has its own launch button, and its image lives on Colab's server).
+
+- Registers the live calculators (live_calculators.py): the ``{live-calculators}`` directive,
+  the course's wheel built at book time, and their script.
+
 - Fixes console errors the browser test found: a duplicated inline script and an unset theme
   mode on every page, and the widget manager's fonts looked for beside the page.
 
@@ -24,11 +30,13 @@ import json
 import zipfile
 from pathlib import Path
 
+from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.util import logging
 
 import exercises
+import live_calculators
 import web_assets
 import workshop
 
@@ -41,6 +49,7 @@ COURSE_ZIP_FOLDER = "cpu-vs-gpu-for-ai"  # the top folder learners get when they
 SKIP = ("__pycache__", ".ipynb_checkpoints", ".pytest_cache")
 ZIP_DATE = (2026, 1, 1, 0, 0, 0)  # fixed, so the same files give the same zip
 GENERATED = Path("book") / "_generated"
+COLAB_BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"  # scripts/colab_badges.py
 
 
 def _local(package_name: str) -> str | None:
@@ -154,6 +163,15 @@ def widget_assets_path(app: Sphinx, pagename: str, templatename: str, context: d
         " window.require = {paths: {'@jupyter-widgets': folder, '@jupyter-widgets/html-manager/dist': folder}}; })();"))
 
 
+def drop_colab_badges(app: Sphinx, doctree) -> None:
+    """Remove each link to Colab that shows Colab's badge image (scripts/colab_badges.py writes them)."""
+    for image in list(doctree.findall(nodes.image)):
+        link = image.parent
+        if (image.get("uri") == COLAB_BADGE_IMAGE and isinstance(link, nodes.reference)
+                and link.get("refuri", "").startswith("https://colab.research.google.com/")):
+            link.parent.remove(link)
+
+
 def theme_defaults(app: Sphinx, config: Config) -> None:
     """Start in the reader's own light or dark mode ("auto") unless _config.yml chose one.
 
@@ -164,6 +182,7 @@ def theme_defaults(app: Sphinx, config: Config) -> None:
 
 
 def setup(app: Sphinx) -> dict:
+    live_calculators.setup(app)  # the live calculators page: Pyodide and the course's wheel
     app.connect("config-inited", use_local_assets)
     app.connect("config-inited", theme_defaults)
     app.connect("html-page-context", widget_assets_path, priority=800)  # after myst-nb adds the manager
@@ -171,4 +190,5 @@ def setup(app: Sphinx) -> dict:
     app.connect("config-inited", lambda app, config: write_course_zip(app))
     app.connect("source-read", exercises.convert_source)
     app.connect("source-read", workshop.fill_source)  # {{ workshop.NAME }} from workshop.toml
+    app.connect("doctree-read", drop_colab_badges, priority=100)  # before Sphinx collects the images
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

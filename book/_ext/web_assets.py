@@ -168,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
             count = unpack(package, fetch(package), destination)
         except RuntimeError as error:  # no npm or no registry: the website uses the CDN
             print(f"web assets: {package.spec} not available ({error}); "
-                  f"the website will load it from the public CDN", file=sys.stderr)
+                  f"the website will load it from the public CDN (the live calculators, which need "
+                  f"pyodide, show that Python could not load)", file=sys.stderr)
             continue
         except ValueError as error:
             print(f"web assets: {error}", file=sys.stderr)

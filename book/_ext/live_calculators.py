@@ -1,0 +1,187 @@
+"""The website's live calculators: the course's own ``lab-utils`` commands, run in the reader's
+browser by Pyodide (Python compiled to WebAssembly), offline.
+
+- At build time the course is built into a wheel from this tree (``pip wheel``, no network),
+  and tabulate, the one package the command line needs beyond the standard library, is packed
+  from the build environment (its version pinned by constraints.txt). Both land in
+  ``_static/live/`` with ``packages.json`` naming them, so the page runs the tested code of the
+  very tree the website was built from and can never drift from it.
+- Pyodide itself is vendored by web_assets.py (npm package ``pyodide``, pinned, checksum-checked).
+- The directive ``{live-calculators}`` writes the form: the catalog's models and GPUs (read
+  from ``lab_utils`` at build time, so the form works before Python has loaded in the page),
+  a method, a sequence length, training tokens and requests per day. ``live/calculators.js``
+  runs ``lab-utils memory``, ``cost`` and ``pick`` with those options through
+  ``lab_utils.cli.main`` and shows their answers, assumptions included, as the CLI prints them.
+
+Loaded by course_site.py's setup.
+"""
+
+from __future__ import annotations
+
+import html
+import importlib.metadata
+import importlib.util
+import io
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
+
+logger = logging.getLogger(__name__)
+
+HERE = Path(__file__).parent
+GENERATED = Path("book") / "_generated" / "live-static"  # served as _static/ (live/ inside)
+PURE_DEPENDENCIES = ("tabulate",)  # what lab_utils.cli needs beyond the standard library, for memory/cost/pick
+METHODS = ("inference", "lora", "qlora", "full")
+# The form's first answer: the README's examples (inputs a reader changes, not assumptions).
+START = {"model": "Llama-3.1-8B", "gpu": "H100 SXM", "method": "lora", "tokens": "1e8", "requests_per_day": "1000"}
+
+
+def course_wheel(root: Path, destination: Path) -> Path:
+    """Build the course's wheel from ``root`` into ``destination``.
+
+    Offline when the environment has setuptools (no build isolation); else pip fetches it as
+    ``pip install`` does. The sources are copied to a temporary folder first, so the build
+    leaves nothing in the tree.
+    """
+    with tempfile.TemporaryDirectory(prefix="live-wheel-") as scratch:
+        source = Path(scratch) / "source"
+        source.mkdir()
+        for name in ("pyproject.toml", "README.md", "LICENSE"):
+            if (root / name).is_file():
+                shutil.copy2(root / name, source / name)
+        shutil.copytree(root / "lab_utils", source / "lab_utils",
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        out = Path(scratch) / "out"
+        offline = ["--no-build-isolation", "--no-index"] if importlib.util.find_spec("setuptools") else []
+        result = subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", *offline, "--wheel-dir", str(out),
+             str(source)], capture_output=True, text=True, timeout=300)
+        wheels = sorted(out.glob("*.whl"))
+        if result.returncode != 0 or len(wheels) != 1:
+            raise RuntimeError(f"building the course's wheel failed: {result.stderr.strip()[-800:]}")
+        destination.mkdir(parents=True, exist_ok=True)
+        return Path(shutil.copy2(wheels[0], destination / wheels[0].name))
+
+
+def installed_wheel(name: str, destination: Path) -> Path:
+    """A wheel of the installed distribution ``name``: its files as installed (a pure-Python one)."""
+    distribution = importlib.metadata.distribution(name)
+    files = sorted((f for f in distribution.files or () if not f.as_posix().startswith("..")
+                    and "__pycache__" not in f.parts), key=lambda f: f.as_posix())
+    version = distribution.version
+    target = destination / f"{distribution.metadata['Name'].replace('-', '_')}-{version}-py3-none-any.whl"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for file in files:
+            path = Path(distribution.locate_file(file))
+            if path.is_file():
+                archive.writestr(zipfile.ZipInfo(file.as_posix(), (2026, 1, 1, 0, 0, 0)), path.read_bytes(),
+                                 compress_type=zipfile.ZIP_DEFLATED)
+    destination.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(buffer.getvalue())
+    return target
+
+
+def build_packages(app: Sphinx) -> None:
+    """Write _static/live/: the course's wheel, its pure dependencies and packages.json."""
+    root = Path(app.srcdir)
+    live = root / GENERATED / "live"
+    if live.exists():
+        shutil.rmtree(live)
+    wheels = [course_wheel(root, live)] + [installed_wheel(name, live) for name in PURE_DEPENDENCIES]
+    manifest = {"pyodide": "vendor/pyodide/pyodide.mjs", "wheels": [w.name for w in wheels],
+                "bytes": {w.name: w.stat().st_size for w in wheels}}
+    (live / "packages.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    logger.info(f"live_calculators: {', '.join(f'{w.name} ({w.stat().st_size / 1e3:.0f} kB)' for w in wheels)}")
+
+
+def add_static_path(app: Sphinx, config) -> None:
+    """Serve the page's script and the generated wheels from _static/."""
+    generated = Path(app.srcdir) / GENERATED
+    generated.mkdir(parents=True, exist_ok=True)  # Sphinx drops a static path that does not exist yet
+    config.html_static_path += [str(HERE / "live_static"), str(generated)]
+
+
+def download_bytes(root: Path) -> int:
+    """What the page downloads for Python: the vendored Pyodide and the wheels of _static/live/."""
+    import web_assets
+
+    destination, packages = web_assets.read_lock()
+    pyodide = destination / next(p for p in packages if p.name == "pyodide").into
+    files = [*pyodide.glob("*.*"), *(root / GENERATED / "live").glob("*.whl")]
+    return sum(f.stat().st_size for f in files if f.name != "package.json")
+
+
+def _options(values, selected: str) -> str:
+    return "".join(f'<option value="{html.escape(v)}"{" selected" if v == selected else ""}>{html.escape(v)}</option>'
+                   for v in values)
+
+
+def form_html(root: Path) -> str:
+    """The calculators' HTML: inputs from the catalogs, an answer area per command, a status line."""
+    from lab_utils import assumptions, hardware, llms
+
+    models = [m.name for m in llms.catalog()]
+    gpus = [s.name for s in hardware.catalog("gpu")]
+    seq_len = assumptions.value("seq_len")
+    sections = "".join(
+        f'<section class="live-answer" data-command="{name}"><h3>{title}</h3>'
+        f'<p class="live-uses">{uses}</p>'
+        f'<pre class="live-command"></pre><p class="live-headline"></p>'
+        f'<pre class="live-output">Computed here when Python has loaded.</pre></section>'
+        for name, title, uses in (
+            ("memory", "Will it fit?", "Uses the model, the method and the sequence length; every catalog GPU is listed."),
+            ("cost", "What does it cost?", "A fine-tune (method lora, qlora or full): model, method, GPU, sequence "
+                                           "length, training tokens. Inference: serving on the GPU."),
+            ("pick", "Which hardware ranks first?", "Serving (method inference): model and requests per day. "
+                                                    "A fine-tune: model, method, sequence length, training tokens."),
+        ))
+    return (
+        '<div class="live-calculators" data-state="loading">'
+        '<form class="live-inputs" onsubmit="return false">'
+        f'<label>Model <select name="model">{_options(models, START["model"])}</select></label>'
+        f'<label>GPU <select name="gpu">{_options(gpus, START["gpu"])}</select></label>'
+        f'<label>Method <select name="method">{_options(METHODS, START["method"])}</select></label>'
+        f'<label>Sequence length (tokens) <input name="seq_len" type="number" min="1" step="1" value="{seq_len}"></label>'
+        f'<label>Training tokens <input name="tokens" type="text" inputmode="decimal" value="{START["tokens"]}"></label>'
+        f'<label>Requests per day <input name="requests_per_day" type="number" min="1" value="{START["requests_per_day"]}">'
+        '</label></form>'
+        f'<p class="live-status" role="status">Loading Python in this page ({download_bytes(root) / 1e6:.0f} MB, '
+        'once; nothing is sent '
+        'anywhere). The commands below follow your choices already; their answers appear when it has loaded.</p>'
+        f'{sections}'
+        '<noscript><p>These calculators need JavaScript. The same answers come from the '
+        '<code>lab-utils</code> command shown above each one.</p></noscript></div>'
+    )
+
+
+class LiveCalculators(SphinxDirective):
+    """``{live-calculators}``: the form and answer areas of the live calculators."""
+
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        return [nodes.raw("", form_html(Path(self.env.srcdir)), format="html")]
+
+
+def add_page_script(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """Load the calculators' script and style on the pages that show them."""
+    if 'class="live-calculators"' in context.get("body", ""):
+        app.add_js_file("live-calculators.js", loading_method="defer")
+        app.add_css_file("live-calculators.css")
+
+
+def setup(app: Sphinx) -> None:
+    app.add_directive("live-calculators", LiveCalculators)
+    app.connect("config-inited", add_static_path)
+    app.connect("builder-inited", build_packages)
+    app.connect("html-page-context", add_page_script)

@@ -1,0 +1,79 @@
+"""The website's live calculators without a browser: the wheels the page loads are built from
+this tree, and the commands the page runs need nothing beyond the standard library and those
+wheels (what Pyodide's core offers). The browser test is tests/site/test_live_calculators.py."""
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+pytest.importorskip("sphinx")
+import live_calculators  # noqa: E402
+
+# Only the standard library, lab_utils and the page's wheels may be imported (Pyodide's core).
+GUARD = """
+import builtins, sys
+allowed = set(sys.stdlib_module_names) | {"lab_utils", %r}
+real = builtins.__import__
+def guarded(name, globals=None, locals=None, fromlist=(), level=0):
+    if level == 0 and name.split(".")[0] not in allowed:
+        raise ImportError(f"the page has no {name}")
+    return real(name, globals, locals, fromlist, level)
+builtins.__import__ = guarded
+sys.path.insert(0, %r)
+from lab_utils import cli
+sys.exit(cli.main(sys.argv[1:]))
+"""
+COMMANDS = [
+    ["memory", "--model", "Llama-3.1-8B", "--method", "qlora", "--seq-len", "2048"],
+    ["cost", "fine-tune", "--model", "Llama-3.1-8B", "--tokens", "1e8", "--method", "lora", "--gpu", "T4"],
+    ["cost", "serve", "--model", "Qwen2.5-7B", "--gpu", "RTX 4090"],
+    ["pick", "serve", "--model", "Llama-3.1-8B", "--requests-per-day", "1000", "--json"],
+    ["pick", "fine-tune", "--model", "Llama-3.2-1B", "--tokens", "1e8", "--method", "full"],
+]
+
+
+@pytest.fixture(scope="module")
+def site_packages(tmp_path_factory) -> Path:
+    """The page's wheels, built as the book builds them and unpacked as the page unpacks them."""
+    wheels = tmp_path_factory.mktemp("wheels")
+    built = [live_calculators.course_wheel(ROOT, wheels),
+             *(live_calculators.installed_wheel(name, wheels) for name in live_calculators.PURE_DEPENDENCIES)]
+    target = tmp_path_factory.mktemp("site-packages")
+    for wheel in built:
+        with zipfile.ZipFile(wheel) as archive:
+            archive.extractall(target)
+    return target
+
+
+def test_the_course_wheel_holds_the_package_and_its_data(site_packages):
+    assert (site_packages / "lab_utils" / "cli.py").read_bytes() == (ROOT / "lab_utils" / "cli.py").read_bytes()
+    for toml in (ROOT / "lab_utils" / "data").glob("*.toml"):
+        assert (site_packages / "lab_utils" / "data" / toml.name).read_bytes() == toml.read_bytes()
+    assert list(site_packages.glob("cpu_vs_gpu_course-*.dist-info/METADATA"))
+    assert (site_packages / "tabulate" / "__init__.py").is_file()
+
+
+@pytest.mark.parametrize("argv", COMMANDS, ids=lambda a: " ".join(a[:2]))
+def test_the_pages_commands_need_only_the_standard_library_and_its_wheels(site_packages, argv):
+    guard = GUARD % (live_calculators.PURE_DEPENDENCIES[0], str(site_packages))
+    alone = subprocess.run([sys.executable, "-I", "-c", guard, *argv], capture_output=True, text=True,
+                           timeout=120, cwd=site_packages)
+    here = subprocess.run([sys.executable, "-m", "lab_utils.cli", *argv], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert alone.returncode == 0, alone.stderr[-2000:]
+    assert alone.stdout == here.stdout
+
+
+def test_the_form_offers_every_catalog_model_and_gpu():
+    from lab_utils import hardware, llms
+
+    form = live_calculators.form_html(ROOT)
+    for name in [m.name for m in llms.catalog()] + [s.name for s in hardware.catalog("gpu")]:
+        assert f'<option value="{name}"' in form or f'<option value="{name}" selected' in form
+    assert form.count("<select") == 3 and form.count("<input") == 3
+    assert 'data-state="loading"' in form
