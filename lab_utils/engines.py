@@ -1,4 +1,4 @@
-"""Serving engines as data: what vLLM-like servers reach of the course's roofline bounds.
+"""Serving engines as data: what vLLM, TensorRT-LLM, transformers or llama.cpp reach of the bounds.
 
 A :class:`Profile` (one record of ``lab_utils/data/engines.toml``, each with its source, date and
 how its figures were derived) turns bounds into an estimate (:func:`apply`)::
@@ -36,7 +36,7 @@ _FORMAT_TOLERANCE = 1.3
 b (Q4_K_M's 4.9 bits count as 4-bit, Q6_K's 6.6 as 8-bit; 32-bit weights match no 16-bit figure)."""
 
 _RECORD_KEYS = {"name", "aliases", "description", "decode_efficiency", "prefill_efficiency", "per_request_s",
-                "per_step_s", "unsourced", "title", "source", "source_date", "url", "derived"}
+                "per_step_s", "unsourced", "title", "source", "source_date", "url", "cite", "derived"}
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,8 @@ class Profile:
     prefills at; ``per_request_s`` the fixed seconds a request waits for once (scheduling,
     tokenising, launching); ``per_step_s`` the fixed seconds each decode step adds. ``unsourced``
     names the figures no source gave (left at the bound); ``title``, ``source`` (publisher),
-    ``source_date`` (YYYY-MM), ``url`` and ``derived`` say where the figures come from."""
+    ``source_date`` (YYYY-MM), ``url``, ``cite`` (its key in book/references.bib) and
+    ``derived`` say where the figures come from."""
 
     name: str
     aliases: tuple[str, ...]
@@ -60,6 +61,7 @@ class Profile:
     source: str
     source_date: str
     url: str | None
+    cite: str | None
     derived: str
 
     def decode_efficiency_for(self, weight_bytes_per_param: float) -> float:
@@ -109,7 +111,8 @@ def _profile(record: dict) -> Profile:
         per_request_s=checks.number(f"{where}: per_request_s", record.get("per_request_s", 0.0), strict=False),
         per_step_s=checks.number(f"{where}: per_step_s", record.get("per_step_s", 0.0), strict=False),
         unsourced=tuple(record.get("unsourced", ())), title=record["title"], source=record["source"],
-        source_date=record["source_date"], url=record.get("url"), derived=record["derived"])
+        source_date=record["source_date"], url=record.get("url"),
+        cite=record.get("cite"), derived=record["derived"])
 
 
 @functools.cache
