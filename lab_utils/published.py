@@ -30,7 +30,8 @@ from lab_utils import assumptions, catalogs, checks, economics, hardware, llms, 
 
 __all__ = ["COURSE_KINDS", "QUESTIONS", "Comparison", "Measurement", "bands", "cold_start_s", "compare",
            "decode_tokens_per_s", "get", "longest_sequence_tokens", "matmul_flops", "measurements",
-           "prefill_tokens_per_s", "samples_per_s", "server_output_tokens_per_s", "table", "training_tokens_per_s"]
+           "prefill_tokens_per_s", "request_output_tokens_per_s", "request_prompt_tokens_per_s", "samples_per_s",
+           "server_output_tokens_per_s", "table", "training_tokens_per_s"]
 
 _DATA_FILE = "published.toml"
 
@@ -71,6 +72,20 @@ def server_output_tokens_per_s(*, model, device, prompt_len, output_len, n_devic
         raise ValueError(f"model={llms.as_config(model).name!r} does not fit {spec.name}")
     return serving.estimate(model, device=spec, prompt_len=prompt_len, output_len=output_len, batch=batch,
                             usd_per_hour=0.0, **options).output_tokens_per_s
+
+
+def request_output_tokens_per_s(*, model, device, prompt_len, output_len, **options):
+    """Generated tokens/s of one request alone, its prefill included: :func:`serving.estimate` at
+    batch 1; ``options`` (engine, weight_bytes_per_param, ...) go to it as they are."""
+    return serving.estimate(model, device=device, prompt_len=prompt_len, output_len=output_len, usd_per_hour=0.0,
+                            **options).output_tokens_per_s
+
+
+def request_prompt_tokens_per_s(*, model, device, prompt_len, **options):
+    """Prompt tokens/s of one request alone: ``prompt_len`` / :func:`serving.estimate`'s time to
+    first token at batch 1; ``options`` (engine, ...) go to it as they are."""
+    return prompt_len / serving.estimate(model, device=device, prompt_len=prompt_len, output_len=1, usd_per_hour=0.0,
+                                         **options).ttft_s
 
 
 def training_tokens_per_s(*, model, device, method="full", dtype="bf16", mfu=None):
@@ -125,6 +140,8 @@ QUESTIONS = {
     "decode_tokens_per_s": (decode_tokens_per_s, "tokens/s", "more"),
     "server_output_tokens_per_s": (server_output_tokens_per_s, "tokens/s", "more"),
     "prefill_tokens_per_s": (prefill_tokens_per_s, "tokens/s", "more"),
+    "request_output_tokens_per_s": (request_output_tokens_per_s, "tokens/s", "more"),
+    "request_prompt_tokens_per_s": (request_prompt_tokens_per_s, "tokens/s", "more"),
     "training_tokens_per_s": (training_tokens_per_s, "tokens/s", "more"),
     "longest_sequence_tokens": (longest_sequence_tokens, "tokens", "more"),
     "cold_start_s": (cold_start_s, "s", "less"),

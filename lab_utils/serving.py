@@ -31,7 +31,7 @@ import functools
 import math
 from dataclasses import dataclass
 
-from lab_utils import assumptions, checks, energy, hardware, llms, memory, prices
+from lab_utils import assumptions, checks, energy, engines, hardware, llms, memory, prices
 
 __all__ = ["ServingEstimate", "at_load", "batch_latency", "capacity", "decode_limit", "decode_step_s", "estimate",
            "max_batch", "prefill_s", "replica"]
@@ -145,7 +145,8 @@ class ServingEstimate:
     (= output_len x tpot_s); ``tokens_per_s``: prompt + output tokens served per second,
     ``output_tokens_per_s`` the generated ones; ``requests_per_s``; ``limit``: what bounds
     the decode step; ``usd_per_hour`` (None without a price), ``usd_per_million_tokens``
-    (prompt and output tokens alike; None without a price) and ``price_source``; ``watts``: the
+    (prompt and output tokens alike; None without a price), ``price_source`` and ``engine``,
+    the profile applied to the bounds (``lab_utils.engines``; "bound": none); ``watts``: the
     device's power while busy (TDP x ``power_share_of_tdp``; None without a TDP), from which
     ``output_tokens_per_joule`` and ``joules_per_output_token`` (estimates, lab_utils.energy).
     """
@@ -164,6 +165,7 @@ class ServingEstimate:
     limit: str
     usd_per_hour: float | None
     price_source: str
+    engine: str
     watts: float | None = None
 
     @property
@@ -195,7 +197,7 @@ def _price(spec: hardware.Spec, usd_per_hour) -> tuple[float | None, str]:
 
 
 def estimate(model, *, device, prompt_len, output_len, batch=1, weight_bytes_per_param=2.0, kv_bytes_per_value=2,
-             efficiency=1.0, usd_per_hour=None) -> ServingEstimate:
+             efficiency=1.0, usd_per_hour=None, engine=None) -> ServingEstimate:
     """TTFT, TPOT, tokens/s and $ per 1M tokens of requests of ``prompt_len`` tokens in and
     ``output_len`` out, ``batch`` at a time on one ``device``.
 
@@ -203,7 +205,8 @@ def estimate(model, *, device, prompt_len, output_len, batch=1, weight_bytes_per
     ``batch`` newcomers are prefilled: cycle = :func:`prefill_s` (``batch`` prompts) +
     ``output_len`` x :func:`decode_step_s` at the mean context, prompt_len + output_len / 2
     (a lower bound: the step time is convex in the context). ``efficiency`` divides every time
-    (1.0: the bound). ``usd_per_hour``: default the price that stands for the device
+    (1.0: the bound). ``engine``: the profile that turns the bounds into an engine's times
+    (:func:`engines.apply`; default the ``engine`` assumption). ``usd_per_hour``: default the price that stands for the device
     (``assumptions.device_price``). ValueError when the batch's KV caches do not fit
     (:func:`max_batch`)."""
     config, spec = llms.as_config(model), _device(device)
@@ -218,18 +221,22 @@ def estimate(model, *, device, prompt_len, output_len, batch=1, weight_bytes_per
                          f"{prompt_len + output_len} tokens beside {config.name}'s weights (max_batch)")
     context = prompt_len + max(1, output_len // 2)
     shape = dict(device=spec, weight_bytes_per_param=weight_bytes_per_param)
-    step_s = decode_step_s(config, batch=batch, context_len=context, kv_bytes_per_value=kv_bytes_per_value,
-                           **shape) / efficiency
-    cycle_s = prefill_s(config, prompt_len=prompt_len, batch=batch, **shape) / efficiency + output_len * step_s
+    times = engines.apply(
+        engine, weight_bytes_per_param=weight_bytes_per_param,
+        prefill_s=prefill_s(config, prompt_len=prompt_len, **shape) / efficiency,
+        batch_prefill_s=prefill_s(config, prompt_len=prompt_len, batch=batch, **shape) / efficiency,
+        decode_step_s=decode_step_s(config, batch=batch, context_len=context, kv_bytes_per_value=kv_bytes_per_value,
+                                    **shape) / efficiency)
+    cycle_s = times.batch_prefill_s + output_len * times.decode_step_s
     usd_per_hour, source = _price(spec, usd_per_hour)
     return ServingEstimate(
         model=config.name, device=spec.name, batch=batch, prompt_len=prompt_len, output_len=output_len,
-        ttft_s=prefill_s(config, prompt_len=prompt_len, **shape) / efficiency,
+        ttft_s=times.ttft_s,
         tpot_s=cycle_s / output_len, latency_s=cycle_s,
         tokens_per_s=batch * (prompt_len + output_len) / cycle_s, output_tokens_per_s=batch * output_len / cycle_s,
         requests_per_s=batch / cycle_s,
         limit=decode_limit(config, batch=batch, context_len=context, kv_bytes_per_value=kv_bytes_per_value, **shape),
-        usd_per_hour=usd_per_hour, price_source=source,
+        usd_per_hour=usd_per_hour, price_source=source, engine=times.engine,
         watts=energy.device_watts(spec) if spec.tdp_watts else None)
 
 

@@ -31,6 +31,7 @@ CALLS = {
     "routing": "routing.mix([routing.Route('CPU', 0.8, 0.005), routing.Route('GPU', 0.2, 0.2)]).p95_s",
     "parallel": "parallel.fit_parallel_fraction([1, 2, 4], [1.0, 1.8, 3.0])",
     "published": "published.table()",
+    "engines": "engines.get('llama.cpp-metal').decode_efficiency_for(0.5)",
 }
 """Each pure module and one representative call of it."""
 

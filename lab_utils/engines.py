@@ -1,0 +1,155 @@
+"""Serving engines as data: what vLLM, TensorRT-LLM, transformers or llama.cpp reach of the bounds.
+
+A :class:`Profile` (one record of ``lab_utils/data/engines.toml``, each with its source, date and
+how its figures were derived) turns bounds into an estimate (:func:`apply`)::
+
+    prefill time     = prefill bound / prefill_efficiency + per_request_s
+    decode step time = decode bound / decode_efficiency[weight bits] + per_step_s
+
+Efficiencies are at most 1 and overheads at least 0, so an engine is never faster than the
+bound. A weight format or figure that no source gives is left out: asking for it is an error
+(a decode format) or the bound (prefill, overheads), and ``unsourced`` names it. The default
+engine is the ``engine`` assumption. Pure Python: no torch.
+
+>>> get("llama.cpp-metal").decode_efficiency
+{4: 0.68, 8: 0.79, 16: 0.86}
+>>> times = apply("llama.cpp-metal", weight_bytes_per_param=2.0, prefill_s=0.1, batch_prefill_s=0.1,
+...               decode_step_s=0.0676)
+>>> round(1 / times.decode_step_s, 2)  # tokens/s: 14.8 bound x 0.86
+12.72
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+from lab_utils import assumptions, catalogs, checks, lookup
+
+__all__ = ["EngineTimes", "Profile", "apply", "catalog", "get", "weight_bits"]
+
+_DATA_FILE = "engines.toml"
+_ORIGIN = f"lab_utils/data/{_DATA_FILE}"
+_FORMAT_TOLERANCE = 1.3
+"""A weight format matches a profile's figure for b bits when its bits are within this factor of
+b (Q4_K_M's 4.9 bits count as 4-bit, Q6_K's 6.6 as 8-bit; 32-bit weights match no 16-bit figure)."""
+
+_RECORD_KEYS = {"name", "aliases", "description", "decode_efficiency", "prefill_efficiency", "per_request_s",
+                "per_step_s", "unsourced", "title", "source", "source_date", "url", "cite", "derived"}
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One engine: ``decode_efficiency`` maps weight bits (4, 8, 16...) to the fraction of the
+    bandwidth bound it decodes at; ``prefill_efficiency`` the fraction of the compute bound it
+    prefills at; ``per_request_s`` the fixed seconds a request waits for once (scheduling,
+    tokenising, launching); ``per_step_s`` the fixed seconds each decode step adds. ``unsourced``
+    names the figures no source gave (left at the bound); ``title``, ``source`` (publisher),
+    ``source_date`` (YYYY-MM), ``url``, ``cite`` (its key in book/references.bib) and
+    ``derived`` say where the figures come from."""
+
+    name: str
+    aliases: tuple[str, ...]
+    description: str
+    decode_efficiency: dict[int, float]
+    prefill_efficiency: float
+    per_request_s: float
+    per_step_s: float
+    unsourced: tuple[str, ...]
+    title: str
+    source: str
+    source_date: str
+    url: str | None
+    cite: str | None
+    derived: str
+
+    def decode_efficiency_for(self, weight_bytes_per_param: float) -> float:
+        """The decode efficiency of weights of ``weight_bytes_per_param`` bytes (see
+        :func:`weight_bits`); ValueError when no source gives this engine a figure for them."""
+        bits = weight_bits(weight_bytes_per_param)
+        near = min(self.decode_efficiency, key=lambda known: abs(math.log(bits / known)))
+        if max(bits / near, near / bits) > _FORMAT_TOLERANCE:
+            known = ", ".join(f"{b}-bit" for b in sorted(self.decode_efficiency))
+            raise ValueError(f"weight_bytes_per_param={weight_bytes_per_param!r} ({bits:g}-bit weights): engine "
+                             f"{self.name!r} has a sourced decode efficiency only for {known} "
+                             f"(lab_utils/data/{_DATA_FILE})")
+        return self.decode_efficiency[near]
+
+
+@dataclass(frozen=True)
+class EngineTimes:
+    """What an engine takes, in seconds: ``ttft_s`` (one prompt's prefill and the request's fixed
+    cost), ``batch_prefill_s`` (a batch of prompts, with one fixed cost) and ``decode_step_s``."""
+
+    engine: str
+    ttft_s: float
+    batch_prefill_s: float
+    decode_step_s: float
+
+
+def weight_bits(weight_bytes_per_param) -> float:
+    """Bits per weight: 8 x ``weight_bytes_per_param`` (2.0 -> 16, 0.5625 for Q4_0 -> 4.5)."""
+    return 8 * checks.number("weight_bytes_per_param", weight_bytes_per_param)
+
+
+def _profile(record: dict) -> Profile:
+    where = f"{_ORIGIN}: [[engine]] {record['name']!r}"
+    unknown = set(record) - _RECORD_KEYS
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {sorted(_RECORD_KEYS)}")
+    for key in ("title", "derived", "description", "decode_efficiency"):
+        if not record.get(key):
+            raise ValueError(f"{where} lacks {key}")
+    decode = {int(bits): checks.number(f"{where}: decode_efficiency[{bits}]", value, maximum=1.0)
+              for bits, value in record["decode_efficiency"].items()}
+    return Profile(
+        name=record["name"], aliases=tuple(record.get("aliases", ())), description=record["description"],
+        decode_efficiency=decode,
+        prefill_efficiency=checks.number(f"{where}: prefill_efficiency", record.get("prefill_efficiency", 1.0),
+                                         maximum=1.0),
+        per_request_s=checks.number(f"{where}: per_request_s", record.get("per_request_s", 0.0), strict=False),
+        per_step_s=checks.number(f"{where}: per_step_s", record.get("per_step_s", 0.0), strict=False),
+        unsourced=tuple(record.get("unsourced", ())), title=record["title"], source=record["source"],
+        source_date=record["source_date"], url=record.get("url"),
+        cite=record.get("cite"), derived=record["derived"])
+
+
+@functools.cache
+def _load() -> tuple[tuple[Profile, ...], dict]:
+    profiles = tuple(_profile(record) for record in catalogs.load(_DATA_FILE, "engine"))
+    return profiles, catalogs.index(profiles, _ORIGIN)
+
+
+def catalog() -> tuple[Profile, ...]:
+    """Every engine profile, in file order."""
+    return _load()[0]
+
+
+def get(name=None) -> Profile:
+    """One profile by name or alias, forgiving case and separators; None: the default engine (the
+    ``engine`` assumption). ValueError naming the allowed engines when ``name`` is not one."""
+    if name is None:
+        name = assumptions.value("engine")
+    if not isinstance(name, str):
+        raise TypeError(f"engine must be a str naming an engine, got {type(name).__name__} {name!r}")
+    profiles, index = _load()
+    found = index.get(lookup.key(name))
+    if found is None:
+        raise ValueError(f"engine={name!r} is not in {_ORIGIN}; allowed: "
+                         + ", ".join(repr(p.name) for p in profiles))
+    return found
+
+
+def apply(engine, *, weight_bytes_per_param, prefill_s, batch_prefill_s, decode_step_s) -> EngineTimes:
+    """The times ``engine`` (a name, a :class:`Profile` or None for the default) takes, given
+    the bounds: one prompt's ``prefill_s``, a batch's ``batch_prefill_s`` and one
+    ``decode_step_s`` for weights of ``weight_bytes_per_param`` bytes. Each time is at least its bound."""
+    profile = engine if isinstance(engine, Profile) else get(engine)
+    decode = profile.decode_efficiency_for(weight_bytes_per_param)
+    prefill_s, batch_prefill_s, decode_step_s = (checks.number(name, value) for name, value in (
+        ("prefill_s", prefill_s), ("batch_prefill_s", batch_prefill_s), ("decode_step_s", decode_step_s)))
+    return EngineTimes(engine=profile.name,
+                       ttft_s=prefill_s / profile.prefill_efficiency + profile.per_request_s,
+                       batch_prefill_s=batch_prefill_s / profile.prefill_efficiency + profile.per_request_s,
+                       decode_step_s=decode_step_s / decode + profile.per_step_s)

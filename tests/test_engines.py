@@ -1,0 +1,175 @@
+"""lab_utils.engines: sourced engine profiles applied to the serving bounds.
+
+The profiles' figures are re-derived here from the raw measurements their sources publish
+(quoted with each test), through the course's own bounds, so a figure typed into
+lab_utils/data/engines.toml that its source does not give fails."""
+
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from lab_utils import assumptions, catalogs, engines, llms, serving
+
+LLAMA_2_7B = llms.LLMConfig(name="Llama-2-7B", aliases=(), n_layers=32, hidden=4096, family="llama", n_heads=32,
+                            n_kv_heads=32, ffn_hidden=11008, vocab_size=32000,
+                            source="meta-llama/Llama-2-7b-hf config.json", source_date="2023-07")
+"""LLaMA (2) 7B, the model of the TensorRT-LLM v0.5/v0.6 tables, llama.cpp's discussion 4167
+and llama2-webui's GPTQ row."""
+
+
+BIBLIOGRAPHY = set(re.findall(r"^@\w+\{([^,]+),",
+                              (Path(__file__).parents[1] / "book" / "references.bib").read_text(), re.M))
+
+
+def _decode_efficiency(tokens_per_s, device, weight_bytes_per_param, context_len=64):
+    return tokens_per_s * serving.decode_step_s(LLAMA_2_7B, device=device, context_len=context_len,
+                                                weight_bytes_per_param=weight_bytes_per_param)
+
+
+def test_llama_2_7b_shape_counts_its_published_size():
+    assert LLAMA_2_7B.n_params == 6_738_415_616  # "6.74 B" in llama-bench's table
+
+
+def test_catalog_records_are_sourced_and_dated():
+    profiles = engines.catalog()
+    assert {p.name for p in profiles} >= {"bound", "vllm", "tensorrt-llm", "transformers-gptq", "llama.cpp-metal"}
+    for profile in profiles:
+        assert catalogs.DATE.match(profile.source_date), profile.name
+        assert profile.title and profile.source and profile.derived, profile.name
+        if profile.name != "bound":
+            assert profile.url.startswith("https://"), profile.name
+            assert profile.cite in BIBLIOGRAPHY, f"add {profile.cite!r} to book/references.bib"
+
+
+def test_llama_cpp_metal_decode_per_format_from_discussion_4167():
+    """M1 Pro row: tg128 F16 12.75, Q8_0 21.95, Q4_0 35.52 tokens/s (Q8_0 8.5 bits, Q4_0 4.5 bits)."""
+    profile = engines.get("llama.cpp-metal")
+    for tokens_per_s, weight_bytes, bits in ((12.75, 2.0, 16), (21.95, 8.5 / 8, 8), (35.52, 4.5 / 8, 4)):
+        derived = _decode_efficiency(tokens_per_s, "Apple M1 Pro", weight_bytes)
+        assert profile.decode_efficiency[bits] == pytest.approx(derived, abs=0.005)
+
+
+def test_llama_cpp_metal_prefill_from_discussion_4167():
+    """M1 Pro row: pp512 F16 262.65 tokens/s against the bound at Apple's 5.2 TFLOP/s."""
+    derived = 262.65 * serving.prefill_s(LLAMA_2_7B, device="Apple M1 Pro", prompt_len=512) / 512
+    assert engines.get("llama.cpp-metal").prefill_efficiency == pytest.approx(derived, abs=0.005)
+
+
+def test_transformers_gptq_decode_from_llama2_webui_t4_row():
+    """Llama-2-7b-Chat-GPTQ 4-bit on a Colab T4: 18.19 tokens/s, about a fifth of the bound."""
+    derived = _decode_efficiency(18.19, "T4", 0.5)
+    assert engines.get("transformers-gptq").decode_efficiency[4] == pytest.approx(derived, abs=0.005)
+
+
+def test_tensorrt_llm_prefill_and_per_request_from_two_first_token_latencies():
+    """A100 FP16, LLaMA 7B, batch 1: 16 ms at 128 prompt tokens, 133 ms at 2,048 (v0.5)."""
+    short, long = (serving.prefill_s(LLAMA_2_7B, device="A100 80GB SXM", prompt_len=n) for n in (128, 2048))
+    efficiency = (long - short) / (0.133 - 0.016)
+    profile = engines.get("tensorrt-llm")
+    assert profile.prefill_efficiency == pytest.approx(efficiency, abs=0.005)
+    assert profile.per_request_s == pytest.approx(0.016 - short / efficiency, abs=5e-5)
+
+
+def test_tensorrt_llm_decode_from_the_decode_dominated_throughput_row():
+    """A100 FP16, LLaMA 7B, batch 60, 128 in / 2,048 out: 1,928 output tokens/s (v0.6.1)."""
+    profile = engines.get("tensorrt-llm")
+    cycle_s = 60 * 2048 / 1928
+    prefill = serving.prefill_s(LLAMA_2_7B, device="A100 80GB SXM", prompt_len=128, batch=60)
+    step_s = (cycle_s - prefill / profile.prefill_efficiency - profile.per_request_s) / 2048
+    bound = serving.decode_step_s(LLAMA_2_7B, device="A100 80GB SXM", batch=60, context_len=128 + 1024)
+    assert profile.decode_efficiency[16] == pytest.approx(bound / step_s, abs=0.005)
+
+
+def test_vllm_decode_and_per_request_from_the_inferencebench_sweep():
+    """Llama-3.1-8B fp16, one H100, concurrency 1, one-sentence prompts: TPOT 6.48 ms, TTFT 13.98 ms."""
+    profile = engines.get("vllm")
+    bound_step = serving.decode_step_s("Llama-3.1-8B", device="H100 SXM", context_len=80)
+    assert profile.decode_efficiency[16] == pytest.approx(bound_step / 0.00648, abs=0.005)
+    bound_prefill = serving.prefill_s("Llama-3.1-8B", device="H100 SXM", prompt_len=40)
+    assert profile.prefill_efficiency == 1.0 and "prefill_efficiency" in profile.unsourced
+    assert profile.per_request_s == pytest.approx(0.01398 - bound_prefill, abs=5e-5)
+    one = serving.estimate("Llama-3.1-8B", device="H100 SXM", prompt_len=40, output_len=128, engine="vllm")
+    assert one.ttft_s == pytest.approx(0.01398, abs=1e-4)  # the issue's "about 14 ms", not 4.8 ms
+
+
+def test_apply_hand_worked():
+    """llama.cpp-metal, F16: a 10 ms decode bound takes 10 / 0.86 ms; TensorRT-LLM: a 100 ms
+    prefill bound takes 100 / 0.73 + 6.9 ms; the bound engine changes nothing."""
+    metal = engines.apply("llama.cpp-metal", weight_bytes_per_param=2.0, prefill_s=0.1, batch_prefill_s=0.4,
+                          decode_step_s=0.010)
+    assert metal.decode_step_s == pytest.approx(0.010 / 0.86)
+    assert metal.ttft_s == pytest.approx(0.1 / 0.69) and metal.batch_prefill_s == pytest.approx(0.4 / 0.69)
+    trt = engines.apply("TRT-LLM", weight_bytes_per_param=2.0, prefill_s=0.1, batch_prefill_s=0.1, decode_step_s=0.01)
+    assert trt.engine == "tensorrt-llm"
+    assert trt.ttft_s == pytest.approx(0.1 / 0.73 + 0.0069)
+    assert trt.decode_step_s == pytest.approx(0.01 / 0.79)
+    same = engines.apply("bound", weight_bytes_per_param=0.5, prefill_s=0.1, batch_prefill_s=0.2, decode_step_s=0.01)
+    assert (same.ttft_s, same.batch_prefill_s, same.decode_step_s) == (0.1, 0.2, 0.01)
+
+
+def test_weight_formats_match_the_nearest_sourced_figure():
+    profile = engines.get("llama.cpp-metal")
+    assert profile.decode_efficiency_for(0.6125) == 0.68  # Q4_K_M, 4.9 bits
+    assert profile.decode_efficiency_for(1.0) == 0.79
+    assert engines.weight_bits(0.5625) == 4.5
+
+
+def test_unknown_engine_names_the_allowed_ones():
+    with pytest.raises(ValueError, match="engine='sglang'.*allowed: 'bound', 'vllm', 'tensorrt-llm'"):
+        engines.get("sglang")
+    with pytest.raises(ValueError, match="allowed"):
+        serving.estimate("llama-3.1-8b", device="H100 SXM", prompt_len=100, output_len=10, engine="sglang")
+    with pytest.raises(TypeError, match="engine must be a str"):
+        engines.get(0.7)
+
+
+def test_a_format_no_source_gives_is_refused_not_guessed():
+    with pytest.raises(ValueError, match="weight_bytes_per_param=0.5 .*only for 16-bit"):
+        engines.get("tensorrt-llm").decode_efficiency_for(0.5)
+    with pytest.raises(ValueError, match="32-bit weights.*4-bit, 8-bit, 16-bit"):
+        engines.get("llama.cpp-metal").decode_efficiency_for(4.0)
+    with pytest.raises(ValueError, match="decode_step_s"):
+        engines.apply("bound", weight_bytes_per_param=2.0, prefill_s=0.1, batch_prefill_s=0.1, decode_step_s=-1.0)
+
+
+def test_malformed_records_are_refused():
+    record = dict(name="fast", description="d", decode_efficiency={"16": 1.2}, title="t", source="s",
+                  source_date="2026-01", derived="x")
+    with pytest.raises(ValueError, match=r"decode_efficiency\[16\]"):
+        engines._profile(record)
+    with pytest.raises(ValueError, match="per_step_s"):
+        engines._profile({**record, "decode_efficiency": {"16": 0.9}, "per_step_s": -0.001})
+    with pytest.raises(ValueError, match="unknown key"):
+        engines._profile({**record, "decode_efficiency": {"16": 0.9}, "speedup": 2})
+
+
+@pytest.mark.parametrize("profile", engines.catalog(), ids=lambda p: p.name)
+def test_no_profile_makes_an_estimate_faster_than_the_bound(profile):
+    for bits in profile.decode_efficiency:
+        if bits == 32:
+            continue
+        shape = dict(device="H100 SXM", prompt_len=1000, output_len=200, batch=8, weight_bytes_per_param=bits / 8)
+        bound = serving.estimate("llama-3.1-8b", engine="bound", **shape)
+        engine = serving.estimate("llama-3.1-8b", engine=profile.name, **shape)
+        assert engine.engine == profile.name
+        assert engine.ttft_s >= bound.ttft_s and engine.tpot_s >= bound.tpot_s
+        assert engine.tokens_per_s <= bound.tokens_per_s and engine.latency_s >= bound.latency_s
+
+
+def test_estimate_names_its_engine_and_the_default_is_an_assumption():
+    default = assumptions.get("engine")
+    assert default.source and "20" in default.source  # dated
+    result = serving.estimate("llama-3.1-8b", device="H100 SXM", prompt_len=500, output_len=200)
+    assert result.engine == engines.get(default.value).name == "bound"
+
+
+def test_bounds_stay_bounds():
+    """Naming an engine changes the estimate, never the bound functions."""
+    before = serving.decode_step_s("llama-3.1-8b", device="Apple M1 Max", context_len=512)
+    estimate = serving.estimate("llama-3.1-8b", device="Apple M1 Max", prompt_len=16, output_len=1024,
+                                engine="llama.cpp-metal")
+    assert serving.decode_step_s("llama-3.1-8b", device="Apple M1 Max", context_len=512) == before
+    assert estimate.tpot_s > before / 0.87
+    assert math.isfinite(estimate.output_tokens_per_s)
