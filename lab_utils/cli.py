@@ -650,7 +650,8 @@ def _cost_fine_tune(args: argparse.Namespace) -> int:
     servers = f" ({estimate.n_nodes} servers)" if estimate.n_nodes > 1 else ""
     print(f"{estimate.model}, {estimate.method} on {estimate.n_tokens:.3g} tokens, "
           f"{estimate.n_gpus} x {estimate.gpu}{servers} at MFU {estimate.mfu:g} of the {estimate.dtype} peak")
-    print(_table([("compute", f"{estimate.flops:.3g} model FLOP; the GPUs execute {estimate.hardware_flops:.3g} "
+    print(_table([("compute", f"{estimate.flops:.3g} model FLOP ({estimate.attention_flops / estimate.flops:.0%} "
+                              f"attention); the GPUs execute {estimate.hardware_flops:.3g} "
                               f"(recomputation), HFU {estimate.hfu:.2f}"),
                   ("memory", format_bytes(estimate.memory_bytes)),
                   ("time", f"{estimate.hours:.3g} h wall clock, {estimate.gpu_hours:.3g} GPU-hours"),
