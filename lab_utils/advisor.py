@@ -246,7 +246,8 @@ def _model(model, name="model"):
 def _run_options(label, memory_bytes, flops, bytes_moved, specs, *, mfu, cpu_mfu, max_devices, cpu_offer,
                  bandwidth_efficiency, servers=False):
     """Options for a job of ``flops`` that moves ``bytes_moved`` and must hold ``memory_bytes``:
-    hours = max(FLOPs / (peak x MFU x n), bytes / (bandwidth x efficiency x n)) / 3600. With
+    hours = max(FLOPs / (peak x MFU x n), bytes / (bandwidth x efficiency x n)) / 3600, ``mfu`` a
+    number or a function of (n GPUs, dtype) (the regime's: ``economics.mfu_assumption``). With
     ``servers``, a GPU job beyond one server of ``max_devices`` rents whole servers
     (``assumptions.device_price`` with ``n_gpus``); else it cannot run."""
     options = []
@@ -272,7 +273,8 @@ def _run_options(label, memory_bytes, flops, bytes_moved, specs, *, mfu, cpu_mfu
             options.append(_not_possible(name, kind, spec, True, n, memory_bytes, "compute",
                                          "the catalog has no peak or bandwidth to estimate its speed", price))
             continue
-        compute_h = economics.training_hours(flops, peak_flops=peak, mfu=cpu_mfu if kind == "cpu" else mfu,
+        gpu_mfu = mfu(n, dtype) if callable(mfu) else mfu
+        compute_h = economics.training_hours(flops, peak_flops=peak, mfu=cpu_mfu if kind == "cpu" else gpu_mfu,
                                              n_devices=n)
         bandwidth_h = (bytes_moved / (spec.bandwidth_bytes_per_s * bandwidth_efficiency * n) /
                        economics.SECONDS_PER_HOUR) if bytes_moved else 0.0
@@ -297,15 +299,21 @@ def fine_tune(model, n_tokens, *, method: str = "lora", mfu: float | None = None
     Memory: ``memory.job_estimate`` in the method's precision (activations of ``batch`` x
     ``seq_len`` with ``recompute``). For a bare parameter count only the weights and, for full,
     the optimizer state are known: the total is a lower bound. FLOPs: ``economics.training_flops``
-    (6ND full, 4ND LoRA/QLoRA); hours at ``mfu`` of the dense peak in the dtype each device
-    computes in (``cpu_mfu`` on CPUs); GPUs split the job evenly and scale perfectly (a lower
+    (6ND full, 4ND LoRA/QLoRA, and the attention term where the model's shape is known); hours at
+    ``mfu`` of the dense peak in the dtype each device computes in (left None: the regime of
+    each GPU option, ``economics.mfu_assumption``, as ``economics.fine_tune_estimate`` takes it;
+    ``cpu_mfu`` on CPUs); GPUs split the job evenly and scale perfectly (a lower
     bound on hours); beyond one server of ``max_devices`` GPUs, whole servers, priced as such
     (``assumptions.device_price`` with ``n_gpus``). Every argument left None is the assumption of the same name in
     ``lab_utils.assumptions`` (seq_len: ``seq_len``; batch: ``batch``;
     recompute: ``recompute_fine_tune``).
     """
     method = checks.choice("method", method, _METHODS)
+    regimes = mfu is None
     mfu, cpu_mfu, max_devices, cpu_offer = _common(mfu, cpu_mfu, max_devices, cpu_offer)
+    if regimes:  # each GPU option at its regime's MFU: one GPU, several (FSDP/ZeRO), FP8
+        def mfu(n_gpus, dtype):
+            return assumptions.value(economics.mfu_assumption(n_gpus, dtype))
     job = _defaults(seq_len=seq_len, batch=batch, recompute_fine_tune=recompute,
                     lora_rank=lora_rank)
     n_tokens = checks.number("n_tokens", n_tokens)
@@ -322,12 +330,18 @@ def fine_tune(model, n_tokens, *, method: str = "lora", mfu: float | None = None
     else:
         memory_bytes = memory.weight_bytes(n_params, precision)
         n_compute, label = n_params, f"{n_params:.3g}-parameter model"
-    flops = economics.training_flops(n_compute, n_tokens, method)
+    shape = {}
+    if config is not None and config.n_heads is not None:
+        shape = dict(model=config, seq_len=job["seq_len"], attention_term=assumptions.value("attention_term"))
+    flops = economics.training_flops(n_compute, n_tokens, method, **shape)
     advice = _run_options(f"{method} fine-tune of {label} on {n_tokens:.3g} tokens", memory_bytes, flops, 0.0,
                           _hardware(include_cpus), mfu=mfu, cpu_mfu=cpu_mfu, max_devices=max_devices,
                           cpu_offer=cpu_offer, bandwidth_efficiency=1.0, servers=True)
     return Advice(advice.job, advice.period, advice.options,
-                  ((f"precision.{method}", precision), ("mfu", mfu), ("cpu_mfu", cpu_mfu), *job.items(),
+                  ((f"precision.{method}", precision),
+                   *((name, assumptions.value(name)) for name in ("mfu_single_gpu", "mfu_multi_gpu") if regimes),
+                   *((("mfu", mfu),) if not regimes else ()),
+                   *((("attention_term", shape["attention_term"]),) if shape else ()), ("cpu_mfu", cpu_mfu), *job.items(),
                    ("max_devices", max_devices), ("cpu_offer", cpu_offer), ("memory_bytes", memory_bytes),
                    ("flops", flops), *advice.assumptions))
 

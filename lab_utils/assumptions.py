@@ -36,12 +36,14 @@ _DATA_FILE = "assumptions.toml"
 @dataclass(frozen=True)
 class Assumption:
     """One default: ``name`` (e.g. "mfu", "precision.lora"), its ``value``, ``why`` in one
-    line, and ``source`` (None where the value is the course's own choice)."""
+    line, ``source`` (None where the value is the course's own choice) and ``date`` (YYYY-MM,
+    when the source was read)."""
 
     name: str
     value: object
     why: str
     source: str | None = None
+    date: str | None = None
 
     def line(self, taken: object = None) -> str:
         """'name = value: why', with ``taken`` as the value where a rule chose it (a dtype, an offer)."""
@@ -61,10 +63,10 @@ def _entries(table: dict, prefix: str = "") -> list[Assumption]:
         if "value" not in entry:
             found += _entries(entry, f"{name}.")
             continue
-        unknown = set(entry) - {"value", "why", "source"}
+        unknown = set(entry) - {"value", "why", "source", "date"}
         if unknown or not isinstance(entry.get("why"), str) or not entry["why"].strip():
             raise ValueError(f"{where}: needs value and a non-empty why (source optional), got keys {sorted(entry)}")
-        found.append(Assumption(name, entry["value"], entry["why"], entry.get("source")))
+        found.append(Assumption(name, entry["value"], entry["why"], entry.get("source"), entry.get("date")))
     return found
 
 

@@ -495,7 +495,7 @@ _FLAGS = {"mfu": "--mfu", "cpu_mfu": None, "seq_len": "--seq-len", "batch": "--b
           "precision.qlora": "--precision", "latency_target_s": "--latency-s", "input_tokens": "--input-tokens",
           "output_tokens": "--output-tokens", "amortize_months": "--amortize-months",
           "attention": "--attention", "lora_targets": "--lora-targets", "nf4_constant_bits_per_weight": None,
-          "decode_efficiency": "--efficiency", "max_devices": None}
+          "decode_efficiency": "--efficiency", "max_devices": None, "loss_impl": "--loss", "loss_chunks": None}
 """The option that overrides each assumption a command prints (None: not an option; a tuple:
 the spellings different commands use)."""
 
@@ -536,14 +536,16 @@ def _memory(args: argparse.Namespace) -> int:
         raise UsageError(f"argument --precision: {precision!r} is not allowed with --method {args.method}; "
                          f"use one of {', '.join(memory.precisions_for(args.method))}")
     taken = {} if args.precision else {f"precision.{args.method}": precision}
+    job = dict(method=args.method, precision=precision, batch=args.batch, recompute=args.recompute,
+               lora_rank=args.lora_rank, attention=args.attention, lora_targets=args.lora_targets, loss_impl=args.loss)
+    if args.max_seq_len:
+        return _memory_longest(args, job, taken)
     if args.model is not None:
-        estimate = memory.job_estimate(args.model, method=args.method, precision=precision, batch=args.batch,
-                                       seq_len=args.seq_len, recompute=args.recompute, lora_rank=args.lora_rank,
-                                       attention=args.attention, lora_targets=args.lora_targets)
+        estimate = memory.job_estimate(args.model, seq_len=args.seq_len, **job)
         parts, total = estimate.parts, estimate.total_bytes
         taken.update(estimate.assumptions)
         recompute = ("" if args.method == "inference"
-                     else f", {estimate.recompute} recompute, {estimate.attention} attention")
+                     else f", {estimate.recompute} recompute, {estimate.attention} attention, {estimate.loss_impl} loss")
         print(f"{estimate.model}, {estimate.method} in {estimate.precision}, batch {estimate.batch} "
               f"x {estimate.seq_len} tokens{recompute}")
         for label in estimate.left_out:
@@ -573,6 +575,30 @@ def _memory(args: argparse.Namespace) -> int:
     return 0
 
 
+def _memory_longest(args: argparse.Namespace, job: dict, taken: dict) -> int:
+    """``lab-utils memory --max-seq-len``: the longest sequence of the job that fits ``--gpu``."""
+    from lab_utils import memory
+    from lab_utils.units import format_bytes
+
+    if args.model is None or args.gpu is None:
+        raise UsageError("argument --max-seq-len: needs --model and --gpu")
+    if args.seq_len is not None:
+        raise UsageError("argument --max-seq-len: finds the sequence length; leave out --seq-len")
+    fit = memory.longest_seq_len(args.model, args.gpu, **job)
+    if fit.estimate is None:
+        print(f"{args.model}, {args.method}: not even one token fits on one {fit.gpu} (less a CUDA context)")
+        return 0
+    estimate = fit.estimate
+    print(f"{estimate.model}, {estimate.method} in {estimate.precision}, batch {estimate.batch}, "
+          f"on one {fit.gpu} (less a CUDA context): at most {fit.seq_len:,} tokens per sequence "
+          f"(limited by {fit.limited_by})")
+    print(_table([*((label, format_bytes(value)) for label, value in estimate.parts),
+                  ("total", format_bytes(estimate.total_bytes))], ("part", "memory"), ("left", "right")))
+    taken.update(estimate.assumptions)
+    _print_assumptions(taken, args)
+    return 0
+
+
 def _add_memory(commands) -> None:
     from lab_utils import memory
 
@@ -581,7 +607,8 @@ def _add_memory(commands) -> None:
         help="memory a model needs, part by part, and which catalog GPUs it fits on",
         examples="  lab-utils memory --params 8e9\n"
                  "  lab-utils memory --model llama-3.1-8b --method qlora\n"
-                 "  lab-utils memory --model llama-3.1-8b --method lora --seq-len 4096 --recompute none")
+                 "  lab-utils memory --model llama-3.1-8b --method lora --seq-len 4096 --recompute none\n"
+                 "  lab-utils memory --model llama-3.1-8b --method qlora --gpu rtx-4090 --max-seq-len")
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--params", type=_positive_float, help="parameter count, e.g. 8e9")
     which.add_argument("--model", type=_model_name, help="a public model from the course catalog, e.g. llama-3.1-8b")
@@ -598,6 +625,12 @@ def _add_memory(commands) -> None:
                         help="layers LoRA adapts (default: the assumption)")
     parser.add_argument("--attention", choices=memory.ATTENTION,
                         help="attention kernel of a fine-tune: eager keeps seq x seq scores (default: the assumption)")
+    parser.add_argument("--loss", choices=memory.LOSS_IMPLS,
+                        help="how a fine-tune computes its loss: hf (full fp32 logits), chunked (torchtune), "
+                             "fused (Liger-style kernel) (default: the assumption)")
+    parser.add_argument("--gpu", type=_gpu_name, help="a catalog GPU, for --max-seq-len")
+    parser.add_argument("--max-seq-len", action="store_true",
+                        help="print the longest sequence of this job that fits one --gpu")
 
 
 # --- cost ------------------------------------------------------------------------------------
@@ -619,7 +652,8 @@ def _cost_fine_tune(args: argparse.Namespace) -> int:
     servers = f" ({estimate.n_nodes} servers)" if estimate.n_nodes > 1 else ""
     print(f"{estimate.model}, {estimate.method} on {estimate.n_tokens:.3g} tokens, "
           f"{estimate.n_gpus} x {estimate.gpu}{servers} at MFU {estimate.mfu:g} of the {estimate.dtype} peak")
-    print(_table([("compute", f"{estimate.flops:.3g} model FLOP; the GPUs execute {estimate.hardware_flops:.3g} "
+    print(_table([("compute", f"{estimate.flops:.3g} model FLOP ({estimate.attention_flops / estimate.flops:.0%} "
+                              f"attention); the GPUs execute {estimate.hardware_flops:.3g} "
                               f"(recomputation), HFU {estimate.hfu:.2f}"),
                   ("memory", format_bytes(estimate.memory_bytes)),
                   ("time", f"{estimate.hours:.3g} h wall clock, {estimate.gpu_hours:.3g} GPU-hours"),

@@ -4,9 +4,10 @@ Formulas (sources in each docstring):
 
 - compute: training ≈ 6·N·D FLOPs (forward 2ND, backward 4ND; Kaplan et al., arXiv 2001.08361),
   LoRA ≈ 4·N·D (frozen weights get no weight gradients; Hu et al., arXiv 2106.09685),
-  inference ≈ 2·N per token;
+  inference ≈ 2·N per token; for a model of known shape, plus the attention scores and their
+  weighted sum (:func:`attention_flops_per_token`), as practice counts MFU;
 - time: hours = FLOPs / (peak FLOP/s x MFU x devices) / 3600 (MFU: model FLOPs utilisation,
-  Chowdhery et al., PaLM, arXiv 2204.02311);
+  Chowdhery et al., PaLM, arXiv 2204.02311), the MFU by regime (:func:`mfu_assumption`);
 - serving: decode at batch 1 is bandwidth bound, tokens/s <= bandwidth / bytes of weights
   (batches, prefill and the KV cache: ``lab_utils.serving``);
   self-hosted $ per 1M tokens = $/h / (tokens/s x 3600) x 1e6;
@@ -31,11 +32,11 @@ from lab_utils.prices import (  # re-exported: the notebooks reach prices throug
 )
 
 __all__ = [
-    "FLOPS_PER_PARAM_PER_TOKEN", "HOURS_PER_MONTH", "SECONDS_PER_HOUR",
+    "ATTENTION_TERMS", "FLOPS_PER_PARAM_PER_TOKEN", "HOURS_PER_MONTH", "SECONDS_PER_HOUR",
     "ApiPrice", "FineTuneEstimate", "HourlyPrice", "ServerlessPrice", "ServingCosts", "ServingSetup",
-    "api_cost", "api_price", "api_prices", "blended_price_per_million",
+    "api_cost", "api_price", "api_prices", "attention_flops_per_token", "blended_price_per_million",
     "breakeven_tokens_per_month", "cost_per_million_tokens", "decode_tokens_per_s_bound",
-    "fine_tune_estimate", "hourly_price", "hourly_prices",
+    "fine_tune_estimate", "hourly_price", "hourly_prices", "mfu_assumption",
     "range_verdict", "serverless_price", "serverless_prices", "serverless_setup", "serving_costs",
     "training_flops", "training_hours",
 ]
@@ -48,20 +49,82 @@ FLOPS_PER_PARAM_PER_TOKEN = {"full": 6, "lora": 4, "qlora": 4, "inference": 2}
 2 for the weight gradients, which LoRA and QLoRA skip for the frozen weights); inference 2.
 QLoRA also dequantizes its 4-bit weights on the fly: more time at the same FLOP count."""
 
+ATTENTION_TERMS = ("causal", "non_causal", "none")
+"""How :func:`training_flops` counts the attention scores and their weighted sum, FLOPs that no
+parameter stands for: "causal", each token attends to the tokens before it (half the
+sequence on average), what fused kernels compute (FlashAttention-2, Dao, arXiv 2307.08691,
+counts its causal FLOPs so); "non_causal", every token to every token, PaLM's
+12·layers·heads·head_dim·seq_len per training token (arXiv 2204.02311, appendix B), as
+torchtitan and Megatron-LM count MFU; "none", the parameters only: 6·N·D (Kaplan)."""
+
+_ATTENTION_PASSES = {"full": 3, "lora": 3, "qlora": 3, "inference": 1}
+"""Attention FLOPs of a step in forward passes: backward takes the gradients of both the
+scores' operands (2 forward passes' worth) whatever is frozen, since attention has no weights."""
+
+
 # --- compute and time ----------------------------------------------------------------------
 
-def training_flops(n_params, n_tokens, method: str = "full") -> float:
+def attention_flops_per_token(model, seq_len, *, causal: bool = True) -> float:
+    """Forward FLOPs per token of the attention scores (Q·Kᵀ) and their weighted sum (·V) of
+    ``model`` (an ``llms`` name or LLMConfig) over sequences of ``seq_len`` tokens:
+    4 x layers x heads x head_dim x the keys a query sees: ``seq_len`` (``causal`` False), half
+    of it causal; with a sliding window w below seq_len, w - w²/(2·seq_len) causal.
+
+    Llama-3.1-8B at 8,192 tokens, causal: 4 x 32 x 4,096 x 4,096 = 2.1e9, against 2·N = 1.6e10.
+    """
+    config = llms.as_config(model)
+    if config.n_heads is None:
+        raise ValueError(f"model={config.name!r}: its attention shape (n_heads) is not in "
+                         f"lab_utils/data/llm_configs.toml; give attention_term='none'")
+    seq_len = checks.count("seq_len", seq_len)
+    window = config.sliding_window or seq_len
+    if not causal:
+        keys = min(seq_len, window)
+    elif window >= seq_len:
+        keys = seq_len / 2
+    else:
+        keys = window - window * window / (2 * seq_len)
+    return 4.0 * config.n_layers * config.n_heads * config.head_dim * keys
+
+
+def training_flops(n_params, n_tokens, method: str = "full", *, model=None, seq_len=None,
+                   attention_term: str | None = None) -> float:
     """FLOPs to process ``n_tokens`` tokens with a model of ``n_params`` parameters.
 
     method "full": 6·N·D (Kaplan et al., arXiv 2001.08361; GPT-3, 175B x 300B tokens:
-    3.15e23); "lora" and "qlora": 4·N·D; "inference": 2·N·D. Leaves out the attention term
-    (about 12·layers·context·hidden per training token), small for large models.
+    3.15e23); "lora" and "qlora": 4·N·D; "inference": 2·N·D. With ``model`` (its shape) and
+    ``seq_len``, plus the attention term (:data:`ATTENTION_TERMS`; None: the ``attention_term``
+    assumption, "causal"): :func:`attention_flops_per_token` x D, three times for training (its
+    backward takes both operands' gradients), once for inference: 13% more for Llama-3.1-8B at
+    8,192 tokens, fine-tuned in full. Without ``model`` the count is the parameters' only
+    (``attention_term`` "none", 6·N·D).
     """
     n_params = checks.number("n_params", n_params)
     n_tokens = checks.number("n_tokens", n_tokens)
     if method not in FLOPS_PER_PARAM_PER_TOKEN:
         raise ValueError(f"method={method!r} is not allowed; use one of {tuple(FLOPS_PER_PARAM_PER_TOKEN)}")
-    return FLOPS_PER_PARAM_PER_TOKEN[method] * n_params * n_tokens
+    flops = FLOPS_PER_PARAM_PER_TOKEN[method] * n_params * n_tokens
+    if model is None:
+        if attention_term not in (None, "none"):
+            raise ValueError(f"attention_term={attention_term!r} needs model= and seq_len= (the attention's shape)")
+        return flops
+    term = checks.choice("attention_term", _default("attention_term", attention_term), ATTENTION_TERMS)
+    if term == "none":
+        return flops
+    if seq_len is None:
+        raise ValueError("seq_len: give the sequence length to count the attention term (or attention_term='none')")
+    per_token = attention_flops_per_token(model, seq_len, causal=term == "causal")
+    return flops + _ATTENTION_PASSES[method] * per_token * n_tokens
+
+
+def mfu_assumption(n_gpus: int, dtype: str) -> str:
+    """The name of the MFU assumption for a training job on ``n_gpus`` GPUs computing in
+    ``dtype``: "mfu_fp8" for an FP8 recipe, "mfu_multi_gpu" (FSDP or ZeRO) beyond one GPU,
+    else "mfu_single_gpu" (LoRA, QLoRA or a small full fine-tune on one GPU)."""
+    n_gpus = checks.count("n_gpus", n_gpus)
+    if dtype == "fp8":
+        return "mfu_fp8"
+    return "mfu_multi_gpu" if n_gpus > 1 else "mfu_single_gpu"
 
 
 def training_hours(flops, *, peak_flops, mfu, n_devices: int = 1) -> float:
@@ -272,8 +335,10 @@ class FineTuneEstimate:
     ``n_gpus``: the fewest that hold the job's memory (``memory.job_estimate``, split evenly),
     unless given; beyond one server, whole servers of ``max_devices`` GPUs (``n_nodes``).
     ``hours`` is wall clock on ``n_gpus``; ``gpu_hours`` what is billed. ``flops``: the model's
-    FLOPs (6·N·D or 4·N·D); ``hardware_flops``: what the GPUs execute, one more forward pass
-    (2·N·D) with full recomputation.
+    FLOPs (6·N·D or 4·N·D, plus ``attention_flops``, the attention term, where the model's
+    shape is known); ``hardware_flops``: what the GPUs execute, one more forward pass with full
+    recomputation; ``mfu`` the share of the ``dtype`` peak the job reaches (its regime's
+    assumption, :func:`mfu_assumption`, unless given).
     ``price_source``: where the price per GPU-hour comes from; ``assumptions``: (name, value)
     of each default the estimate took from ``lab_utils.assumptions`` (arguments given are not
     listed).
@@ -294,6 +359,7 @@ class FineTuneEstimate:
     assumptions: tuple[tuple[str, object], ...] = ()
     hardware_flops: float | None = None  # what the GPUs execute: flops + the recomputed forward pass
     n_nodes: int = 1  # servers of max_devices GPUs rented (jobs beyond one server take whole ones)
+    attention_flops: float = 0.0  # the attention term, included in flops
 
     @property
     def gpu_hours(self) -> float:
@@ -329,26 +395,27 @@ class FineTuneEstimate:
 
 def fine_tune_estimate(model, n_tokens, *, method="lora", gpu="H100 SXM", mfu=None, price_per_gpu_hour=None,
                        dtype=None, n_gpus=None, seq_len=None, batch=None, recompute=None,
-                       lora_rank=None) -> FineTuneEstimate:
+                       lora_rank=None, attention_term=None) -> FineTuneEstimate:
     """Estimate a fine-tune of ``model`` (an ``llms`` name or LLMConfig) over ``n_tokens``.
 
-    FLOPs: :func:`training_flops` with the model's parameters per token; time:
-    :func:`training_hours` at the GPU's dense ``dtype`` peak; memory: ``memory.job_estimate``
-    in the method's precision. Every argument left None takes its default from
-    ``lab_utils.assumptions``: mfu, the dtype the GPU computes in, sequence length, batch,
-    recomputation, LoRA rank, and the price that stands for the GPU (its cheapest rentable
-    offer; ``cost_usd`` is None when the data has none).
+    FLOPs: :func:`training_flops` with the model's parameters per token and, where its shape is
+    known, the attention term at ``seq_len`` (``attention_term``); time: :func:`training_hours`
+    at the GPU's dense ``dtype`` peak; memory: ``memory.job_estimate`` in the method's
+    precision. Every argument left None takes its default from ``lab_utils.assumptions``: mfu
+    by the job's regime (:func:`mfu_assumption`: one GPU, several with FSDP/ZeRO, an FP8
+    recipe), the dtype the GPU computes in, sequence length, batch, recomputation, LoRA rank,
+    the attention term, and the price that stands for the GPU (its cheapest rentable offer;
+    ``cost_usd`` is None when the data has none).
     """
     config = llms.as_config(model)
     method = checks.choice("method", method, ("full", "lora", "qlora"))
     spec = hardware.as_spec(gpu)
     taken = {name: assumptions.value(name) for name, given in (
-        ("mfu", mfu), ("seq_len", seq_len), ("batch", batch),
+        ("seq_len", seq_len), ("batch", batch),
         ("recompute_fine_tune", recompute), ("lora_rank", lora_rank)) if given is None}
     if dtype is None:
         taken["compute_dtypes"] = assumptions.compute_dtype(spec)
     dtype, peak = _peak_flops(spec, dtype)
-    mfu = checks.number("mfu", taken.get("mfu", mfu), maximum=1.0)
     if price_per_gpu_hour is None:
         price = assumptions.device_price(spec)
         price_usd, price_source = price.usd_per_hour, f"{price.offer} ({price.source}, {price.date})"
@@ -371,8 +438,19 @@ def fine_tune_estimate(model, n_tokens, *, method="lora", gpu="H100 SXM", mfu=No
             price = assumptions.device_price(spec, n_gpus=n_gpus)
             price_usd, price_source = price.usd_per_hour, f"{price.offer} ({price.source}, {price.date})"
             taken["price_rule"] = price.offer
-    flops = training_flops(config.params_per_token, n_tokens, method)
-    recomputed = training_flops(config.params_per_token, n_tokens, "inference") if estimate.recompute == "full" else 0.0
+    if mfu is None:
+        regime = mfu_assumption(n_gpus, dtype)
+        taken[regime] = mfu = assumptions.value(regime)
+    mfu = checks.number("mfu", mfu, maximum=1.0)
+    shape = {}
+    if config.n_heads is not None or attention_term is not None:  # a term given for a model without a shape: an error
+        if attention_term is None:
+            taken["attention_term"] = attention_term = assumptions.value("attention_term")
+        shape = dict(model=config, seq_len=estimate.seq_len, attention_term=attention_term)
+    parameters_only = training_flops(config.params_per_token, n_tokens, method)
+    flops = training_flops(config.params_per_token, n_tokens, method, **shape)
+    recomputed = (training_flops(config.params_per_token, n_tokens, "inference", **shape)
+                  if estimate.recompute == "full" else 0.0)
     if mfu * (flops + recomputed) / flops > 1:
         raise ValueError(f"mfu={mfu}: with full recomputation the GPUs would execute more than their peak")
     return FineTuneEstimate(
@@ -380,7 +458,7 @@ def fine_tune_estimate(model, n_tokens, *, method="lora", gpu="H100 SXM", mfu=No
         mfu=mfu, dtype=dtype, flops=flops, memory_bytes=estimate.total_bytes,
         hours=training_hours(flops, peak_flops=peak, mfu=mfu, n_devices=n_gpus),
         price_usd_per_gpu_hour=price_usd, price_source=price_source, assumptions=tuple(taken.items()),
-        hardware_flops=flops + recomputed, n_nodes=n_nodes,
+        hardware_flops=flops + recomputed, n_nodes=n_nodes, attention_flops=flops - parameters_only,
     )
 
 

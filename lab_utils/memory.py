@@ -11,10 +11,13 @@ Formulas (pure arithmetic, no torch), all sizes in bytes per device:
   for ``lab_utils.models.TinyGPT``; :func:`llm_activation_bytes` counts a whole GPT-2 or Llama
   model of ``transformers`` (eager or fused attention, gradient checkpointing, the logits),
   checked against the real models with ``lab_utils.llm_measure``.
+- :func:`loss_bytes`: what the loss holds at its peak (the logits, their fp32 upcast and their
+  gradients on the Hugging Face path; less when chunked or fused), measured on ``transformers``.
 - :func:`lora_params`: adapter parameters, as ``peft`` counts them.
 - :func:`kv_cache_bytes` and :func:`weight_bytes` for inference; :func:`job_estimate` adds
   them up for a model of ``lab_utils.llms`` and a job (inference, full fine-tune, LoRA, QLoRA);
-  :func:`fits` and :func:`gpus_needed` compare a total with a GPU from ``lab_utils.hardware``.
+  :func:`fits` and :func:`gpus_needed` compare a total with a GPU from ``lab_utils.hardware``;
+  :func:`longest_seq_len` finds the longest sequence of a job that fits one GPU.
 
 Measurements live in ``lab_utils.memory_measure`` (torch, imported lazily) and are re-exported
 here: :func:`measure_training_step` runs one training step and reports what it held, part by
@@ -29,10 +32,11 @@ from dataclasses import dataclass
 from lab_utils import assumptions, checks, hardware, llms
 
 __all__ = [
-    "ATTENTION", "BYTES_PER_VALUE", "CUDA_CONTEXT_BYTES", "JOB_METHODS", "LORA_TARGETS", "RECOMPUTE",
-    "TRAINING_PRECISIONS", "OPTIMIZERS", "BudgetExceeded", "JobEstimate", "StepMemory", "TrainingState",
+    "ATTENTION", "BYTES_PER_VALUE", "CUDA_CONTEXT_BYTES", "JOB_METHODS", "LORA_TARGETS", "LOSS_IMPLS", "RECOMPUTE",
+    "TRAINING_PRECISIONS", "OPTIMIZERS", "BudgetExceeded", "JobEstimate", "LongestFit", "StepMemory", "TrainingState",
     "accelerate_training_bytes", "activation_bytes", "budget", "fits", "gpus_needed",
-    "job_estimate", "kv_cache_bytes", "llm_activation_bytes", "lora_params", "measure_training_step",
+    "job_estimate", "kv_cache_bytes", "llm_activation_bytes", "longest_seq_len", "lora_params", "loss_bytes",
+    "measure_training_step",
     "tiny_gpt_activation_bytes", "training_state_bytes", "training_state_parts", "weight_bytes",
 ]
 
@@ -292,9 +296,60 @@ def llm_activation_bytes(model, *, seq_len, batch=1, recompute: str = "none", at
         norm = value * tokens * config.hidden + 2 * 4 * tokens
     else:
         norm = (max(4, value) + value) * tokens * config.hidden + 4 * tokens
-    head = norm + value * tokens * config.hidden + 4 * tokens * config.vocab_size + 8 * tokens
+    head = norm + value * tokens * config.hidden + _saved_log_probs_bytes(config, tokens) + 8 * tokens
     positions = 8 * seq_len if config.family == "gpt2" else 2 * value * seq_len * config.head_dim
     return float(blocks + head + positions)
+
+
+LOSS_IMPLS = ("hf", "chunked", "fused")
+"""How a causal language model's loss is computed, which decides its peak memory (:func:`loss_bytes`):
+"hf", Hugging Face transformers (``ForCausalLMLoss``): the full logits, upcast to fp32, through
+``cross_entropy``; "chunked", torchtune's ``CEWithChunkedOutputLoss``: the output projection and
+the fp32 upcast one chunk of tokens at a time; "fused", a fused linear cross-entropy kernel
+(Liger Kernel's ``LigerFusedLinearCrossEntropyLoss``): logits made and dropped a chunk at a
+time, their gradient computed in the forward pass."""
+
+
+def _saved_log_probs_bytes(config: llms.LLMConfig, tokens: int) -> float:
+    """``cross_entropy`` keeps its fp32 log-softmax for backward: 4 bytes per logit."""
+    return 4.0 * tokens * config.vocab_size
+
+
+def loss_bytes(model, *, seq_len, batch=1, loss_impl: str, bytes_per_value=2, loss_chunks=None) -> float:
+    """Bytes the loss of a causal language model holds at its peak, the fp32 log-probabilities
+    it saves for backward included, over t = ``batch`` x ``seq_len`` tokens, vocabulary V.
+
+    ``loss_impl`` (:data:`LOSS_IMPLS`), per token, values of ``bytes_per_value`` (2 or 4):
+
+    - "hf": 12·V. Forward: the logits (value·V), their fp32 upcast (4·V) and the saved
+      log-softmax (4·V); backward: the saved log-softmax, its gradient and the upcast's
+      gradient, 4·V each, the peak (measured on ``transformers``: tests/test_llm_memory.py).
+    - "chunked", n = ``loss_chunks`` chunks (None: the ``loss_chunks`` assumption): forward,
+      every chunk's logits (value·V) and saved log-softmax (4·V) with one chunk's upcast (4·V/n,
+      none in fp32); backward, 4·V + (8 + value)·V/n; the larger (6.5·V in bf16, n = 8).
+    - "fused": no tensor of V per token outlives a chunk: the gradient of the head's input
+      (value·hidden per token) and one chunk of c tokens' logits (c·V·value), c the power of two
+      at or above t / ceil(V / hidden), at most t (Liger Kernel's chunking).
+
+    Llama-3.1-8B at 4,096 tokens: "hf" 6.3 GB, "chunked" 3.4 GB, "fused" 67 MB.
+    """
+    config = llms.as_config(model)
+    seq_len, batch = checks.count("seq_len", seq_len), checks.count("batch", batch)
+    checks.choice("loss_impl", loss_impl, LOSS_IMPLS)
+    if isinstance(bytes_per_value, bool) or bytes_per_value not in (2, 4):
+        raise ValueError(f"bytes_per_value={bytes_per_value!r} is not allowed; use 2 (bf16, fp16) or 4 (fp32)")
+    tokens, vocab, value = batch * seq_len, config.vocab_size, int(bytes_per_value)
+    log_probs = _saved_log_probs_bytes(config, tokens)
+    if loss_impl == "hf":
+        return 3 * log_probs
+    if loss_impl == "chunked":
+        n = checks.count("loss_chunks", assumptions.value("loss_chunks") if loss_chunks is None else loss_chunks)
+        upcast = 4 if value < 4 else 0
+        forward = tokens * vocab * (value + upcast / n) + log_probs
+        backward = log_probs + tokens * vocab * (8 + value) / n
+        return max(forward, backward)
+    chunk = min(tokens, 2 ** math.ceil(math.log2(math.ceil(tokens / math.ceil(vocab / config.hidden)))))
+    return float(value * tokens * config.hidden + value * chunk * vocab)
 
 
 def kv_cache_bytes(*, n_layers, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_value=2) -> float:
@@ -354,7 +409,8 @@ class JobEstimate:
     ``parts`` is a tuple of (label, bytes) in drawing order; ``left_out`` names the parts the
     data cannot estimate for this model (then ``total_bytes`` is a lower bound);
     ``assumptions``: (name, value) of each default taken from ``lab_utils.assumptions``;
-    ``attention``: the kernel the activations assume (:data:`ATTENTION`).
+    ``attention``: the kernel the activations assume (:data:`ATTENTION`); ``loss_impl``: how
+    the loss is computed (:data:`LOSS_IMPLS`; None for inference).
     """
 
     model: str
@@ -367,6 +423,7 @@ class JobEstimate:
     recompute: str = "none"
     assumptions: tuple[tuple[str, object], ...] = ()
     attention: str = "sdpa"
+    loss_impl: str | None = None
 
     @property
     def total_bytes(self) -> float:
@@ -413,7 +470,7 @@ def _frozen_weights(config: llms.LLMConfig, precision: str, constant_bits: float
 def job_estimate(model, method: str = "inference", precision: str | None = None, batch: int | None = None,
                  seq_len: int | None = None, recompute: str | None = None,
                  lora_rank: int | None = None, attention: str | None = None,
-                 lora_targets: str | None = None) -> JobEstimate:
+                 lora_targets: str | None = None, loss_impl: str | None = None) -> JobEstimate:
     """Memory for one job on a public model (``llms.get`` name or LLMConfig), in bytes.
 
     method "inference": weights in ``precision`` plus a bf16 KV cache for ``batch`` sequences of
@@ -424,13 +481,18 @@ def job_estimate(model, method: str = "inference", precision: str | None = None,
     does, with fp32 gradients and Adam moments (16 bytes each), plus activations. "qlora": the
     same on bitsandbytes' layout: the blocks' linear weights in NF4 with their quantisation
     constants, embeddings, LM head and norms in bf16.
-    Activations: :func:`llm_activation_bytes` (logits included) with ``attention`` and
-    ``recompute``, 16-bit values (fp32 for precision "fp32"). A model without a layer shape in
-    the catalog (a mixture of experts) has its activations and adapters listed in
-    ``left_out``. Left None, ``precision`` is the method's, ``recompute`` the fine-tuning
-    assumption (gradient checkpointing), ``attention`` the ``attention`` assumption (SDPA),
-    and ``batch``, ``seq_len``, ``lora_rank`` and ``lora_targets`` the assumptions of those
-    names, all from ``lab_utils.assumptions``.
+    Activations: :func:`llm_activation_bytes` with ``attention`` and ``recompute``, 16-bit
+    values (fp32 for precision "fp32"), less the log-probabilities the loss saves; the loss
+    then has a part of its own, what it holds at its peak (:func:`loss_bytes` with
+    ``loss_impl``). The parts add up to the peak of a step; with full recomputation that
+    counts the one block recomputed in backward and the loss's peak together, though they come
+    one after the other (a block's activations are a few percent of the hf loss's peak).
+    A model without a layer shape in the catalog (a mixture of experts) has its activations
+    and adapters listed in ``left_out``. Left None, ``precision`` is the method's,
+    ``recompute`` the fine-tuning assumption (gradient checkpointing), ``attention`` the
+    ``attention`` assumption (SDPA), ``loss_impl`` the ``loss_impl`` assumption (the Hugging
+    Face path), and ``batch``, ``seq_len``, ``lora_rank`` and ``lora_targets`` the
+    assumptions of those names, all from ``lab_utils.assumptions``.
     """
     model = llms.as_config(model)
     checks.choice("method", method, JOB_METHODS)
@@ -438,7 +500,7 @@ def job_estimate(model, method: str = "inference", precision: str | None = None,
     adapted = method in ("lora", "qlora") and model.family is not None
     wanted = [(f"precision.{method}", precision), ("batch", batch), ("seq_len", seq_len)]
     if training:
-        wanted += [("recompute_fine_tune", recompute), ("attention", attention)]
+        wanted += [("recompute_fine_tune", recompute), ("attention", attention), ("loss_impl", loss_impl)]
     if adapted:
         wanted += [("lora_rank", lora_rank), ("lora_targets", lora_targets)]
     taken = {name: assumptions.value(name) for name, given in wanted if given is None}
@@ -446,12 +508,15 @@ def job_estimate(model, method: str = "inference", precision: str | None = None,
     batch, seq_len = taken.get("batch", batch), taken.get("seq_len", seq_len)
     recompute = taken.get("recompute_fine_tune", recompute) if training else "none"
     attention = taken.get("attention", attention) if training else "sdpa"
+    loss_impl = taken.get("loss_impl", loss_impl) if training else None
     lora_rank, lora_targets = taken.get("lora_rank", lora_rank), taken.get("lora_targets", lora_targets)
     checks.choice("precision", precision, _precisions_for(method))
     batch = checks.count("batch", batch)
     seq_len = checks.count("seq_len", seq_len)
     checks.choice("recompute", recompute, RECOMPUTE)
     checks.choice("attention", attention, ATTENTION)
+    if training:
+        checks.choice("loss_impl", loss_impl, LOSS_IMPLS)
     parts, left_out = [], []
     if method == "inference":
         parts.append(("weights", weight_bytes(model.n_params, precision)))
@@ -475,14 +540,21 @@ def job_estimate(model, method: str = "inference", precision: str | None = None,
             else:
                 left_out.append("adapters")
         if model.family is not None:
-            parts.append(("activations", llm_activation_bytes(
-                model, seq_len=seq_len, batch=batch, recompute=recompute, attention=attention,
-                bytes_per_value=4 if precision == "fp32" else 2)))
+            value = 4 if precision == "fp32" else 2
+            saved = llm_activation_bytes(model, seq_len=seq_len, batch=batch, recompute=recompute,
+                                         attention=attention, bytes_per_value=value)
+            if loss_impl == "chunked":
+                taken["loss_chunks"] = assumptions.value("loss_chunks")
+            parts += [("activations", saved - _saved_log_probs_bytes(model, batch * seq_len)),
+                      (f"loss at its peak ({loss_impl})", loss_bytes(
+                          model, seq_len=seq_len, batch=batch, loss_impl=loss_impl, bytes_per_value=value,
+                          loss_chunks=taken.get("loss_chunks")))]
         else:
-            left_out.append("activations")
+            left_out += ["activations", "loss"]
     return JobEstimate(model=model.name, method=method, precision=precision, batch=batch,
                        seq_len=seq_len, parts=tuple(parts), left_out=tuple(left_out),
-                       recompute=recompute, assumptions=tuple(taken.items()), attention=attention)
+                       recompute=recompute, assumptions=tuple(taken.items()), attention=attention,
+                       loss_impl=loss_impl)
 
 
 def _gpu(gpu) -> hardware.Spec:
@@ -519,6 +591,50 @@ def gpus_needed(n_bytes, gpu, reserve_bytes=CUDA_CONTEXT_BYTES[1]) -> int:
     """
     n_bytes = checks.number("n_bytes", n_bytes)
     return math.ceil(n_bytes / _usable_bytes(_gpu(gpu), reserve_bytes))
+
+
+@dataclass(frozen=True)
+class LongestFit:
+    """The longest sequence of one job that fits one GPU: ``seq_len`` tokens (0 when not even
+    one token fits), ``limited_by`` "memory" or "context window" (the model's
+    ``max_positions`` fits), and the :class:`JobEstimate` at that length (None at 0)."""
+
+    gpu: str
+    seq_len: int
+    limited_by: str
+    estimate: JobEstimate | None
+
+
+def longest_seq_len(model, gpu, *, method: str = "inference", reserve_bytes=CUDA_CONTEXT_BYTES[1],
+                    **job) -> LongestFit:
+    """The longest ``seq_len`` at which :func:`job_estimate` of ``model`` and ``method`` fits one
+    ``gpu`` (:func:`fits`, less ``reserve_bytes``), up to the model's context window (2**24
+    tokens where the catalog has none). ``job``: the other keywords of :func:`job_estimate`
+    (precision, batch, recompute, lora_rank, attention, lora_targets, loss_impl). Memory grows
+    with the length, so a bisection finds it.
+
+    >>> longest_seq_len("llama-3.1-8b", "H100 SXM", method="qlora").seq_len
+    35118
+    """
+    if "seq_len" in job:
+        raise TypeError("longest_seq_len() finds seq_len: do not give it")
+    spec = _gpu(gpu)
+    config = llms.as_config(model)
+    limit = config.max_positions or 2**24
+
+    def estimate(seq_len: int) -> JobEstimate:
+        return job_estimate(config, method=method, seq_len=seq_len, **job)
+
+    def fit(seq_len: int) -> bool:
+        return fits(estimate(seq_len).total_bytes, spec, reserve_bytes)
+
+    if fit(limit):
+        return LongestFit(spec.name, limit, "context window", estimate(limit))
+    low, high = 0, limit  # fit(low) or low == 0; not fit(high)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if fit(middle) else (low, middle)
+    return LongestFit(spec.name, low, "memory", estimate(low) if low else None)
 
 
 # --- measured: lives in lab_utils.memory_measure, re-exported here on first use ---------------

@@ -24,8 +24,13 @@ they are warm from time 0, never stop, count towards ``max_workers`` and are bil
 whole period, ``duration_s`` (by default until the last flex worker stops or the last job ends).
 
 A cold start is made of parts (:func:`cold_start`): pulling the container image, starting the
-container and its Python, creating the CUDA context, and loading the weights; each part is an
-assumption in ``lab_utils/data/assumptions.toml`` (notebook 04 measures the container start).
+container and its Python, downloading the model when no cache holds it, creating the CUDA
+context, loading the weights and starting the serving engine (vLLM compiles its graphs and
+captures CUDA graphs); each part is an assumption in ``lab_utils/data/assumptions.toml``
+(notebook 04 measures the container start). A snapshot restore (Runpod's FlashBoot) replaces
+the whole start when the worker lands on a host that holds a snapshot, a share of starts
+given by a hit rate; give ``simulate`` the :class:`ColdStart` itself and its k-th worker
+restores or starts plainly as the hit rate spreads them (:meth:`ColdStart.start_s`).
 
 Pure Python: no torch.
 """
@@ -52,6 +57,7 @@ class SimulationResult:
     billed_s: int  # flex worker-seconds billed, each lifetime rounded up to a whole second
     active_billed_s: int = 0  # active worker-seconds billed
     busy_s: float = 0.0  # worker-seconds in which a worker served at least one request (all workers)
+    restored_starts: int = 0  # flex workers whose start was a snapshot restore (of cold_starts)
 
     @property
     def cost(self) -> float:
@@ -117,7 +123,7 @@ def simulate(
     arrival_times_s,
     *,
     service_s: float,
-    cold_start_s: float,
+    cold_start_s: "float | ColdStart",
     idle_timeout_s: float,
     max_workers: int,
     price_per_worker_s: float,
@@ -131,14 +137,15 @@ def simulate(
     ``service_s``: seconds of work per request on a warm worker, or a function of the number of
     requests the worker is serving when this one starts (1 to ``concurrency``), e.g.
     ``serving.batch_latency``; ``concurrency``: requests one worker serves at
-    once; ``cold_start_s``: seconds from a worker's start until it can serve
-    (:func:`cold_start`); ``idle_timeout_s``: seconds a worker stays warm after its last job;
+    once; ``cold_start_s``: seconds from a worker's start until it can serve, or a
+    :class:`ColdStart` (:func:`cold_start`), whose snapshot restores then take their share of
+    the starts (:meth:`ColdStart.start_s`); ``idle_timeout_s``: seconds a worker stays warm after its last job;
     ``price_per_worker_s``: dollars per flex worker-second. See the module docstring for the rules.
     """
     arrivals = [checks.number(f"arrival_times_s[{i}]", t, strict=False) for i, t in enumerate(arrival_times_s)]
     concurrency = checks.count("concurrency", concurrency, minimum=1)
     service_s = _service_function(service_s, concurrency)
-    cold_start_s = checks.number("cold_start_s", cold_start_s, strict=False)
+    start_s = _start_function(cold_start_s)
     idle_timeout_s = checks.number("idle_timeout_s", idle_timeout_s, strict=False)
     max_workers = checks.count("max_workers", max_workers, minimum=1)
     price_per_worker_s = checks.number("price_per_worker_s", price_per_worker_s, strict=False)
@@ -148,7 +155,7 @@ def simulate(
         raise ValueError(f"active_workers={active_workers} exceeds max_workers={max_workers}")
 
     workers = [_Worker(0.0, 0.0, active=True, concurrency=concurrency) for _ in range(active_workers)]
-    retired_lifetimes_s, retired_busy_s = [], 0.0
+    retired_lifetimes_s, retired_busy_s, started, restored = [], 0.0, 0, 0
     latencies = [0.0] * len(arrivals)
     last_end_s = 0.0
     for index in sorted(range(len(arrivals)), key=arrivals.__getitem__):  # the queue, first in first out
@@ -166,7 +173,9 @@ def simulate(
             if booting is not None:  # the request waits for a spare slot of a worker still booting
                 booting.spare_slots -= 1
             elif len(workers) < max_workers:  # the request waits; a new worker boots meanwhile
-                workers.append(_Worker(arrival, arrival + cold_start_s, active=False, concurrency=concurrency))
+                seconds, was_restored = start_s(started)
+                started, restored = started + 1, restored + was_restored
+                workers.append(_Worker(arrival, arrival + seconds, active=False, concurrency=concurrency))
             worker = min(workers, key=lambda w: w.free_at_s)  # the first with a warm, free slot
             start = worker.free_at_s
         end = worker.serve(start, service_s)
@@ -189,7 +198,18 @@ def simulate(
         billed_s=billed_s,
         active_billed_s=active_billed_s,
         busy_s=sum(w.busy_s() for w in workers) + retired_busy_s,
+        restored_starts=restored,
     )
+
+
+def _start_function(cold_start_s):
+    """``cold_start_s`` checked, as a function of the index of a flex worker's start giving
+    (seconds, whether a restore): a number (every start alike, none restored) or a
+    :class:`ColdStart`."""
+    if isinstance(cold_start_s, ColdStart):
+        return lambda index: (cold_start_s.start_s(index), cold_start_s.restored(index))
+    seconds = checks.number("cold_start_s", cold_start_s, strict=False)
+    return lambda index: (seconds, False)
 
 
 def _service_function(service_s, concurrency: int):
@@ -244,39 +264,82 @@ def batch_arrivals(n_requests: int, start_s: float = 0.0, spacing_s: float = 0.0
     return tuple(start_s + k * spacing_s for k in range(n_requests))
 
 
-_COLD_START_PARTS = ("image_pull_s", "container_start_s", "cuda_init_s")
-
-
 @dataclass(frozen=True)
 class ColdStart:
-    """A GPU worker's cold start, part by part, in seconds: ``parts`` holds (label, seconds) in
-    the order they happen; ``assumptions`` the (name, value) of each default it took."""
+    """A GPU worker's cold start, in seconds: ``parts`` holds the (label, seconds) of a plain
+    start in the order they happen; ``restore_s`` the seconds of a snapshot restore and
+    ``restore_hit_rate`` the share of starts that are restores (0: none); ``assumptions`` the
+    (name, value) of each default it took."""
 
     parts: tuple[tuple[str, float], ...]
     assumptions: tuple[tuple[str, object], ...] = ()
+    restore_s: float = 0.0
+    restore_hit_rate: float = 0.0
 
     @property
     def total_s(self) -> float:
+        """Seconds of a plain start: the sum of the parts."""
         return sum(seconds for _, seconds in self.parts)
 
+    @property
+    def expected_s(self) -> float:
+        """Seconds of a start on average: restores at their hit rate, plain starts otherwise."""
+        return self.restore_hit_rate * self.restore_s + (1 - self.restore_hit_rate) * self.total_s
+
+    def restored(self, index: int) -> bool:
+        """Whether the start numbered ``index`` (0, 1, ...) is a restore: the hits spread evenly,
+        floor((index + 1) x rate) > floor(index x rate), so the first start of an endpoint is
+        plain (no snapshot exists yet) unless every start restores."""
+        index = checks.count("index", index, minimum=0)
+        rate = self.restore_hit_rate
+        return math.floor((index + 1) * rate) > math.floor(index * rate)
+
+    def start_s(self, index: int) -> float:
+        """Seconds of the start numbered ``index``: ``restore_s`` or :attr:`total_s`."""
+        return self.restore_s if self.restored(index) else self.total_s
+
     def cost_usd(self, price_per_worker_s: float) -> float:
-        """Dollars one cold start bills at ``price_per_worker_s`` (before the job it serves)."""
+        """Dollars one plain cold start bills at ``price_per_worker_s`` (before the job it serves)."""
         return math.ceil(self.total_s) * checks.number("price_per_worker_s", price_per_worker_s, strict=False)
 
 
+_COLD_START_SECONDS = {"image_pull_s": "image pull", "container_start_s": "container start",
+                       "cuda_init_s": "CUDA init", "engine_start_s": "engine start"}
+
+
 def cold_start(weight_bytes, *, image_pull_s=None, container_start_s=None, cuda_init_s=None,
-               weight_load_bytes_per_s=None) -> ColdStart:
-    """The cold start of a worker that serves ``weight_bytes`` of weights: image pull +
-    container start + CUDA initialisation + weight load (``weight_bytes`` /
-    ``weight_load_bytes_per_s``). Each part left None is the ``cold_start.*`` assumption."""
+               weight_load_bytes_per_s=None, engine_start_s=None, model_cached=None,
+               download_bytes_per_s=None, restore_s=None, restore_hit_rate=None) -> ColdStart:
+    """The cold start of a worker that serves ``weight_bytes`` of weights.
+
+    A plain start: image pull + container start + model download (``weight_bytes`` /
+    ``download_bytes_per_s``, only when ``model_cached`` is False: no image or volume holds the
+    weights) + CUDA initialisation + weight load (``weight_bytes`` / ``weight_load_bytes_per_s``)
+    + engine start (``engine_start_s``: vLLM's graph compilation and CUDA graph capture; 0 for a
+    plain handler). A snapshot restore (``restore_s``, Runpod's FlashBoot) replaces the whole
+    start for a share ``restore_hit_rate`` of starts. Each argument left None is the
+    ``cold_start.*`` assumption of its name.
+    """
     weight_bytes = checks.number("weight_bytes", weight_bytes, strict=False)
     given = {"image_pull_s": image_pull_s, "container_start_s": container_start_s, "cuda_init_s": cuda_init_s,
-             "weight_load_bytes_per_s": weight_load_bytes_per_s}
+             "weight_load_bytes_per_s": weight_load_bytes_per_s, "engine_start_s": engine_start_s,
+             "model_cached": model_cached, "restore_s": restore_s, "restore_hit_rate": restore_hit_rate}
     taken = {f"cold_start.{name}": assumptions.value(f"cold_start.{name}") for name, value in given.items()
              if value is None}
     values = {name: taken.get(f"cold_start.{name}", value) for name, value in given.items()}
-    seconds = {name: checks.number(name, values[name], strict=False) for name in _COLD_START_PARTS}
+    seconds = {name: checks.number(name, values[name], strict=False) for name in _COLD_START_SECONDS}
+    if not isinstance(values["model_cached"], bool):
+        raise TypeError(f"model_cached must be True or False, got {values['model_cached']!r}")
+    parts = [(_COLD_START_SECONDS[name], seconds[name]) for name in ("image_pull_s", "container_start_s")]
+    if not values["model_cached"]:
+        if download_bytes_per_s is None:
+            taken["cold_start.download_bytes_per_s"] = download_bytes_per_s = assumptions.value(
+                "cold_start.download_bytes_per_s")
+        parts.append(("model download", weight_bytes / checks.number("download_bytes_per_s", download_bytes_per_s)))
     load_s = weight_bytes / checks.number("weight_load_bytes_per_s", values["weight_load_bytes_per_s"])
-    labels = {"image_pull_s": "image pull", "container_start_s": "container start", "cuda_init_s": "CUDA init"}
-    parts = tuple((labels[name], seconds[name]) for name in _COLD_START_PARTS) + (("weight load", load_s),)
-    return ColdStart(parts, tuple(taken.items()))
+    parts += [("CUDA init", seconds["cuda_init_s"]), ("weight load", load_s),
+              ("engine start", seconds["engine_start_s"])]
+    hit_rate = checks.number("restore_hit_rate", values["restore_hit_rate"], strict=False, maximum=1.0)
+    return ColdStart(tuple(parts), tuple(taken.items()),
+                     restore_s=checks.number("restore_s", values["restore_s"], strict=False),
+                     restore_hit_rate=hit_rate)

@@ -194,15 +194,17 @@ def cost_calculator(model: str = "Llama-3.1-8B", gpu: str = "H100 SXM", api: str
     Controls: model (``llms.catalog()``), GPU (the catalog GPUs with a Runpod serverless price),
     API (``economics.api_prices()``), batch, share of generated tokens, fine-tune method and
     tokens, MFU, and the fraction of the decode bandwidth bound reached. Left None: batch,
-    output_share, mfu, efficiency and amortize_months are the assumptions ``serve_batch``,
-    ``output_share``, ``mfu``, ``decode_efficiency`` and ``amortize_months``. ``static=True`` returns the matplotlib figure for these
+    output_share, efficiency and amortize_months are the assumptions ``serve_batch``,
+    ``output_share``, ``decode_efficiency`` and ``amortize_months``, mfu the fine-tune's regime
+    (``economics.mfu_assumption``). ``static=True`` returns the matplotlib figure for these
     inputs; otherwise an ipywidgets panel.
     """
     if not isinstance(static, bool):
         raise TypeError(f"static must be True or False, got {static!r}")
     batch = assumptions.value("serve_batch") if batch is None else batch
     output_share = assumptions.value("output_share") if output_share is None else output_share
-    mfu = assumptions.value("mfu") if mfu is None else mfu
+    if mfu is None:  # the MFU of the fine-tune's regime (economics.mfu_assumption)
+        mfu = economics.fine_tune_estimate(model, fine_tune_tokens, method=method, gpu=gpu).mfu
     efficiency = assumptions.value("decode_efficiency") if efficiency is None else efficiency
     amortize_months = assumptions.value("amortize_months") if amortize_months is None else amortize_months
     values = {"model": model, "gpu": gpu, "api": api, "batch": batch, "output_share": output_share,

@@ -285,3 +285,17 @@ def test_each_assumption_names_an_option_the_command_has(command, capsys):
         cli.main([*command[:2 if command[0] in ("cost", "pick") else 1], "--help"])
     help_text = capsys.readouterr().out
     assert [flag for flag in offered if flag not in help_text] == []
+
+
+def test_memory_max_seq_len_is_the_calculator_answer():
+    result = run("memory", "--model", "llama-3.1-8b", "--method", "qlora", "--gpu", "rtx-4090", "--max-seq-len",
+                 "--loss", "chunked")
+    assert result.returncode == 0, result.stderr
+    from lab_utils import memory
+
+    fit = memory.longest_seq_len("llama-3.1-8b", "RTX 4090", method="qlora", loss_impl="chunked")
+    assert f"at most {fit.seq_len:,} tokens per sequence (limited by memory)" in result.stdout
+    assert "loss at its peak (chunked)" in result.stdout and "loss_chunks = 8" in result.stdout
+    assert_bad_usage(run("memory", "--model", "llama-3.1-8b", "--max-seq-len"), "--max-seq-len", "--gpu")
+    assert_bad_usage(run("memory", "--model", "llama-3.1-8b", "--gpu", "T4", "--seq-len", "10", "--max-seq-len"),
+                     "--seq-len")

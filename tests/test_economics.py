@@ -124,10 +124,13 @@ def test_fine_tune_estimate_combines_flops_memory_and_price():
     estimate = economics.fine_tune_estimate("Llama-3.1-8B", 10e6, method="lora", gpu="H100",
                                             mfu=0.4, price_per_gpu_hour=2.69)
     assert estimate.gpu == "H100 SXM" and estimate.n_gpus == 1 and estimate.dtype == "bf16"
-    # by hand: 4 N D FLOPs at 40% of 989 TFLOP/s (H100 SXM dense bf16: the datasheet's 1,979 with
-    # sparsity, halved), $2.69 an hour
-    hours = 4 * n_params * 10e6 / (989e12 * 0.4) / 3600
-    assert estimate.flops == pytest.approx(4 * n_params * 10e6)
+    # by hand: 4 N D FLOPs plus the causal attention at 4,096 tokens, 3 passes of 4 x 32 layers x
+    # 4,096 (heads x head_dim) x 2,048 keys per token, at 40% of 989 TFLOP/s (H100 SXM dense bf16:
+    # the datasheet's 1,979 with sparsity, halved), $2.69 an hour
+    flops = (4 * n_params + 3 * 4 * 32 * 4096 * 2048) * 10e6
+    hours = flops / (989e12 * 0.4) / 3600
+    assert estimate.flops == pytest.approx(flops)
+    assert estimate.attention_flops == pytest.approx(3 * 4 * 32 * 4096 * 2048 * 10e6)
     assert estimate.hours == pytest.approx(hours)
     assert estimate.cost_usd == pytest.approx(hours * 2.69)
     assert estimate.price_source == "given" and "price_rule" not in dict(estimate.assumptions)
@@ -137,7 +140,9 @@ def test_fine_tune_estimate_takes_its_defaults_from_the_assumptions():
     estimate = economics.fine_tune_estimate("Llama-3.1-8B", 1e7, gpu="T4")
     taken = dict(estimate.assumptions)
     assert estimate.dtype == "fp16" == taken["compute_dtypes"]  # the T4 has no bf16 tensor cores
-    assert estimate.mfu == assumptions.value("mfu") == taken["mfu"]
+    regime = "mfu_multi_gpu" if estimate.n_gpus > 1 else "mfu_single_gpu"  # 16 GB of bf16 weights: two T4s
+    assert estimate.mfu == assumptions.value(regime) == taken[regime]
+    assert taken["attention_term"] == "causal"
     price = assumptions.device_price(hardware.get("T4"))
     assert estimate.price_usd_per_gpu_hour == price.usd_per_hour > 0  # never Colab's free tier
     assert taken["precision.lora"] == assumptions.precision_for("lora")
@@ -173,7 +178,7 @@ def test_qlora_of_a_70b_model_needs_more_than_48gb_and_fits_80gb():
 def test_full_recomputation_adds_one_forward_pass_to_the_hardware_flops():
     n_params = llms.get("Llama-3.1-8B").n_params
     estimate = economics.fine_tune_estimate("Llama-3.1-8B", 1e6, method="full", gpu="H100", mfu=0.4,
-                                            price_per_gpu_hour=1.0, recompute="full")
+                                            price_per_gpu_hour=1.0, recompute="full", attention_term="none")
     # model FLOPs 6·N·D; the GPUs also redo the forward pass, 2·N·D: 8·N·D, so 40% MFU is 53% HFU
     assert estimate.flops == pytest.approx(6 * n_params * 1e6)
     assert estimate.hardware_flops == pytest.approx(8 * n_params * 1e6)
@@ -364,3 +369,96 @@ def test_cost_calculator_panel_redraws_and_reports_bad_choices():
     with pytest.raises(TypeError, match="static"):
         widgets.cost_calculator(static="yes")
     plt.close("all")
+
+
+# --- the attention term and MFU by regime (issue 25, item 4) ------------------------------------
+
+LLAMA8_ATTENTION_8K = 4 * 32 * 32 * 128 * 4096  # forward, per token: 4 x layers x heads x head_dim x 8,192/2 keys
+
+
+def test_attention_flops_worked_by_hand():
+    assert economics.attention_flops_per_token("llama-3.1-8b", 8192) == LLAMA8_ATTENTION_8K
+    assert economics.attention_flops_per_token("llama-3.1-8b", 8192, causal=False) == 2 * LLAMA8_ATTENTION_8K
+    n = llms.get("llama-3.1-8b").n_params
+    causal = economics.training_flops(n, 1, "full", model="llama-3.1-8b", seq_len=8192)
+    assert causal == 6 * n + 3 * LLAMA8_ATTENTION_8K
+    assert causal / (6 * n) - 1 == pytest.approx(0.134, abs=0.001)  # the issue's "about 13% at 8k"
+    # PaLM's 12·L·H·Q·T per training token, as torchtitan counts MFU
+    palm = economics.training_flops(n, 1, "full", model="llama-3.1-8b", seq_len=8192, attention_term="non_causal")
+    assert palm - 6 * n == 12 * 32 * 32 * 128 * 8192
+    # inference: one forward pass; LoRA: the weights' 4·N, the attention's three passes still
+    assert economics.training_flops(n, 1, "inference", model="llama-3.1-8b", seq_len=8192) == 2 * n + LLAMA8_ATTENTION_8K
+    assert economics.training_flops(n, 1, "lora", model="llama-3.1-8b", seq_len=8192) == 4 * n + 3 * LLAMA8_ATTENTION_8K
+
+
+def test_6nd_stays_a_named_option_and_the_count_without_a_shape():
+    n = llms.get("llama-3.1-8b").n_params
+    assert economics.training_flops(n, 10, "full", model="llama-3.1-8b", seq_len=8192, attention_term="none") == 60 * n
+    assert economics.training_flops(n, 10) == 60 * n
+    with pytest.raises(ValueError, match="attention_term"):
+        economics.training_flops(n, 10, attention_term="causal")
+    with pytest.raises(ValueError, match="seq_len"):
+        economics.training_flops(n, 10, model="llama-3.1-8b")
+    with pytest.raises(ValueError, match="attention_term"):
+        economics.training_flops(n, 10, model="llama-3.1-8b", seq_len=8, attention_term="flash")
+    with pytest.raises(ValueError, match="Kimi K2"):
+        economics.attention_flops_per_token("Kimi K2", 8)
+
+
+def test_a_sliding_window_caps_the_keys_a_query_sees():
+    mistral = llms.get("mistral-7b-v0.1")
+    window, seq_len = mistral.sliding_window, 2 * mistral.sliding_window
+    keys = sum(min(i, window) for i in range(1, seq_len + 1)) / seq_len  # counted query by query
+    per_key = 4 * mistral.n_layers * mistral.n_heads * mistral.head_dim
+    assert economics.attention_flops_per_token(mistral, seq_len) == pytest.approx(per_key * keys, rel=1e-3)
+
+
+def _implied_mfu(model, method, seq_len, tokens_per_s, gpu, dtype="bf16"):
+    per_token = economics.training_flops(llms.get(model).n_params, 1, method, model=model, seq_len=seq_len)
+    return tokens_per_s * per_token / hardware.get(gpu).peak_flops[dtype]
+
+
+def test_each_mfu_regime_lies_within_the_published_runs_it_cites():
+    # torchtitan, Llama 3.1 8B on 8 H100s at 8,192 tokens, FSDP: 5,762 tokens/s per GPU, 6,667 compiled
+    eager = _implied_mfu("llama-3.1-8b", "full", 8192, 5762, "H100 SXM")
+    compiled = _implied_mfu("llama-3.1-8b", "full", 8192, 6667, "H100 SXM")
+    assert round(eager, 2) == 0.32 and round(compiled, 2) == 0.37
+    assert eager <= assumptions.value("mfu_multi_gpu") <= compiled
+    # the same with Float8 linears: 8,532 tokens/s per GPU, against the FP8 peak
+    assert round(_implied_mfu("llama-3.1-8b", "full", 8192, 8532, "H100 SXM", "fp8"), 2) == assumptions.value("mfu_fp8")
+    # torchtune, one GPU, LoRA compiled: Llama 3.2 3B on an A100 at 4,096 tokens, 8,210 tokens/s;
+    # Llama 3.1 8B on an RTX 4090 at 2,048 tokens, 3,083 tokens/s
+    low = _implied_mfu("llama-3.2-3b", "lora", 4096, 8210, "A100 80GB SXM")
+    high = _implied_mfu("llama-3.1-8b", "lora", 2048, 3083, "RTX 4090")
+    assert (round(low, 2), round(high, 2)) == (0.39, 0.63)
+    assert low <= assumptions.value("mfu_single_gpu") <= high
+
+
+def test_fine_tune_estimate_takes_the_mfu_of_its_regime():
+    def taken(**job):
+        estimate = economics.fine_tune_estimate(price_per_gpu_hour=1.0, **job)
+        return estimate, dict(estimate.assumptions)
+
+    one, names = taken(model="llama-3.1-8b", n_tokens=1e6, method="lora", gpu="H100")
+    assert one.n_gpus == 1 and one.mfu == names["mfu_single_gpu"] == assumptions.value("mfu_single_gpu")
+    many, names = taken(model="llama-3.1-70b", n_tokens=1e6, method="full", gpu="H100")
+    assert many.n_gpus > 1 and many.mfu == names["mfu_multi_gpu"] == assumptions.value("mfu_multi_gpu")
+    fp8, names = taken(model="llama-3.1-8b", n_tokens=1e6, method="lora", gpu="H100", dtype="fp8")
+    assert fp8.mfu == names["mfu_fp8"] and "mfu_single_gpu" not in names
+    given, names = taken(model="llama-3.1-8b", n_tokens=1e6, gpu="H100", mfu=0.3)
+    assert given.mfu == 0.3 and not any(name.startswith("mfu") for name in names)
+    assert economics.mfu_assumption(1, "bf16") == "mfu_single_gpu"
+    with pytest.raises(ValueError, match="n_gpus"):
+        economics.mfu_assumption(0, "bf16")
+
+
+def test_model_and_hardware_flops_with_full_recomputation_and_attention():
+    n = llms.get("llama-3.1-8b").n_params
+    estimate = economics.fine_tune_estimate("llama-3.1-8b", 1e6, method="lora", gpu="H100", seq_len=8192,
+                                            recompute="full", price_per_gpu_hour=1.0)
+    # model: 4·N + 3 attention passes; executed: one more forward pass, 2·N + 1 attention pass
+    assert estimate.flops == pytest.approx((4 * n + 3 * LLAMA8_ATTENTION_8K) * 1e6)
+    assert estimate.hardware_flops == pytest.approx((6 * n + 4 * LLAMA8_ATTENTION_8K) * 1e6)
+    assert estimate.hfu == pytest.approx(estimate.mfu * estimate.hardware_flops / estimate.flops)
+    moe = economics.fine_tune_estimate("Kimi K2", 1e6, method="qlora", gpu="H100", price_per_gpu_hour=1.0)
+    assert moe.attention_flops == 0 and "attention_term" not in dict(moe.assumptions)  # no shape: 6ND's count

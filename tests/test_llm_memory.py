@@ -117,3 +117,53 @@ def test_eager_attention_adds_the_seq_by_seq_softmax_and_sdpa_does_not():
 def test_hf_config_refuses_a_model_without_a_family():
     with pytest.raises(ValueError, match="Kimi K2"):
         llm_measure.hf_config("Kimi K2")
+
+
+class _HfLoss(torch.nn.Module):
+    """A transformers causal LM trained as the Trainer does: labels given, the model's own loss."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids):
+        return self.model(input_ids=ids, labels=ids).loss
+
+
+class _TorchtuneChunkedLoss(_HfLoss):
+    """torchtune's recipe: the output projection applied per chunk of tokens (its
+    ``num_output_chunks``), then ``CEWithChunkedOutputLoss``: each chunk upcast to fp32 and
+    ``cross_entropy(..., reduction="sum")``, divided by the tokens counted (torchtune 0.6)."""
+
+    chunks = 8
+
+    def forward(self, ids):
+        hidden = self.model.model(input_ids=ids).last_hidden_state
+        logits = [self.model.lm_head(chunk) for chunk in hidden.chunk(self.chunks, dim=1)]
+        labels = torch.cat([ids[:, 1:], torch.full_like(ids[:, :1], -100)], dim=1)
+        total = sum(torch.nn.functional.cross_entropy(chunk.float().reshape(-1, chunk.shape[-1]), label.reshape(-1),
+                                                      ignore_index=-100, reduction="sum")
+                    for chunk, label in zip(logits, labels.chunk(self.chunks, dim=1)))
+        return total / (labels != -100).sum()
+
+
+@pytest.mark.parametrize("loss_impl, wrapper", [("hf", _HfLoss), ("chunked", _TorchtuneChunkedLoss)])
+def test_the_loss_peak_per_logit_is_what_a_training_step_holds(loss_impl, wrapper):
+    # Two vocabularies, one model otherwise: what the step's peak gains (parameters aside) is
+    # what the loss holds per logit. A LoRA-like step: one small matrix trained.
+    from lab_utils import memory_measure
+
+    batch, seq_len, peaks, predicted = 2, 128, [], []
+    for vocab in (4000, 8000):
+        config = small("llama-3.1-8b", n_layers=1, hidden=64, n_heads=4, n_kv_heads=2, ffn_hidden=96,
+                       vocab_size=vocab)
+        model = llm_measure.random_model(llm_measure.hf_config(config), dtype="bf16")
+        for name, parameter in model.named_parameters():
+            parameter.requires_grad_("layers.0.self_attn.q_proj" in name)
+        tokens = torch.randint(0, vocab, (batch, seq_len))
+        step = memory_measure.measure_training_step(
+            wrapper(model), tokens, loss_fn=lambda loss: loss,
+            optimizer=torch.optim.AdamW([p for p in model.parameters() if p.requires_grad]))
+        peaks.append(step.peak_bytes - step.params_bytes)
+        predicted.append(memory.loss_bytes(config, seq_len=seq_len, batch=batch, loss_impl=loss_impl, loss_chunks=8))
+    assert peaks[1] - peaks[0] == pytest.approx(predicted[1] - predicted[0], rel=0.02)

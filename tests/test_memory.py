@@ -90,7 +90,9 @@ def test_weights_lora_and_job_estimates():
     assert [label for label, _ in inference.parts] == ["weights", "KV cache"]
     assert inference.part("KV cache") == 8192 * 128 * 1024
     full = memory.job_estimate(llama, "full", "mixed", batch=1, seq_len=2048, recompute="full")
-    assert full.total == 16 * llama.n_params + memory.llm_activation_bytes(llama, seq_len=2048, recompute="full")
+    # the saved log-probabilities (4 bytes per logit) counted once more, in the Hugging Face loss's 12
+    assert full.total == (16 * llama.n_params + memory.llm_activation_bytes(llama, seq_len=2048, recompute="full")
+                          + 8 * 2048 * llama.vocab_size)
     kimi = memory.job_estimate("Kimi K2", "inference", "int4")
     assert kimi.left_out == ("KV cache",) and kimi.total == 0.5 * 1.04e12
 
@@ -368,3 +370,70 @@ def test_the_command_line_gives_the_estimate_with_its_attention_and_layout(capsy
     assert cli.main(["memory", "--model", "llama-3.1-8b", "--method", "qlora"]) == 0
     printed = capsys.readouterr().out
     assert "weights (NF4: block linears)" in printed and "nf4_constant_bits_per_weight = 0.127" in printed
+
+
+# --- the loss at its peak, and the longest sequence that fits (issue 25, item 3) ----------------
+
+LLAMA8_TOKENS_V = 4096 * 128_256  # tokens x vocabulary of Llama-3.1-8B at 4,096 tokens
+
+
+def test_loss_bytes_worked_by_hand_for_llama_8b():
+    # hf: 12 bytes per logit; chunked (8 chunks, bf16): 2 + 4/8 + 4 = 6.5;
+    # fused: the head input's gradient, 2 x 4,096 x 4,096, and one chunk of logits: ceil(128,256 /
+    # 4,096) = 32, 4,096 / 32 = 128 tokens, 2 x 128 x 128,256 bytes
+    assert memory.loss_bytes("llama-3.1-8b", seq_len=4096, loss_impl="hf") == 12 * LLAMA8_TOKENS_V
+    assert memory.loss_bytes("llama-3.1-8b", seq_len=4096, loss_impl="chunked", loss_chunks=8) == 6.5 * LLAMA8_TOKENS_V
+    assert memory.loss_bytes("llama-3.1-8b", seq_len=4096, loss_impl="fused") == 2 * 4096 * 4096 + 2 * 128 * 128_256
+    # in fp32 the chunked path has no upcast: the forward holds 4 + 4 bytes per logit
+    assert memory.loss_bytes("llama-3.1-8b", seq_len=4096, loss_impl="chunked", loss_chunks=8,
+                             bytes_per_value=4) == 8 * LLAMA8_TOKENS_V
+
+
+def test_job_estimate_counts_the_loss_at_its_peak_apart_from_the_activations():
+    for impl in memory.LOSS_IMPLS:
+        job = memory.job_estimate("llama-3.1-8b", method="qlora", seq_len=4096, loss_impl=impl)
+        assert job.loss_impl == impl and ("loss_impl", impl) not in job.assumptions
+        assert job.part(f"loss at its peak ({impl})") == memory.loss_bytes("llama-3.1-8b", seq_len=4096,
+                                                                          loss_impl=impl)
+        saved = memory.llm_activation_bytes("llama-3.1-8b", seq_len=4096, recompute="full")
+        assert job.part("activations") == saved - 4 * LLAMA8_TOKENS_V  # the log-probabilities move to the loss
+    default = memory.job_estimate("llama-3.1-8b", method="lora")
+    assert default.loss_impl == "hf" == dict(default.assumptions)["loss_impl"]
+    assert memory.job_estimate("llama-3.1-8b").loss_impl is None  # inference has no loss
+    chunked = memory.job_estimate("llama-3.1-8b", method="lora", loss_impl="chunked")
+    assert dict(chunked.assumptions)["loss_chunks"] == 8
+    with pytest.raises(ValueError, match="loss_impl"):
+        memory.job_estimate("llama-3.1-8b", method="lora", loss_impl="liger")
+
+
+def test_the_hf_loss_adds_8_bytes_per_logit_to_the_old_count():
+    # the course used to count only the saved fp32 log-softmax (4 bytes per logit): the
+    # Hugging Face path holds 12 at its peak, 8 more (2.1 GB -> 6.3 GB for Llama-3.1-8B)
+    hf = memory.job_estimate("llama-3.1-8b", method="qlora", seq_len=4096, loss_impl="hf")
+    fused = memory.job_estimate("llama-3.1-8b", method="qlora", seq_len=4096, loss_impl="fused")
+    old = hf.total_bytes - hf.part("loss at its peak (hf)") + 4 * LLAMA8_TOKENS_V
+    assert hf.total_bytes - old == 8 * LLAMA8_TOKENS_V
+    assert fused.total_bytes < old < hf.total_bytes
+
+
+def test_longest_seq_len_is_the_last_length_that_fits():
+    fit = memory.longest_seq_len("llama-3.1-8b", "RTX 4090", method="qlora")
+    assert fit.limited_by == "memory" and fit.gpu == "RTX 4090"
+    at = memory.job_estimate("llama-3.1-8b", method="qlora", seq_len=fit.seq_len)
+    beyond = memory.job_estimate("llama-3.1-8b", method="qlora", seq_len=fit.seq_len + 1)
+    assert memory.fits(at.total_bytes, "RTX 4090") and not memory.fits(beyond.total_bytes, "RTX 4090")
+    assert fit.estimate == at
+    longer = {impl: memory.longest_seq_len("llama-3.1-8b", "RTX 4090", method="qlora", loss_impl=impl).seq_len
+              for impl in memory.LOSS_IMPLS}
+    assert longer["hf"] < longer["chunked"] < longer["fused"]
+
+
+def test_longest_seq_len_stops_at_the_context_window_and_at_zero():
+    gpt2 = memory.longest_seq_len("gpt2", "H100 SXM", method="full")
+    assert (gpt2.seq_len, gpt2.limited_by) == (llms.get("gpt2").max_positions, "context window")
+    none = memory.longest_seq_len("llama-3.1-70b", "T4", method="full")
+    assert (none.seq_len, none.limited_by, none.estimate) == (0, "memory", None)
+    with pytest.raises(TypeError, match="seq_len"):
+        memory.longest_seq_len("gpt2", "T4", seq_len=10)
+    with pytest.raises(ValueError, match="gpu"):
+        memory.longest_seq_len("gpt2", "Xeon 8480+")

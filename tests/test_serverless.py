@@ -251,17 +251,72 @@ def test_cost_is_a_read_only_alias_of_cost_usd():
 
 def test_cold_start_adds_its_parts_and_costs_whole_seconds():
     start = serverless.cold_start(4e9, image_pull_s=30.0, container_start_s=4.0, cuda_init_s=1.5,
-                                  weight_load_bytes_per_s=2e9)
-    assert start.parts == (("image pull", 30.0), ("container start", 4.0), ("CUDA init", 1.5), ("weight load", 2.0))
-    assert start.total_s == 37.5
-    assert start.cost_usd(0.001) == pytest.approx(0.038)  # 38 billed seconds
+                                  weight_load_bytes_per_s=2e9, engine_start_s=20.0, model_cached=True,
+                                  restore_s=2.0, restore_hit_rate=0.0)
+    assert start.parts == (("image pull", 30.0), ("container start", 4.0), ("CUDA init", 1.5), ("weight load", 2.0),
+                           ("engine start", 20.0))
+    assert start.total_s == start.expected_s == 57.5
+    assert start.cost_usd(0.001) == pytest.approx(0.058)  # 58 billed seconds
     assert start.assumptions == ()
 
 
 def test_cold_start_takes_each_missing_part_from_the_assumptions():
     start = serverless.cold_start(0.0, cuda_init_s=0.0)
     assert [name for name, _ in start.assumptions] == [
-        "cold_start.image_pull_s", "cold_start.container_start_s", "cold_start.weight_load_bytes_per_s"]
+        "cold_start.image_pull_s", "cold_start.container_start_s", "cold_start.weight_load_bytes_per_s",
+        "cold_start.engine_start_s", "cold_start.model_cached", "cold_start.restore_s", "cold_start.restore_hit_rate"]
     assert dict(start.parts)["weight load"] == 0.0
     with pytest.raises(ValueError, match="weight_load_bytes_per_s"):
         serverless.cold_start(1e9, weight_load_bytes_per_s=0)
+
+
+# --- cold starts as they happen: engine start, download, snapshot restores (issue 25, item 5) ---
+
+def test_a_cold_start_worked_by_hand_with_a_download_and_restores():
+    # 16 GB of weights: pulled at 200 MB/s (80 s) when no cache holds them, read at 2 GB/s (8 s)
+    start = serverless.cold_start(16e9, image_pull_s=60.0, container_start_s=5.0, cuda_init_s=2.0,
+                                  weight_load_bytes_per_s=2e9, engine_start_s=30.0, model_cached=False,
+                                  download_bytes_per_s=2e8, restore_s=2.0, restore_hit_rate=0.5)
+    assert start.parts == (("image pull", 60.0), ("container start", 5.0), ("model download", 80.0),
+                           ("CUDA init", 2.0), ("weight load", 8.0), ("engine start", 30.0))
+    assert start.total_s == 185.0
+    assert start.expected_s == 0.5 * 2.0 + 0.5 * 185.0
+    # the hits spread evenly, the first start plain (no snapshot exists yet)
+    assert [start.start_s(k) for k in range(4)] == [185.0, 2.0, 185.0, 2.0]
+    quarter = serverless.cold_start(16e9, restore_hit_rate=0.25)
+    assert [quarter.restored(k) for k in range(8)] == [False, False, False, True] * 2
+    every = serverless.cold_start(16e9, restore_hit_rate=1.0)
+    assert all(every.restored(k) for k in range(5))
+
+
+def test_the_cached_model_and_the_download_are_assumptions():
+    cached = serverless.cold_start(16e9)
+    taken = dict(cached.assumptions)
+    assert taken["cold_start.model_cached"] is True and "model download" not in dict(cached.parts)
+    assert "cold_start.download_bytes_per_s" not in taken
+    fetched = serverless.cold_start(16e9, model_cached=False)
+    assert dict(fetched.parts)["model download"] == 16e9 / dict(fetched.assumptions)["cold_start.download_bytes_per_s"]
+    with pytest.raises(TypeError, match="model_cached"):
+        serverless.cold_start(1e9, model_cached="yes")
+    with pytest.raises(ValueError, match="restore_hit_rate"):
+        serverless.cold_start(1e9, restore_hit_rate=1.5)
+
+
+def test_simulate_restores_a_share_of_the_starts():
+    # three lone requests, each after the last worker stopped: three starts, the second restored
+    start = serverless.cold_start(0.0, image_pull_s=8.0, container_start_s=1.0, cuda_init_s=1.0,
+                                  weight_load_bytes_per_s=1e9, engine_start_s=0.0, restore_s=1.0,
+                                  restore_hit_rate=0.5)
+    result = run([0.0, 100.0, 200.0], cold_start_s=start)
+    assert result.cold_starts == 3 and result.restored_starts == 1
+    assert result.latencies_s == (12.0, 3.0, 12.0)  # start 10 or 1, service 2
+    assert result.billed_s == 17 + 8 + 17  # start + service + idle 5, each rounded up
+    plain = run([0.0, 100.0, 200.0], cold_start_s=start.total_s)
+    assert plain.restored_starts == 0 and plain.latencies_s == (12.0, 12.0, 12.0)
+
+
+def test_runpod_documents_3_max_workers_by_default():
+    from lab_utils import assumptions
+
+    assert assumptions.value("max_workers") == 3  # Runpod's endpoint settings; the course said 10
+    assert "Runpod" in assumptions.get("max_workers").source
