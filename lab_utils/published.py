@@ -30,7 +30,7 @@ from lab_utils import assumptions, catalogs, checks, economics, hardware, llms, 
 
 __all__ = ["COURSE_KINDS", "QUESTIONS", "Comparison", "Measurement", "bands", "cold_start_s", "compare",
            "decode_tokens_per_s", "get", "longest_sequence_tokens", "matmul_flops", "measurements",
-           "prefill_tokens_per_s", "request_output_tokens_per_s", "request_prompt_tokens_per_s", "samples_per_s",
+           "prefill_tokens_per_s", "request_output_tokens_per_s", "request_prompt_tokens_per_s", "restored_start_s", "samples_per_s",
            "server_output_tokens_per_s", "table", "training_tokens_per_s"]
 
 _DATA_FILE = "published.toml"
@@ -134,6 +134,12 @@ def cold_start_s(*, weight_bytes, **options):
     return serverless.cold_start(weight_bytes, **options).total_s
 
 
+def restored_start_s(*, weight_bytes, **options):
+    """Seconds of a worker brought back from a snapshot (Runpod's FlashBoot):
+    :func:`serverless.cold_start`'s ``restore_s``; ``options`` go to it as they are."""
+    return serverless.cold_start(weight_bytes, **options).restore_s
+
+
 QUESTIONS = {
     "matmul_flops": (matmul_flops, "FLOP/s", "more"),
     "samples_per_s": (samples_per_s, "samples/s", "more"),
@@ -145,6 +151,7 @@ QUESTIONS = {
     "training_tokens_per_s": (training_tokens_per_s, "tokens/s", "more"),
     "longest_sequence_tokens": (longest_sequence_tokens, "tokens", "more"),
     "cold_start_s": (cold_start_s, "s", "less"),
+    "restored_start_s": (restored_start_s, "s", "less"),
 }
 """name -> (function, the unit it answers in, "more" or "less" is better)."""
 
