@@ -18,12 +18,10 @@ Pure Python: no torch.
 
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass
 
-from lab_utils import assumptions, catalogs, checks, hardware
+from lab_utils import assumptions, checks, hardware
 
-__all__ = ["JOULES_PER_KWH", "PublishedEnergy", "device_watts", "emissions_kg", "facility_kwh", "grid_regions",
+__all__ = ["JOULES_PER_KWH", "device_watts", "emissions_kg", "facility_kwh", "grid_regions",
            "job_energy_kwh", "joules_per_flop", "joules_per_token", "published", "region_kg_co2e_per_kwh",
            "tokens_per_joule"]
 
@@ -105,32 +103,3 @@ def emissions_kg(energy_kwh: float, *, grid_kg_per_kwh: float | None = None, reg
         raise ValueError("grid_kg_per_kwh and region: give one (a figure or a region), not both")
     grid = region_kg_co2e_per_kwh(region) if grid_kg_per_kwh is None else grid_kg_per_kwh
     return energy_kwh * checks.number("grid_kg_per_kwh", grid, strict=False)
-
-
-# --- published measurements --------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class PublishedEnergy:
-    """One published energy measurement: ``joules_per_output_token`` that ``n_devices`` x
-    ``device`` spent serving ``model`` with up to ``batch`` requests at once on ``engine``, for
-    requests of about ``prompt_len`` tokens in and ``output_len`` out; ``what`` was measured,
-    ``source`` and ``source_date`` (YYYY-MM)."""
-
-    name: str
-    model: str
-    device: str
-    n_devices: int
-    batch: int
-    engine: str
-    prompt_len: int
-    output_len: int
-    joules_per_output_token: float
-    what: str
-    source: str
-    source_date: str
-
-
-@functools.cache
-def published() -> tuple[PublishedEnergy, ...]:
-    """The published measurements in ``lab_utils/data/energy_published.toml``."""
-    return tuple(PublishedEnergy(**record) for record in catalogs.load("energy_published.toml", "measurement"))

@@ -31,7 +31,7 @@ from lab_utils import assumptions, catalogs, checks, economics, hardware, llms, 
 __all__ = ["COURSE_KINDS", "QUESTIONS", "Comparison", "Measurement", "bands", "cold_start_s", "compare",
            "decode_tokens_per_s", "get", "longest_sequence_tokens", "matmul_flops", "measurements",
            "prefill_tokens_per_s", "request_output_tokens_per_s", "request_prompt_tokens_per_s", "restored_start_s", "samples_per_s",
-           "server_output_tokens_per_s", "table", "training_tokens_per_s"]
+           "server_output_tokens_per_s", "serving_joules_per_output_token", "table", "training_tokens_per_s"]
 
 _DATA_FILE = "published.toml"
 
@@ -134,6 +134,15 @@ def cold_start_s(*, weight_bytes, **options):
     return serverless.cold_start(weight_bytes, **options).total_s
 
 
+def serving_joules_per_output_token(*, model, device, prompt_len, output_len, batch, **options):
+    """Joules per generated token of ``device`` serving ``batch`` requests at once:
+    :func:`serving.estimate`'s ``joules_per_output_token`` (the device's power from its TDP, the
+    ``decode_efficiency`` assumption applied to the bound); ``options`` go to it as they are."""
+    options.setdefault("efficiency", assumptions.value("decode_efficiency"))
+    return serving.estimate(model, device=device, prompt_len=prompt_len, output_len=output_len, batch=batch,
+                            usd_per_hour=0.0, **options).joules_per_output_token
+
+
 def restored_start_s(*, weight_bytes, **options):
     """Seconds of a worker brought back from a snapshot (Runpod's FlashBoot):
     :func:`serverless.cold_start`'s ``restore_s``; ``options`` go to it as they are."""
@@ -152,6 +161,7 @@ QUESTIONS = {
     "longest_sequence_tokens": (longest_sequence_tokens, "tokens", "more"),
     "cold_start_s": (cold_start_s, "s", "less"),
     "restored_start_s": (restored_start_s, "s", "less"),
+    "serving_joules_per_output_token": (serving_joules_per_output_token, "J/token", "less"),
 }
 """name -> (function, the unit it answers in, "more" or "less" is better)."""
 
@@ -203,7 +213,7 @@ class Comparison:
 
 
 _STR_FIELDS = ("title", "url", "cite", "setup", "area", "device_kind", "unit", "question", "course")
-_AREAS = ("compute", "inference", "training", "memory", "cold start")
+_AREAS = ("compute", "inference", "training", "memory", "cold start", "energy")
 
 
 def _measurement(record: dict, origin: str) -> Measurement:

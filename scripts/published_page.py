@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "book" / "published.md"
 AREAS = (("compute", "Compute: matrix products and networks"), ("inference", "Inference: LLM servers and one sequence"),
          ("training", "Training throughput"), ("memory", "Memory: the longest sequence that fits"),
-         ("cold start", "Cold starts"))
+         ("cold start", "Cold starts"),
+         ("energy", "Energy: joules per generated token"))
 
 
 def _value(value: float, unit: str) -> str:

@@ -40,7 +40,7 @@ def test_the_collection_covers_cpus_gpus_and_every_area():
     found = published.measurements()
     assert len(found) >= 20
     assert {m.device_kind for m in found} == {"cpu", "gpu"}
-    assert {m.area for m in found} == {"compute", "inference", "training", "memory", "cold start"}
+    assert {m.area for m in found} == {"compute", "inference", "training", "memory", "cold start", "energy"}
     assert {m.course for m in found} == set(published.COURSE_KINDS)
 
 
