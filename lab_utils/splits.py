@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass
 from lab_utils import assumptions, checks, comms, hardware, interconnects, llms, memory
 
 __all__ = ["ACTIVATION_BYTES", "SPLITS", "ClusterPlan", "PlanRow", "Split", "bubble_fraction", "cluster_plan",
-           "data_parallel", "fully_sharded", "pipeline_parallel", "tensor_parallel"]
+           "data_parallel", "fully_sharded", "pipeline_parallel", "tensor_parallel", "tiny_gpt_splits"]
 
 SPLITS = ("dp", "fsdp", "tp", "pp")
 """Data parallel, fully sharded data parallel (ZeRO-3), tensor parallel, pipeline parallel."""
@@ -125,6 +125,35 @@ def pipeline_parallel(stage_params, stages: int, *, batch: int, seq_len: int, hi
     sends = activation * (2 if stages > 2 else 1) + comms.ring_all_reduce_bytes(tied, 2)
     return Split("pp", stages, _state(stage_params, precision, optimizer).total_bytes, sends,
                  bubble_fraction(stages, microbatches))
+
+
+def tiny_gpt_splits(n_ranks: int, *, vocab_size: int, seq_len: int, hidden: int, n_layers: int, batch: int,
+                    microbatches: int, precision: str = "fp32", optimizer: str = "adamw") -> dict[str, Split]:
+    """The four splits of ``lab_utils.models.TinyGPT`` as ``scripts/split_train.py`` runs them
+    ({"dp", "fsdp", "tp", "pp"}; the pipeline on 2 stages, its largest stage).
+
+    Its parameters: a tied embedding v·h, positions s·h, per block 12h² + 13h, a final norm 2h.
+    FSDP keeps the root's (embeddings, final norm) gathered through the step; TP replicates the
+    embeddings, the norms and the row-wise layers' biases (6h per block); the pipeline puts the
+    embeddings and the first half of the blocks on stage 0, the rest, the final norm and a copy
+    of the tied embedding (its output layer) on stage 1.
+    """
+    v, s, h, n = (checks.count(name, value) for name, value in
+                  (("vocab_size", vocab_size), ("seq_len", seq_len), ("hidden", hidden), ("n_layers", n_layers)))
+    block = 12 * h * h + 13 * h
+    n_params = v * h + s * h + n * block + 2 * h
+    root = v * h + s * h + 2 * h
+    common = {"precision": precision, "optimizer": optimizer}
+    first_half = n - n // 2
+    stage_params = max(v * h + s * h + first_half * block, (n // 2) * block + 2 * h + v * h)
+    return {
+        "dp": data_parallel(n_params, n_ranks, **common),
+        "fsdp": fully_sharded(n_params, n_ranks, kept_params=root, **common),
+        "tp": tensor_parallel(n_params, n_ranks, n_layers=n, batch=batch, seq_len=s, hidden=h,
+                              replicated_params=root + 6 * h * n, **common),
+        "pp": pipeline_parallel(stage_params, 2, batch=batch, seq_len=s, hidden=h, microbatches=microbatches,
+                                tied_params=v * h, **common),
+    }
 
 
 # --- from a laptop to a cluster ---------------------------------------------------------------

@@ -18,7 +18,8 @@ batches (``--batch`` sequences per step, random tokens) with AdamW, on gloo (CPU
 Rank 0 first trains the same model in one process on the whole batch (the reference). Per
 split it reports the losses, each rank's state bytes (``distributed.held_state_bytes``), the
 bytes each rank's collectives sent during the last step (``distributed.count_collectives``)
-and, for the pipeline, the share of the last step each rank computed. Rank 0 writes JSON to ``--out``.
+and, for the pipeline, the seconds each rank computed during the last step and the bubble: the
+idle share of that step on the stage that computed longest (a faster stage also waits for it). Rank 0 writes JSON to ``--out``.
 """
 
 from __future__ import annotations
@@ -39,10 +40,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--out", required=True, type=Path, help="JSON file that rank 0 writes")
     parser.add_argument("--split", default=",".join(SPLITS), help="comma-separated, from " + ", ".join(SPLITS))
     parser.add_argument("--steps", type=int, default=3, help="optimizer steps per split")
-    parser.add_argument("--batch", type=int, default=16, help="sequences per step (all ranks together)")
+    parser.add_argument("--batch", type=int, default=32, help="sequences per step (all ranks together)")
     parser.add_argument("--microbatches", type=int, default=4, help="pipeline micro-batches per step")
     parser.add_argument("--layers", type=int, default=4, help="transformer blocks of the tiny GPT")
-    parser.add_argument("--hidden", type=int, default=64, help="features of the tiny GPT")
+    parser.add_argument("--hidden", type=int, default=128, help="features of the tiny GPT")
     parser.add_argument("--lr", type=float, default=3e-3, help="AdamW learning rate")
     parser.add_argument("--seed", type=int, default=0, help="seeds the model and the data")
     args = parser.parse_args(argv)
@@ -319,6 +320,9 @@ def main(argv=None) -> int:
             dist.all_gather_object(every, mine)
             result["splits"][name] = {"losses": every[0]["losses"], "ranks": every,
                                       "seconds": time.perf_counter() - started}
+            if name == "pp":  # the slowest stage sets the pace; its idle share is the bubble
+                pace = max(every, key=lambda r: r["timing"]["busy_s"])["timing"]
+                result["splits"][name]["bubble"] = 1 - pace["busy_s"] / pace["step_s"]
         if rank == 0:
             args.out.parent.mkdir(parents=True, exist_ok=True)
             partial = args.out.with_name(args.out.name + ".partial")
