@@ -125,3 +125,40 @@ def test_pipeline_bubble_is_near_gpipes(run):
     expected = formulas["pp"].bubble_fraction
     assert expected - BUBBLE_BELOW <= measured <= expected + BUBBLE_ABOVE, (measured, expected)
     assert math.isclose(expected, 1 / (data["microbatches"] + 1))
+
+
+# --- the command line ----------------------------------------------------------------------------
+
+def test_cli_split_prints_the_plan_and_its_assumptions(capsys):
+    from lab_utils import cli
+
+    assert cli.main(["split", "--model", "llama-3.1-70b", "--gpu", "h100", "--gpus-per-node", "8", "--nodes", "4"]) == 0
+    out = capsys.readouterr().out
+    plan = splits.cluster_plan("llama-3.1-70b", "h100", 8, 4)
+    for row in plan.rows:
+        assert row.layout in out
+    assert "inter_node_bytes_per_s = " in out and "[--network-gbytes-per-s]" in out
+    assert "pipeline_microbatches = 8" in out and "[--microbatches]" in out
+
+
+def test_cli_split_json_is_the_calculators_answer(capsys):
+    from lab_utils import cli
+
+    assert cli.main(["split", "--model", "llama-3.1-70b", "--gpu", "h100", "--nodes", "2", "--microbatches", "16",
+                     "--network-gbytes-per-s", "25", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    plan = splits.cluster_plan("llama-3.1-70b", "h100", 8, 2, microbatches=16, network_bytes_per_s=25e9)
+    assert data == json.loads(json.dumps(plan.to_dict()))
+    assert "inter_node_bytes_per_s" not in dict(plan.assumptions)
+
+
+@pytest.mark.parametrize("argv", [["split", "--model", "llama-3.1-70b", "--gpu", "epyc"],
+                                  ["split", "--model", "llama-3.1-70b", "--gpu", "h100", "--nodes", "0"],
+                                  ["split", "--gpu", "h100"]])
+def test_cli_split_bad_input_exits_2(argv, capsys):
+    from lab_utils import cli
+
+    with pytest.raises(SystemExit) as raised:
+        cli.main(argv)
+    assert raised.value.code == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
