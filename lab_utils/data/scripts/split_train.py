@@ -39,7 +39,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, type=Path, help="JSON file that rank 0 writes")
     parser.add_argument("--split", default=",".join(SPLITS), help="comma-separated, from " + ", ".join(SPLITS))
-    parser.add_argument("--steps", type=int, default=3, help="optimizer steps per split")
+    parser.add_argument("--steps", type=int, default=2, help="optimizer steps per split")
     parser.add_argument("--batch", type=int, default=32, help="sequences per step (all ranks together)")
     parser.add_argument("--microbatches", type=int, default=4, help="pipeline micro-batches per step")
     parser.add_argument("--layers", type=int, default=4, help="transformer blocks of the tiny GPT")
