@@ -350,8 +350,9 @@ class CollectiveCounter:
 def _collective_call(name: str, args) -> CollectiveCall | None:
     """The :class:`CollectiveCall` of a dispatched op, or None when ``name`` moves no data
     (``wait_tensor``, bookkeeping) or is not a collective."""
-    import torch
     import torch.distributed as dist
+
+    from lab_utils import torch_compat
 
     namespace, _, op = name.partition(".")
     op = op.split(".")[0].strip("_")
@@ -360,21 +361,15 @@ def _collective_call(name: str, args) -> CollectiveCall | None:
     kind = next((k for k in _SENT_SHARE if k in op), None)
     if kind is None:
         return None
-    tensors, n_ranks = [], None
+    groups = [arg for arg in args if isinstance(arg, dist.ProcessGroup)]
     names = [arg for arg in args if isinstance(arg, str)]  # a functional op's (reduce op,) group name
-    if names and namespace == "_c10d_functional":
-        n_ranks = dist.distributed_c10d._resolve_process_group(names[-1]).size()
-    for arg in args:
-        if isinstance(arg, torch.Tensor):
-            tensors.append(arg)
-        elif isinstance(arg, (list, tuple)):
-            tensors += [t for item in arg for t in (item if isinstance(item, (list, tuple)) else [item])
-                        if isinstance(t, torch.Tensor)]
-        elif hasattr(arg, "size") and not isinstance(arg, (int, float)) and callable(arg.size):
-            with contextlib.suppress(Exception):  # a ProcessGroup object
-                n_ranks = int(arg.size())
-    n_ranks = n_ranks or dist.get_world_size()
-    sizes = [t.numel() * t.element_size() for t in tensors]
+    if groups:
+        n_ranks = groups[0].size()
+    elif names and namespace == "_c10d_functional":
+        n_ranks = torch_compat.process_group_size(names[-1])
+    else:
+        n_ranks = dist.get_world_size()
+    sizes = [t.numel() * t.element_size() for t in torch_compat.tensors_in(list(args))]
     if kind in ("allgather", "all_gather"):  # the gathered whole
         if namespace == "_c10d_functional":  # (input, group_size, group_name)
             message = n_ranks * sizes[0]
@@ -398,11 +393,11 @@ def count_collectives():
     all-gathers and reduce-scatters, DTensor's functional collectives (tensor parallelism) and
     the pipeline's sends, in the forward and the backward pass alike.
     """
-    from torch.utils._python_dispatch import TorchDispatchMode
+    from lab_utils import torch_compat
 
     counter = CollectiveCounter(calls=[])
 
-    class _Counting(TorchDispatchMode):
+    class _Counting(torch_compat.dispatch_mode_base()):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             call = _collective_call(str(func), args)
             if call is not None:

@@ -30,6 +30,7 @@ CALLS = {
     "comms": "comms.fit_all_reduce([1e6, 4e6], [1e-3, 3e-3], 4)",
     "routing": "routing.mix([routing.Route('CPU', 0.8, 0.005), routing.Route('GPU', 0.2, 0.2)]).p95_s",
     "parallel": "parallel.fit_parallel_fraction([1, 2, 4], [1.0, 1.8, 3.0])",
+    "splits": "splits.cluster_plan('llama-3.1-70b', 'h100', 8, 4)",
 }
 """Each pure module and one representative call of it."""
 

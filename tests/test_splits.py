@@ -162,3 +162,35 @@ def test_cli_split_bad_input_exits_2(argv, capsys):
         cli.main(argv)
     assert raised.value.code == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+# --- the counter, in this process (a group of one rank) ------------------------------------------
+
+def test_count_collectives_sees_calls_and_sizes_them():
+    import torch
+    import torch.distributed as dist
+
+    from lab_utils import distributed, torch_compat
+
+    assert not dist.is_initialized()
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        values = torch.ones(1000)
+        gathered = torch.empty(1000)
+        with distributed.count_collectives() as counter:
+            dist.all_reduce(values)
+            dist.all_gather_single(gathered, values)
+            values.add_(1)  # not a collective: not counted
+        assert [(call.op, call.n_ranks, call.message_bytes) for call in counter.calls] == [
+            ("allreduce", 1, 4000), ("allgather_base", 1, 4000)]
+        assert counter.sent_bytes == 0  # one rank sends nothing: 2(N-1)/N and (N-1)/N are 0
+        assert counter.by_op()["allreduce"] == {"calls": 1, "message_bytes": 4000, "sent_bytes": 0.0}
+        assert torch_compat.process_group_size(dist.group.WORLD.group_name) == 1
+        model = torch.nn.Linear(10, 10)
+        optimizer = torch.optim.AdamW(model.parameters())
+        model(torch.ones(2, 10)).sum().backward()
+        optimizer.step()
+        held = distributed.held_state_bytes(model, optimizer)
+        assert (held.params_bytes, held.grads_bytes, held.optimizer_states_bytes) == (440, 440, 880)
+    finally:
+        dist.destroy_process_group()

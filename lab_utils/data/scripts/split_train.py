@@ -89,27 +89,10 @@ def adamw(parameters, args):
     return torch.optim.AdamW(parameters, lr=args.lr, foreach=False)
 
 
-def reference_losses(args) -> list[float]:
-    """The same training in one process, on the whole batch: the losses every split must match."""
-    model = fresh_model(args)
-    optimizer = adamw(model.parameters(), args)
-    losses = []
-    for step in range(args.steps):
-        tokens = batch_of(args, step)
-        loss = loss_of(model(tokens), tokens)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-    return losses
-
-
 # --- the four splits: each returns (module whose parameters this rank holds, optimizer, step(step) -> loss)
 
-def setup_dp(args, rank, world):
-    from torch.nn.parallel import DistributedDataParallel
-
-    model = DistributedDataParallel(fresh_model(args), broadcast_buffers=False)  # the masks never change
+def training(model, args, rank, world):
+    """AdamW on ``model``, and a step that trains it on share ``rank`` of ``world`` of the batch."""
     optimizer = adamw(model.parameters(), args)
     share = args.batch // world
 
@@ -122,6 +105,19 @@ def setup_dp(args, rank, world):
         return loss.detach()
 
     return model, optimizer, step
+
+
+def reference_losses(args) -> list[float]:
+    """The same training in one process, on the whole batch: the losses every split must match."""
+    _, _, step = training(fresh_model(args), args, rank=0, world=1)
+    return [step(index).item() for index in range(args.steps)]
+
+
+def setup_dp(args, rank, world):
+    from torch.nn.parallel import DistributedDataParallel
+
+    model = DistributedDataParallel(fresh_model(args), broadcast_buffers=False)  # the masks never change
+    return training(model, args, rank, world)
 
 
 def setup_fsdp(args, rank, world):
@@ -131,18 +127,7 @@ def setup_fsdp(args, rank, world):
     for block in model.blocks:
         fully_shard(block)
     fully_shard(model)  # the root: embeddings and final norm, kept gathered from forward to backward
-    optimizer = adamw(model.parameters(), args)
-    share = args.batch // world
-
-    def step(index):
-        tokens = batch_of(args, index)[rank * share:(rank + 1) * share]
-        loss = loss_of(model(tokens), tokens)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        return loss.detach()
-
-    return model, optimizer, step
+    return training(model, args, rank, world)
 
 
 def _attention_on_local_heads(self, x):
@@ -182,17 +167,7 @@ def setup_tp(args, rank, world):
         attention.head_dim = hidden // heads
         attention.forward = types.MethodType(_attention_on_local_heads, attention)
         parallelize_module(block, mesh, plan)
-    optimizer = adamw(model.parameters(), args)
-
-    def step(index):
-        tokens = batch_of(args, index)  # every rank the whole batch
-        loss = loss_of(model(tokens), tokens)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        return loss.detach()
-
-    return model, optimizer, step
+    return training(model, args, rank=0, world=1)  # every rank the whole batch
 
 
 def setup_pp(args, rank, world):
