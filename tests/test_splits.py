@@ -77,9 +77,9 @@ def test_bad_inputs_are_named(call, error, match):
 LOSS_ATOL = 1e-4
 """Losses of a split against the one-process model: fp32 sums in another order differ by ~1e-6."""
 BUBBLE_BELOW, BUBBLE_ABOVE = 0.05, 0.25
-"""The measured bubble (the idle share of a step on the stage that computed longest) may be at
-most 0.05 below GPipe's formula (timer noise) and 0.25 above it: gloo's sends and receives on a
-busy 2-core CPU add idle time the formula does not count."""
+"""The measured bubble (the stages' idle share of the step, from its common start to its common
+end) may be at most 0.05 below GPipe's formula (timer noise) and 0.25 above it: unequal stages and
+gloo's sends and receives on a busy 2-core CPU add idle time the formula does not count."""
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ Rank 0 first trains the same model in one process on the whole batch (the refere
 split it reports the losses, each rank's state bytes (``distributed.held_state_bytes``), the
 bytes each rank's collectives sent during the last step (``distributed.count_collectives``)
 and, for the pipeline, the seconds each rank computed during the last step and the bubble: the
-idle share of that step on the stage that computed longest (a faster stage also waits for it). Rank 0 writes JSON to ``--out``.
+share of the stages' time, from the step's common start to its common end, that they sat idle. Rank 0 writes JSON to ``--out``.
 """
 
 from __future__ import annotations
@@ -233,6 +233,7 @@ def setup_pp(args, rank, world):
             schedule.step(tokens)
         else:
             schedule.step(target=tokens, losses=losses)
+        dist.barrier()  # the pipeline's step ends when its last stage is done: one window for all
         step_s = time.perf_counter() - started
         busy_s = busy["s"]
         dist.all_reduce(tied.grad)  # the tied embedding: both stages' gradients, summed
@@ -295,9 +296,9 @@ def main(argv=None) -> int:
             dist.all_gather_object(every, mine)
             result["splits"][name] = {"losses": every[0]["losses"], "ranks": every,
                                       "seconds": time.perf_counter() - started}
-            if name == "pp":  # the slowest stage sets the pace; its idle share is the bubble
-                pace = max(every, key=lambda r: r["timing"]["busy_s"])["timing"]
-                result["splits"][name]["bubble"] = 1 - pace["busy_s"] / pace["step_s"]
+            if name == "pp":  # the share of the stages' time, start to end of the step, spent idle
+                busy_s = sum(r["timing"]["busy_s"] for r in every)
+                result["splits"][name]["bubble"] = 1 - busy_s / sum(r["timing"]["step_s"] for r in every)
         if rank == 0:
             args.out.parent.mkdir(parents=True, exist_ok=True)
             partial = args.out.with_name(args.out.name + ".partial")
