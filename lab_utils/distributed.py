@@ -36,8 +36,8 @@ from lab_utils.comms import (
 __all__ = [
     "AllReduceFit", "AllReduceTiming", "Backend", "CollectiveCall", "CollectiveCounter", "DataParallelStep",
     "HeldState", "TorchrunError", "TorchrunResult", "bus_bandwidth_bytes_per_s", "choose_backend",
-    "count_collectives", "data_parallel_step", "fit_all_reduce", "held_state_bytes", "parameter_digest", "ring_all_reduce_bytes", "ring_all_reduce_seconds",
-    "run_torchrun", "time_all_reduce", "torchrun_command",
+    "count_collectives", "data_parallel_step", "fit_all_reduce", "held_state_bytes", "parameter_digest",
+    "ring_all_reduce_bytes", "ring_all_reduce_seconds", "run_torchrun", "time_all_reduce", "torchrun_command",
 ]
 
 LOOPBACK = "127.0.0.1"

@@ -207,10 +207,11 @@ def cluster_plan(model, gpu, gpus_per_node: int = 8, nodes: int = 4, *, batch: i
 
     A collective that spans nodes runs at the network's pace (``network_bytes_per_s`` per GPU,
     default the ``inter_node_bytes_per_s`` assumption); one inside a node at NVLink's
-    (``lab_utils.interconnects``). Parameters not in the layers (embeddings, head) are
-    spread like the layers (Megatron splits the vocabulary too). Each model replica processes
-    ``microbatches`` x ``batch`` sequences per step: the pipeline as that many micro-batches, the
-    other splits as one batch (so FSDP gathers the weights once per step).
+    (``lab_utils.interconnects``; PCIe's for a GPU without NVLink, in the NVLink columns).
+    Parameters not in the layers (embeddings, head) are spread like the layers (Megatron splits
+    the vocabulary too). Each model replica processes ``microbatches`` x ``batch`` sequences per
+    step: the pipeline as that many micro-batches, the other splits as one batch (so FSDP gathers
+    the weights once per step).
     """
     config = llms.get(model) if isinstance(model, str) else model
     if not isinstance(config, llms.LLMConfig):
@@ -230,7 +231,8 @@ def cluster_plan(model, gpu, gpus_per_node: int = 8, nodes: int = 4, *, batch: i
     network = checks.number("network_bytes_per_s", taken.get("inter_node_bytes_per_s", network_bytes_per_s))
     precision = assumptions.precision_for("full")
     taken["precision.full"] = precision
-    nvlink = interconnects.get(spec.name).nvlink_bytes_per_s_each_way or interconnects.get(spec.name).pcie_bytes_per_s_each_way
+    links = interconnects.get(spec.name)
+    nvlink = links.nvlink_bytes_per_s_each_way or links.pcie_bytes_per_s_each_way  # PCIe where no NVLink
     n, layers, hidden, psi = gpus_per_node * nodes, config.n_layers, config.hidden, config.n_params
     shape = {"batch": batch, "seq_len": seq_len, "hidden": hidden, "precision": precision}
 

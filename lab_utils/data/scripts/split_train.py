@@ -19,7 +19,8 @@ Rank 0 first trains the same model in one process on the whole batch (the refere
 split it reports the losses, each rank's state bytes (``distributed.held_state_bytes``), the
 bytes each rank's collectives sent during the last step (``distributed.count_collectives``)
 and, for the pipeline, the seconds each rank computed during the last step and the bubble: the
-share of the stages' time, from the step's common start to its common end, that they sat idle. Rank 0 writes JSON to ``--out``.
+share of the stages' time, from the step's common start to its common end, that they sat idle.
+Rank 0 writes JSON to ``--out``.
 """
 
 from __future__ import annotations
