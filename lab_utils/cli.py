@@ -855,9 +855,62 @@ def _add_pick(commands) -> None:
                         help="order the options by dollars (default) or by estimated kWh, fewest first")
 
 
+# --- split -----------------------------------------------------------------------------------
+
+_FLAGS.update({"pipeline_microbatches": "--microbatches", "inter_node_bytes_per_s": "--network-gbytes-per-s"})
+
+
+def _split(args: argparse.Namespace) -> int:
+    """Size DP, FSDP, TP, PP and their combinations for a model on nodes of GPUs (``lab_utils.splits``)."""
+    from lab_utils import splits
+    from lab_utils.units import format_bytes, format_rate, format_seconds
+
+    network = None if args.network_gbytes_per_s is None else args.network_gbytes_per_s * 1e9
+    plan = splits.cluster_plan(args.model, args.gpu, args.gpus_per_node, args.nodes, batch=args.batch,
+                               seq_len=args.seq_len, microbatches=args.microbatches, network_bytes_per_s=network)
+    if args.json:
+        print(json.dumps(plan.to_dict(), indent=2))
+        return 0
+    print(f"{plan.model}, full fine-tune in {plan.precision}, on {plan.nodes} node(s) x {plan.gpus_per_node} "
+          f"{plan.gpu} ({format_bytes(plan.gpu_memory_bytes, binary=False)} each); per step each model replica "
+          f"runs {plan.microbatches} x {plan.batch} sequences of {plan.seq_len} tokens")
+    print(f"links: NVLink {format_rate(plan.nvlink_bytes_per_s, 'B/s')} inside a node, network "
+          f"{format_rate(plan.network_bytes_per_s, 'B/s')} per GPU across nodes (each way)")
+    rows = [(row.layout, row.inside_node, row.across_nodes, format_bytes(row.state_bytes_per_gpu, binary=False),
+             "yes" if row.fits else "no", format_bytes(row.nvlink_bytes_per_step, binary=False),
+             format_bytes(row.network_bytes_per_step, binary=False), format_seconds(row.communication_s),
+             f"{row.bubble_fraction:.0%}") for row in plan.rows]
+    print(_table(rows, ("layout", "in node", "across", "state/GPU", "fits", "NVLink/step", "network/step",
+                        "comm time", "bubble"), ("left", "left", "left", "right", "left", "right", "right",
+                                                 "right", "right")))
+    print("state: weights, gradients, AdamW states (no activations); comm time: bytes / bandwidth, "
+          "no latency, no overlap with compute")
+    _print_assumptions(plan.assumptions, args)
+    return 0
+
+
+def _add_split(commands) -> None:
+    parser = _add_command(
+        commands, "split", _split,
+        help="memory per GPU and communication per step of data, fully sharded, tensor and pipeline parallel "
+             "training on nodes of GPUs",
+        examples="  lab-utils split --model llama-3.1-70b --gpu h100 --gpus-per-node 8 --nodes 4\n"
+                 "  lab-utils split --model llama-3.1-8b --gpu a100-80gb --nodes 1 --json")
+    parser.add_argument("--model", required=True, type=_model_name, help="a public model, e.g. llama-3.1-70b")
+    parser.add_argument("--gpu", required=True, type=_gpu_name, help="a catalog GPU, e.g. h100")
+    parser.add_argument("--gpus-per-node", type=_positive_int, default=8, help="GPUs per node (default 8)")
+    parser.add_argument("--nodes", type=_positive_int, default=4, help="nodes (default 4)")
+    parser.add_argument("--batch", type=_positive_int, help="sequences per micro-batch (default: the assumption)")
+    parser.add_argument("--seq-len", type=_positive_int, help="tokens per sequence (default: the assumption)")
+    parser.add_argument("--microbatches", type=_positive_int, help="micro-batches per step (default: the assumption)")
+    parser.add_argument("--network-gbytes-per-s", type=_positive_float,
+                        help="GB/s each way per GPU between nodes (default: the assumption)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
 # --- the parser ------------------------------------------------------------------------------
 
-COMMANDS = (_add_doctor, _add_bench, _add_compare, _add_hardware, _add_memory, _add_cost, _add_pick)
+COMMANDS = (_add_doctor, _add_bench, _add_compare, _add_hardware, _add_memory, _add_cost, _add_pick, _add_split)
 """One registering function per sub-command, in --help order; add one to add a command."""
 
 

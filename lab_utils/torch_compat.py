@@ -7,7 +7,7 @@ lazily, inside each function.
 
 from __future__ import annotations
 
-__all__ = ["dispatch_mode_base", "storage_key", "tensors_in"]
+__all__ = ["dispatch_mode_base", "process_group_size", "storage_key", "tensors_in"]
 
 
 def storage_key(storage) -> int:
@@ -40,3 +40,14 @@ def dispatch_mode_base():
         raise RuntimeError("this torch has no TorchDispatchMode; the course's memory tracker needs "
                            "torch >= 2.0") from error
     return TorchDispatchMode
+
+
+def process_group_size(group_name: str) -> int:
+    """The number of ranks of the process group registered as ``group_name`` (the name a
+    functional collective, such as DTensor's all-reduce, carries instead of the group)."""
+    from torch.distributed import distributed_c10d
+
+    resolve = getattr(distributed_c10d, "_resolve_process_group", None)
+    if resolve is None:  # pragma: no cover - a torch that moved it
+        raise RuntimeError("this torch cannot resolve a process group by name; count_collectives needs it")
+    return resolve(group_name).size()

@@ -38,6 +38,7 @@ GPU_NOTEBOOKS = {
 }
 CPU_NOTEBOOKS: dict[str, str] = {  # number -> why a GPU adds nothing there
     "08": "pure arithmetic and small simulations: a GPU adds nothing",
+    "10": "two gloo ranks on the CPU: one Colab GPU cannot host two NCCL ranks",
 }
 
 _NUMBER = re.compile(r"^(\d\d)_")

@@ -32,6 +32,7 @@ CALLS = {
     "parallel": "parallel.fit_parallel_fraction([1, 2, 4], [1.0, 1.8, 3.0])",
     "published": "published.table()",
     "engines": "engines.get('llama.cpp-metal').decode_efficiency_for(0.5)",
+    "splits": "splits.cluster_plan('llama-3.1-70b', 'h100', 8, 4)",
 }
 """Each pure module and one representative call of it."""
 
