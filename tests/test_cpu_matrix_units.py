@@ -64,6 +64,7 @@ def test_the_advisor_prices_a_cpu_with_amx_at_its_matrix_peak():
     from lab_utils import advisor, economics, llms
     xeon = hardware.get("Intel Xeon Platinum 8480+")
     row = next(o for o in advisor.fine_tune("llama-3.1-8b", 1e7, method="lora").options if o.name == xeon.name)
-    flops = economics.training_flops(llms.get("llama-3.1-8b").n_params, 1e7, "lora")
+    flops = economics.training_flops(llms.get("llama-3.1-8b").n_params, 1e7, "lora", model="llama-3.1-8b",
+                                     seq_len=assumptions.value("seq_len"))  # with the attention term
     expected_h = flops / (xeon.peak_flops["bf16"] * assumptions.value("cpu_mfu")) / 3600
     assert row.hours == pytest.approx(expected_h)
