@@ -42,11 +42,10 @@ COURSE_FILE = re.compile(r'course_files\.path\(\s*\\?"([^"\\]+)\\?"\s*\)')  # in
 
 # Runs after the setup cell: the installed package, not the clone, serves every file a notebook needs.
 CHECK_INSTALLED = """
-import pathlib, lab_utils
+import pathlib, sys, lab_utils
 from lab_utils import course_files
-clone = pathlib.Path({clone!r}).resolve()
 package = pathlib.Path(lab_utils.__file__).resolve().parent
-assert clone not in package.parents, f"lab_utils was imported from the clone ({{package}}), not installed"
+assert pathlib.Path(sys.prefix).resolve() in package.parents, f"lab_utils was imported from {{package}}, not installed"
 missing = []
 for name in {names!r}:
     try:
@@ -119,7 +118,7 @@ def setup_cell_notebook(notebooks: list[Path], folder: Path) -> Path:
     setup = next(cell.source for cell in first.cells if cell.cell_type == "code")
     names = sorted({name for path in notebooks for name in COURSE_FILE.findall(path.read_text(encoding="utf-8"))})
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(setup), nbformat.v4.new_code_cell(
-        CHECK_INSTALLED.format(clone=str(ROOT), names=names))])
+        CHECK_INSTALLED.format(names=names))])
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     path = folder / "setup_cell.ipynb"
     nbformat.write(notebook, path)
