@@ -1,8 +1,8 @@
 # The course's verbs. Each sets up .venv first when needed (install with the tested pins).
 #   make lab    open JupyterLab on the course
 #   make book   execute the notebooks, one at a time, and build the website into _build/html
-#   make test   about 5 minutes on 2 cores with .venv present: the unit tests and lab_utils'
-#               doctests (test-unit), every notebook executed once and its checked outputs
+#   make test   (designed for 5 minutes on a quiet 2-core machine with .venv present) the unit
+#               tests and lab_utils' doctests (test-unit), every notebook executed once and its checked outputs
 #               compared by nbval (test-notebooks), the setup cell in a Colab-like environment
 #               (test-colab), a strict website build from that same execution (test-book), and
 #               every page of it opened in headless Chromium with no internet (test-site)
