@@ -1,20 +1,29 @@
 # The course's verbs. Each sets up .venv first when needed (install with the tested pins).
 #   make lab    open JupyterLab on the course (installs only what learners need: make setup-lab)
-#   make book   execute the notebooks and build the website into _build/html
-#   make test   unit tests and lab_utils' doctests, nbval over every notebook, each notebook run
-#               alone as Colab opens it (test-standalone), a strict, clean book build, and every
-#               page of that build opened in headless Chromium with no internet (test-site)
+#   make book   execute the notebooks, one at a time, and build the website into _build/html
+#   make test   (designed for 5 minutes on a quiet 2-core machine with .venv present) the unit
+#               tests and lab_utils' doctests (test-unit), every notebook executed once and its checked outputs
+#               compared by nbval (test-notebooks), the setup cell in a Colab-like environment
+#               (test-colab), a strict website build from that same execution (test-book), and
+#               every page of it opened in headless Chromium with no internet (test-site)
+#   make test-fast        test-unit and test-notebooks only (no Colab check, no website)
+#   make test-standalone  each notebook alone in the Colab-like environment (slow; CI runs it)
 #   make linkcheck   check the website's external links (needs internet; not part of make test)
 
 PYTHON ?= $(first_python)
 VENV ?= .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
+LAB_INSTALLED := $(VENV)/.installed-lab  # learners: .[lab] only (make setup-lab)
 NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+# Notebooks executed at once by make test (make book: always 1), and pytest processes for the unit tests.
+NOTEBOOK_JOBS ?= 2
+UNIT_JOBS ?= 2
 SITE_HTML := _build/strict/_build/html
 CHROMIUM ?= chromium
 
-.PHONY: setup lab book test test-unit test-notebooks test-standalone test-book test-site site-deps web-assets linkcheck clean
+.PHONY: setup lab book test test-fast test-unit test-notebooks test-colab test-standalone test-book test-site \
+	site-deps web-assets linkcheck clean
 
 setup: $(INSTALLED)
 
@@ -30,31 +39,66 @@ $(INSTALLED): pyproject.toml constraints.txt
 lab: $(LAB_INSTALLED)
 	$(BIN)/jupyter lab notebooks/00_start_here.ipynb
 
+# Publishing: every notebook not in the execution cache, or last executed beside another one, is
+# executed alone (so the timings on the pages and the build-status page were not measured while
+# another notebook ran); --all renders every page from the cache again.
 book: $(INSTALLED) web-assets
-	$(BIN)/jupyter-book build .
+	$(BIN)/python scripts/run_notebooks.py --jobs 1 --alone
+	$(BIN)/jupyter-book build --all .
 	@echo "Website: _build/html/index.html"
 
-test: test-unit test-notebooks test-standalone site-deps test-book test-site
+# The unit tests and the notebooks run side by side (make -j2: the unit tests are mostly
+# single-threaded, while a notebook waits on kernels and subprocesses); then the Colab check,
+# the website from the same execution, and the browser test. Any failure stops make test.
+test:
+	$(MAKE) --no-print-directory $(INSTALLED)
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-notebooks
+	$(MAKE) --no-print-directory test-colab test-site
+
+test-fast:
+	$(MAKE) --no-print-directory $(INSTALLED)
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-notebooks
 
 # The unit tests, and the examples in lab_utils' docstrings run as doctests (no GPU, widgets or
-# network needed: every module imports with the required packages alone).
+# network needed: every module imports with the required packages alone). The tests marked slow
+# (they start processes: torchrun, the worker, the GPU reference script, the CLI) run in a
+# second pytest process beside the others; the timing tests (marked timing) are written so that
+# a busy machine cannot fail them. tests/site runs in test-site.
 test-unit: $(INSTALLED)
-	$(BIN)/python -m pytest --doctest-modules tests lab_utils
+	$(BIN)/python scripts/parallel_pytest.py --jobs $(UNIT_JOBS) -- --doctest-modules --ignore=tests/site tests lab_utils
 
+# Every notebook executed once (two at a time) into the execution cache (scripts/run_notebooks.py),
+# then nbval compares each "# NBVAL_CHECK_OUTPUT" cell with that execution (scripts/nbval_cached.py).
+# Why not nbval's own run: it keeps no widget state, which the website needs; this way the
+# website (test-book, book) renders the very execution nbval checked, and nothing runs twice.
+# The cache is emptied whenever lab_utils, pyproject.toml or constraints.txt change
+# (book/_ext/execution_cache.py), and a notebook whose code changed is executed again.
 test-notebooks: $(INSTALLED)
-	$(BIN)/python -m pytest $(NBVAL_FLAGS) notebooks
+	$(BIN)/python scripts/run_notebooks.py --jobs $(NOTEBOOK_JOBS); status=$$?; \
+	PYTHONPATH=scripts $(BIN)/python -m pytest -q -p nbval_cached --nbval-cached $(NBVAL_FLAGS) notebooks \
+	&& exit $$status
 
-# Each notebook alone, as Colab opens it (scripts/standalone_notebooks.py): copied into an empty
-# folder and run in a separate environment (_build/standalone-venv) that has torch and Colab's
-# ipywidgets 7.7 but no lab_utils, so the setup cell installs the course from this clone; fails
-# when a cell fails or torch or ipywidgets changed version. Slow: 1-3 minutes a notebook.
+# The Colab-like environment (_build/standalone-venv: torch and Colab's ipywidgets 7.7, no
+# lab_utils; made once and kept between runs): the shared setup cell runs once in an empty
+# folder and installs the course from this clone; passes when torch and ipywidgets keep their
+# versions and every file a notebook asks lab_utils.course_files for resolves from the installed
+# package (scripts/standalone_notebooks.py --setup-cell).
 # STANDALONE_REPOSITORY=file://$(CURDIR) installs the committed state with git, as Colab does.
 STANDALONE_REPOSITORY ?= $(CURDIR)
+test-colab: $(INSTALLED)
+	$(BIN)/python scripts/standalone_notebooks.py --setup-cell --repository $(STANDALONE_REPOSITORY)
+
+# Each notebook alone, as Colab opens it: copied into an empty folder and run in the Colab-like
+# environment, the setup cell installing the course each time. 1-3 minutes a notebook: not in
+# make test (.ci/run runs it after make test).
 test-standalone: $(INSTALLED)
 	$(BIN)/python scripts/standalone_notebooks.py --repository $(STANDALONE_REPOSITORY)
 
-# Strict: warnings are errors, and a fresh output folder so no cached execution hides a failure.
+# Strict: warnings are errors, and a fresh output folder; the notebooks' outputs come from the
+# execution cache that test-notebooks checked (run_notebooks.py executes any notebook missing
+# there: a second or two when none is).
 test-book: $(INSTALLED) web-assets
+	$(BIN)/python scripts/run_notebooks.py --jobs $(NOTEBOOK_JOBS)
 	rm -rf _build/strict
 	$(BIN)/jupyter-book build --all --warningiserror --keep-going --path-output _build/strict .
 
@@ -79,7 +123,7 @@ web-assets:
 	$(PYTHON) book/_ext/web_assets.py
 
 # External links, listed and checked: _build/linkcheck/_build/html/output.txt (and .json). Needs
-# internet; not part of make test, and a failure here blocks nothing. Runs the notebooks once more.
+# internet; not part of make test, and a failure here blocks nothing. Reads the execution cache.
 linkcheck: $(INSTALLED) web-assets
 	$(BIN)/jupyter-book build --builder linkcheck --path-output _build/linkcheck .
 
@@ -96,7 +140,6 @@ make_venv = @$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 
 # Learners: JupyterLab and the course only (.[lab]); `make setup` adds the website and test tools.
-LAB_INSTALLED := $(VENV)/.installed-lab
 setup-lab: $(LAB_INSTALLED)
 
 $(LAB_INSTALLED): pyproject.toml constraints.txt

@@ -3,10 +3,15 @@ environment that has torch, numpy, matplotlib and ipywidgets 7.7 (as Colab ships
 lab_utils, with the setup cell's COURSE_REPOSITORY pointing at this clone.
 
 Usage: python scripts/standalone_notebooks.py [--venv DIR] [--repository URL_OR_FOLDER] [NOTEBOOK ...]
-(`make test-standalone`; every notebook in notebooks/ when none is named)
+       python scripts/standalone_notebooks.py --setup-cell [--venv DIR] [--repository URL_OR_FOLDER]
+(`make test-standalone`: every notebook in notebooks/ when none is named; `make test-colab`:
+--setup-cell)
 
 Passes when every cell of every notebook runs without error and the preinstalled torch and
-ipywidgets are the same versions afterwards. The environment is made once (in --venv) and put
+ipywidgets are the same versions afterwards. With --setup-cell, only the setup cell (the same in
+every notebook: tests/test_notebooks.py) runs, once, followed by a check that lab_utils was
+installed (not read from the clone) and that every file a notebook asks
+``course_files.path("...")`` for resolves from the installed package. The environment is made once (in --venv) and put
 back to its preinstalled packages before each notebook, so each starts without lab_utils.
 --repository defaults to this folder (the working tree, committed or not); a git URL such as
 file:///path/to/clone tests the committed state the way Colab installs it.
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -32,6 +38,23 @@ ROOT = Path(__file__).resolve().parents[1]
 PREINSTALLED = ("pip>=24.1", "torch==2.13.0", "numpy", "matplotlib", "ipywidgets==7.7.1", "ipykernel", "nbclient",
                 "nbformat")
 KEPT = ("torch", "ipywidgets")  # must keep their versions through every notebook
+COURSE_FILE = re.compile(r'course_files\.path\(\s*\\?"([^"\\]+)\\?"\s*\)')  # in a notebook's JSON
+
+# Runs after the setup cell: the installed package, not the clone, serves every file a notebook needs.
+CHECK_INSTALLED = """
+import pathlib, sys, lab_utils
+from lab_utils import course_files
+package = pathlib.Path(lab_utils.__file__).resolve().parent
+assert pathlib.Path(sys.prefix).resolve() in package.parents, f"lab_utils was imported from {{package}}, not installed"
+missing = []
+for name in {names!r}:
+    try:
+        print(name, "->", course_files.path(name))
+    except ValueError as error:
+        missing.append(str(error))
+assert not missing, "files the notebooks need are not in the installed package: " + "; ".join(missing)
+print("lab_utils installed at", package)
+"""
 
 # Runs inside the environment: execute one notebook in its folder, every cell, no errors allowed.
 EXECUTE = """
@@ -87,13 +110,33 @@ def run_alone(python: Path, notebook: Path, repository: str) -> tuple[bool, floa
         return done.returncode == 0, time.perf_counter() - started_s, done.stderr[-3000:]
 
 
+def setup_cell_notebook(notebooks: list[Path], folder: Path) -> Path:
+    """A notebook of the notebooks' setup cell and CHECK_INSTALLED, written into ``folder``."""
+    import nbformat
+
+    first = nbformat.read(notebooks[0], as_version=4)
+    setup = next(cell.source for cell in first.cells if cell.cell_type == "code")
+    names = sorted({name for path in notebooks for name in COURSE_FILE.findall(path.read_text(encoding="utf-8"))})
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(setup), nbformat.v4.new_code_cell(
+        CHECK_INSTALLED.format(names=names))])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path = folder / "setup_cell.ipynb"
+    nbformat.write(notebook, path)
+    return path
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", type=Path)
     parser.add_argument("--venv", type=Path, default=ROOT / "_build" / "standalone-venv")
     parser.add_argument("--repository", default=str(ROOT))
+    parser.add_argument("--setup-cell", action="store_true",
+                        help="run only the shared setup cell, once, and check what it installed")
     args = parser.parse_args(argv)
     notebooks = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    scratch = tempfile.TemporaryDirectory(prefix="setup-cell-")
+    if args.setup_cell:
+        notebooks = [setup_cell_notebook(notebooks, Path(scratch.name))]
 
     started_s = time.perf_counter()
     python = make_environment(args.venv.resolve())
@@ -112,6 +155,7 @@ def main(argv=None) -> int:
         if not passed or changed:
             failed.append(notebook.name)
     restore(python, baseline)
+    scratch.cleanup()
     print(f"{len(notebooks) - len(failed)} of {len(notebooks)} notebooks ran alone in "
           f"{time.perf_counter() - started_s:.0f} s; kept " + ", ".join(f"{name} {baseline[name]}" for name in KEPT))
     return 1 if failed else 0

@@ -19,6 +19,7 @@ BUSY_HINT = ("measured on a busy machine? Other programs holding cores slow benc
              "line before writing it) toward 2/3 of memcpy's rate: rerun on a quiet machine")
 
 
+@pytest.mark.timing
 def test_sweep_gflops_of_a_1024_fp32_matmul_agrees_with_a_plain_stopwatch():
     # Not torch.utils.benchmark: bench times through timing.measure, which wraps it. An
     # independent perf_counter loop of the same product, measured alternately, must agree.

@@ -40,6 +40,7 @@ def test_every_command_has_help_with_examples(command):
     assert "lab-utils " + command in result.stdout.split("examples:")[1]
 
 
+@pytest.mark.slow
 def test_doctor_reports_and_exit_status_says_whether_the_course_can_run():
     result = run("doctor")
     assert "PyTorch" in result.stdout and "RAM" in result.stdout
@@ -135,6 +136,7 @@ def test_memory_breakdown_and_gpus():
     assert params.returncode == 0 and "fits on one" in params.stdout and "needs at least 2" in params.stdout
 
 
+@pytest.mark.slow
 def test_memory_and_cost_do_not_import_torch():
     for args in (["memory", "--model", "llama-3.1-8b"], ["cost", "serve", "--model", "llama-3.1-8b"],
                  ["cost", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8"], ["hardware", "T4"]):
@@ -174,6 +176,7 @@ def test_hardware_lists_and_shows_sources():
     assert one.returncode == 0 and spec.source in one.stdout and spec.source_date in one.stdout
 
 
+@pytest.mark.slow
 def test_bench_json_then_compare_draws_the_class_roofline(tmp_path):
     result = run("bench", "--device", "cpu", "--seconds", "5", "--json", timeout=180)
     assert result.returncode == 0, result.stderr

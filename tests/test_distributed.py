@@ -202,6 +202,7 @@ def _gone(pid: int, within_s: float = 5.0) -> bool:
     return False
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["hang", "fail", "orphan"])
 def test_no_process_is_left_whatever_happens(tmp_path, mode):
     launcher = tmp_path / "fake_torchrun.py"
@@ -250,6 +251,7 @@ def _untrained_digest(kind: str, seed: int) -> str:
     return distributed.parameter_digest(ddp_train.make_model(kind))
 
 
+@pytest.mark.slow
 def test_ddp_ranks_agree_bit_for_bit_after_training(tmp_path):
     pytest.importorskip("torch")
     out = tmp_path / "result.json"
@@ -277,6 +279,7 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_the_multi_node_command_runs_unchanged(tmp_path):
     """Two 'nodes' of one process each, on this machine, with --nnodes 2 --node_rank R --master_addr."""
     pytest.importorskip("torch")
@@ -297,6 +300,7 @@ def test_the_multi_node_command_runs_unchanged(tmp_path):
     assert report["ranks"][0]["digest"] == report["ranks"][1]["digest"] != _untrained_digest("mlp", 0)
 
 
+@pytest.mark.slow
 def test_ddp_script_explains_how_to_launch_it(tmp_path):
     finished = subprocess.run([sys.executable, str(DDP_SCRIPT), "--out", str(tmp_path / "r.json")],
                               capture_output=True, text=True, timeout=60)

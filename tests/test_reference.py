@@ -25,6 +25,7 @@ def cpu_run(tmp_path_factory):
     return files[0]
 
 
+@pytest.mark.slow
 def test_script_writes_every_measurement_or_says_why_not(cpu_run):
     ref = reference.read(cpu_run)
     assert set(ref.measurements) | set(ref.skipped) >= {
@@ -154,6 +155,7 @@ def test_slug():
     assert reference.slug("NVIDIA A100-SXM4-80GB") == "nvidia-a100-sxm4-80gb"
 
 
+@pytest.mark.slow
 def test_the_script_refuses_cuda_without_a_gpu():
     import torch
 

@@ -17,6 +17,7 @@ def perf_counter_seconds_per_call(fn, calls=20):
     return (time.perf_counter() - start) / calls
 
 
+@pytest.mark.timing
 def test_measure_reports_seconds_per_call():
     """A 5 ms sleep: timing.measure's median agrees with a plain perf_counter loop (measured
     alternately, so a busy machine slows both), so the unit is seconds per call."""

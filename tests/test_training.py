@@ -38,6 +38,7 @@ def pretrained_model(config=SMALL):
 
 # Full fine-tuning from scratch learns the byte statistics fast; LoRA's few adapter weights move
 # a pretrained base less, so its bar is lower (measured: losses x0.60 full, x0.89 LoRA).
+@pytest.mark.slow
 @pytest.mark.parametrize("method, lr, make_base, loss_ratio, eval_ratio", [
     ("full", 3e-3, fresh_model, 0.7, 0.8),
     ("lora", 1e-2, pretrained_model, 0.93, 0.95),

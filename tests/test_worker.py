@@ -61,6 +61,7 @@ def test_handler_returns_an_error_object_for_bad_input(handler_module, job, frag
     assert fragment in answer["error"]
 
 
+@pytest.mark.slow
 def test_test_input_mode_exits_0_on_success_and_1_on_bad_input():
     pytest.importorskip("runpod")
     def run(job):
@@ -70,6 +71,7 @@ def test_test_input_mode_exits_0_on_success_and_1_on_bad_input():
     assert run({"input": {"prompt": ""}}).returncode == 1
 
 
+@pytest.mark.slow
 def test_local_api_answers_100_requests_at_concurrency_10_and_leaves_no_process(handler_module):
     pytest.importorskip("runpod")
     jobs = [{"prompt": f"request {i}", "max_new_tokens": 3} for i in range(100)]
@@ -97,6 +99,7 @@ def test_serve_stops_the_process_when_the_handler_fails_to_start(tmp_path):
             pass
 
 
+@pytest.mark.slow
 def test_serve_refuses_a_missing_handler(tmp_path):
     with pytest.raises(ValueError, match="handler_path"):
         with local_worker.serve(tmp_path / "nowhere.py"):

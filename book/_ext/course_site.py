@@ -17,6 +17,10 @@
 - Registers the live calculators (live_calculators.py): the ``{live-calculators}`` directive,
   the course's wheel built at book time, and their script.
 
+- Empties the notebooks' execution cache before anything reads it when the package,
+  pyproject.toml or constraints.txt changed since it was filled (execution_cache.py), so no
+  build, not even a plain ``jupyter-book build .``, renders a stale execution.
+
 - Fixes console errors the browser test found: a duplicated inline script and an unset theme
   mode on every page, and the widget manager's fonts looked for beside the page.
 
@@ -35,6 +39,7 @@ from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.util import logging
 
+import execution_cache
 import exercises
 import live_calculators
 import web_assets
@@ -181,7 +186,15 @@ def theme_defaults(app: Sphinx, config: Config) -> None:
     config.html_context.setdefault("default_mode", "auto")  # pydata-sphinx-theme reads it here
 
 
+def check_execution_cache(app: Sphinx, config: Config) -> None:
+    """Empty the execution cache when it was filled under another course key."""
+    folder = Path(app.srcdir) / config.nb_execution_cache_path
+    if config.nb_execution_mode == "cache" and execution_cache.invalidate_if_stale(folder, Path(app.srcdir)):
+        logger.info(f"course_site: the package or its pins changed; emptied the execution cache {folder}")
+
+
 def setup(app: Sphinx) -> dict:
+    app.connect("config-inited", check_execution_cache)
     live_calculators.setup(app)  # the live calculators page: Pyodide and the course's wheel
     app.connect("config-inited", use_local_assets)
     app.connect("config-inited", theme_defaults)
