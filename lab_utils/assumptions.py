@@ -20,28 +20,37 @@ stands for a device). Pure Python: no torch.
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 
 from lab_utils import catalogs, checks, hardware, prices
 
-__all__ = ["METHODS", "Assumption", "DevicePrice", "catalog", "compute_dtype", "device_price", "get",
-           "lines", "precision_for", "value"]
+__all__ = ["FINE_TUNE_METHODS", "METHODS", "Assumption", "DevicePrice", "catalog", "compute_dtype", "device_price", "get",
+           "lines", "precision_for", "resolve", "value"]
 
 METHODS = ("inference", "full", "lora", "qlora")
-"""Jobs whose precision is an assumption: serving, full fine-tune, LoRA, QLoRA."""
+"""Jobs whose precision is an assumption: serving, full fine-tune, LoRA, QLoRA (the one list)."""
+
+FINE_TUNE_METHODS = METHODS[1:]
+"""The fine-tuning methods: full, LoRA, QLoRA."""
 
 _DATA_FILE = "assumptions.toml"
+_DATE = re.compile(r"(19|20)\d\d-(0[1-9]|1[0-2])")
 
 
 @dataclass(frozen=True)
 class Assumption:
     """One default: ``name`` (e.g. "mfu", "precision.lora"), its ``value``, ``why`` in one
-    line, and ``source`` (None where the value is the course's own choice)."""
+    line, ``source`` (a citation, or "course choice"), ``date`` (YYYY-MM of the source, or of
+    the choice) and ``option``: the command-line option that overrides it (None where none does;
+    several spellings separated by " | ")."""
 
     name: str
     value: object
     why: str
-    source: str | None = None
+    source: str
+    date: str
+    option: str | None = None
 
     def line(self, taken: object = None) -> str:
         """'name = value: why', with ``taken`` as the value where a rule chose it (a dtype, an offer)."""
@@ -61,10 +70,15 @@ def _entries(table: dict, prefix: str = "") -> list[Assumption]:
         if "value" not in entry:
             found += _entries(entry, f"{name}.")
             continue
-        unknown = set(entry) - {"value", "why", "source"}
-        if unknown or not isinstance(entry.get("why"), str) or not entry["why"].strip():
-            raise ValueError(f"{where}: needs value and a non-empty why (source optional), got keys {sorted(entry)}")
-        found.append(Assumption(name, entry["value"], entry["why"], entry.get("source")))
+        unknown = set(entry) - {"value", "why", "source", "date", "option"}
+        if unknown or any(not isinstance(entry.get(key), str) or not entry[key].strip()
+                          for key in ("why", "source", "date")):
+            raise ValueError(f"{where}: needs value and a non-empty why, source and date (option optional), "
+                             f"got keys {sorted(entry)}")
+        if not _DATE.fullmatch(entry["date"]):
+            raise ValueError(f"{where}: date must be YYYY-MM, got {entry['date']!r}")
+        found.append(Assumption(name, entry["value"], entry["why"], entry["source"], entry["date"],
+                                entry.get("option")))
     return found
 
 
@@ -89,6 +103,24 @@ def get(name: str) -> Assumption:
 def value(name: str):
     """The value of one assumption (``get(name).value``)."""
     return get(name).value
+
+
+def resolve(**given) -> tuple[dict, dict]:
+    """(values, taken): every keyword is an assumption's name (a dot written as ``__``); one
+    given as None takes the assumption's value and is listed in ``taken``, the others keep the
+    value given (checking it is the caller's job). The one way "None means the assumption;
+    record it" is written.
+
+    >>> resolve(mfu=None, seq_len=2048)
+    ({'mfu': 0.4, 'seq_len': 2048}, {'mfu': 0.4})
+    """
+    values, taken = {}, {}
+    for key, given_value in given.items():
+        name = key.replace("__", ".")
+        if given_value is None:
+            given_value = taken[name] = value(name)
+        values[name] = given_value
+    return values, taken
 
 
 def lines(taken) -> list[str]:

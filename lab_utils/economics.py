@@ -14,9 +14,7 @@ Formulas (sources in each docstring):
   what the API costs.
 
 Prices live in ``lab_utils/data/prices.toml``, each with its date and source, read by
-``lab_utils.prices`` (:func:`api_prices`, :func:`hourly_prices`, :func:`serverless_prices` are
-re-exported here). Money in
-US dollars, time in seconds or hours as the names say. Pure Python: no torch.
+``lab_utils.prices`` (import it where a cell reads a price). Money in US dollars, time in seconds or hours as the names say. Pure Python: no torch.
 """
 
 from __future__ import annotations
@@ -24,19 +22,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from lab_utils import assumptions, checks, hardware, llms, memory, serving
-from lab_utils.prices import (  # re-exported: the notebooks reach prices through economics
-    SECONDS_PER_HOUR, ApiPrice, HourlyPrice, ServerlessPrice, api_price, api_prices, hourly_price,
-    hourly_prices, serverless_price, serverless_prices,
-)
+from lab_utils import assumptions, checks, hardware, llms, memory, prices, serving
+from lab_utils.prices import SECONDS_PER_HOUR
 
 __all__ = [
-    "FLOPS_PER_PARAM_PER_TOKEN", "HOURS_PER_MONTH", "SECONDS_PER_HOUR",
-    "ApiPrice", "FineTuneEstimate", "HourlyPrice", "ServerlessPrice", "ServingCosts", "ServingSetup",
-    "api_cost", "api_price", "api_prices", "blended_price_per_million",
+    "FLOPS_PER_PARAM_PER_TOKEN", "HOURS_PER_MONTH",
+    "FineTuneEstimate", "ServingCosts", "ServingSetup",
+    "api_cost", "blended_price_per_million",
     "breakeven_tokens_per_month", "cost_per_million_tokens", "decode_tokens_per_s_bound",
-    "fine_tune_estimate", "hourly_price", "hourly_prices",
-    "range_verdict", "serverless_price", "serverless_prices", "serverless_setup", "serving_costs",
+    "fine_tune_estimate",
+    "range_verdict", "serverless_setup", "serving_costs",
     "training_flops", "training_hours",
 ]
 
@@ -79,12 +74,10 @@ def training_hours(flops, *, peak_flops, mfu, n_devices: int = 1) -> float:
 
 # --- serving ---------------------------------------------------------------------------------
 
-def cost_per_million_tokens(price_per_hour, tokens_per_s) -> float:
-    """Dollars per 1M tokens on a machine rented at ``price_per_hour`` that produces
-    ``tokens_per_s``: price / (tokens/s x 3600) x 1e6. $1.12/h at 191 tokens/s: $1.63."""
-    price_per_hour = checks.number("price_per_hour", price_per_hour, strict=False)
-    tokens_per_s = checks.number("tokens_per_s", tokens_per_s)
-    return price_per_hour / (tokens_per_s * SECONDS_PER_HOUR) * 1e6
+def cost_per_million_tokens(usd_per_hour, tokens_per_s) -> float:
+    """Dollars per 1M tokens on a machine rented at ``usd_per_hour`` that produces
+    ``tokens_per_s`` (the formula: ``prices.usd_per_million_tokens``)."""
+    return prices.usd_per_million_tokens(usd_per_hour, tokens_per_s)
 
 
 def api_cost(input_tokens, output_tokens, *, price_in_per_million, price_out_per_million) -> float:
@@ -132,11 +125,6 @@ def _peak_flops(spec: hardware.Spec, dtype) -> tuple[str, float]:
     return dtype, spec.peak_flops[dtype]
 
 
-def _default(name: str, given):
-    """``given``, or the assumption ``name`` when ``given`` is None."""
-    return assumptions.value(name) if given is None else given
-
-
 @dataclass(frozen=True)
 class ServingSetup:
     """One replica of a model served on Runpod serverless GPUs: as many GPUs as its weights and
@@ -149,7 +137,7 @@ class ServingSetup:
     tokens_per_s: float
     price_per_hour: float
     always_on_price_per_hour: float
-    price: "ServerlessPrice"
+    price: prices.ServerlessPrice
 
 
 def serverless_setup(model, gpu, *, precision=None, batch=1, seq_len=None, output_share=None,
@@ -162,10 +150,11 @@ def serverless_setup(model, gpu, *, precision=None, batch=1, seq_len=None, outpu
     config = llms.as_config(model)
     spec = hardware.as_spec(gpu)
     precision = assumptions.precision_for("inference") if precision is None else precision
-    seq_len = checks.count("seq_len", _default("seq_len", seq_len), minimum=2)
-    output_share = checks.number("output_share", _default("output_share", output_share), maximum=1.0)
+    values, _ = assumptions.resolve(seq_len=seq_len, output_share=output_share)
+    seq_len = checks.count("seq_len", values["seq_len"], minimum=2)
+    output_share = checks.number("output_share", values["output_share"], maximum=1.0)
     output_len = min(seq_len - 1, max(1, round(seq_len * output_share)))
-    price = serverless_price(spec.name)
+    price = prices.serverless_price(spec.name)
     needs = memory.job_estimate(config, method="inference", precision=precision, batch=batch, seq_len=seq_len)
     gpus = memory.gpus_needed(needs.total_bytes, spec)
     served = serving.estimate(config, device=serving.replica(spec, gpus), batch=batch, prompt_len=seq_len - output_len,
@@ -199,7 +188,7 @@ class ServingCosts:
 
 def _serving_inputs(api_cost_per_million, price_per_hour, tokens_per_s, fine_tune_cost, amortize_months,
                     always_on_price_per_hour):
-    amortize_months = _default("amortize_months", amortize_months)
+    amortize_months = assumptions.resolve(amortize_months=amortize_months)[0]["amortize_months"]
     api = checks.number("api_cost_per_million", api_cost_per_million, strict=False)
     price = checks.number("price_per_hour", price_per_hour, strict=False)
     tokens_per_s = checks.number("tokens_per_s", tokens_per_s)
@@ -294,6 +283,7 @@ class FineTuneEstimate:
     assumptions: tuple[tuple[str, object], ...] = ()
     hardware_flops: float | None = None  # what the GPUs execute: flops + the recomputed forward pass
     n_nodes: int = 1  # servers of max_devices GPUs rented (jobs beyond one server take whole ones)
+    price_date: str = "given"  # the date of the price (YYYY-MM, YYYY or "undated"), "given" when passed in
 
     @property
     def gpu_hours(self) -> float:
@@ -313,50 +303,51 @@ class FineTuneEstimate:
         return self.gpu_hours * self.price_usd_per_gpu_hour
 
 
-def fine_tune_estimate(model, n_tokens, *, method="lora", gpu="H100 SXM", mfu=None, price_per_gpu_hour=None,
+def fine_tune_estimate(model, n_tokens, *, method=None, gpu=None, mfu=None, price_per_gpu_hour=None,
                        dtype=None, n_gpus=None, seq_len=None, batch=None, recompute=None,
-                       lora_rank=None) -> FineTuneEstimate:
+                       lora_rank=None, max_devices=None) -> FineTuneEstimate:
     """Estimate a fine-tune of ``model`` (an ``llms`` name or LLMConfig) over ``n_tokens``.
 
     FLOPs: :func:`training_flops` with the model's parameters per token; time:
     :func:`training_hours` at the GPU's dense ``dtype`` peak; memory: ``memory.job_estimate``
     in the method's precision. Every argument left None takes its default from
     ``lab_utils.assumptions``: mfu, the dtype the GPU computes in, sequence length, batch,
-    recomputation, LoRA rank, and the price that stands for the GPU (its cheapest rentable
-    offer; ``cost_usd`` is None when the data has none).
+    recomputation, LoRA rank, the method (``default_method``), the GPU (``default_gpu``), GPUs
+    per server (``max_devices``) and the price that stands for the GPU (its cheapest rentable
+    offer; ``cost_usd`` is None when the data has none). More than one GPU for a full fine-tune:
+    ZeRO-3 as DeepSpeed reserves it (``memory.zero3_bytes_per_gpu``).
     """
     config = llms.as_config(model)
-    method = checks.choice("method", method, ("full", "lora", "qlora"))
-    spec = hardware.as_spec(gpu)
-    taken = {name: assumptions.value(name) for name, given in (
-        ("mfu", mfu), ("seq_len", seq_len), ("batch", batch),
-        ("recompute_fine_tune", recompute), ("lora_rank", lora_rank)) if given is None}
+    values, taken = assumptions.resolve(default_method=method, default_gpu=gpu, mfu=mfu, seq_len=seq_len,
+                                        batch=batch, recompute_fine_tune=recompute, lora_rank=lora_rank,
+                                        max_devices=max_devices)
+    method = checks.choice("method", values["default_method"], assumptions.FINE_TUNE_METHODS)
+    spec = hardware.as_spec(values["default_gpu"])
     if dtype is None:
         taken["compute_dtypes"] = assumptions.compute_dtype(spec)
     dtype, peak = _peak_flops(spec, dtype)
-    mfu = checks.number("mfu", taken.get("mfu", mfu), maximum=1.0)
+    mfu = checks.number("mfu", values["mfu"], maximum=1.0)
     if price_per_gpu_hour is None:
         price = assumptions.device_price(spec)
         price_usd, price_source = price.usd_per_hour, f"{price.offer} ({price.source}, {price.date})"
-        taken["price_rule"] = price.offer
+        taken["price_rule"], price_date = price.offer, price.date
     else:
         price_usd = checks.number("price_per_gpu_hour", price_per_gpu_hour, strict=False)
-        price_source = "given"
-    estimate = memory.job_estimate(config, method=method, batch=taken.get("batch", batch),
-                                   seq_len=taken.get("seq_len", seq_len),
-                                   recompute=taken.get("recompute_fine_tune", recompute),
-                                   lora_rank=taken.get("lora_rank", lora_rank))
+        price_source, price_date = "given", "given"
+    estimate = memory.job_estimate(config, method=method, batch=values["batch"], seq_len=values["seq_len"],
+                                   recompute=values["recompute_fine_tune"], lora_rank=values["lora_rank"])
     taken[f"precision.{method}"] = estimate.precision
-    n_gpus = memory.gpus_needed(estimate.total_bytes, spec) if n_gpus is None else checks.count("n_gpus", n_gpus)
-    per_node = assumptions.value("max_devices")
+    n_gpus = _gpus_for(config, estimate, spec) if n_gpus is None else checks.count("n_gpus", n_gpus)
+    per_node = checks.count("max_devices", values["max_devices"])
     n_nodes = math.ceil(n_gpus / per_node)
-    if n_nodes > 1:  # beyond one server: whole 8-GPU servers, priced as such where the data has one
-        taken["max_devices"] = per_node
+    if n_nodes == 1:
+        taken.pop("max_devices", None)
+    else:  # beyond one server: whole servers, priced as such where the data has one
         n_gpus = n_nodes * per_node
         if price_per_gpu_hour is None:
             price = assumptions.device_price(spec, n_gpus=n_gpus)
             price_usd, price_source = price.usd_per_hour, f"{price.offer} ({price.source}, {price.date})"
-            taken["price_rule"] = price.offer
+            taken["price_rule"], price_date = price.offer, price.date
     flops = training_flops(config.params_per_token, n_tokens, method)
     recomputed = training_flops(config.params_per_token, n_tokens, "inference") if estimate.recompute == "full" else 0.0
     if mfu * (flops + recomputed) / flops > 1:
@@ -366,22 +357,36 @@ def fine_tune_estimate(model, n_tokens, *, method="lora", gpu="H100 SXM", mfu=No
         mfu=mfu, dtype=dtype, flops=flops, memory_bytes=estimate.total_bytes,
         hours=training_hours(flops, peak_flops=peak, mfu=mfu, n_devices=n_gpus),
         price_usd_per_gpu_hour=price_usd, price_source=price_source, assumptions=tuple(taken.items()),
-        hardware_flops=flops + recomputed, n_nodes=n_nodes,
+        hardware_flops=flops + recomputed, n_nodes=n_nodes, price_date=price_date,
     )
+
+
+def _gpus_for(config: llms.LLMConfig, estimate, spec: hardware.Spec) -> int:
+    """The fewest GPUs that hold the job: its total split evenly; a full fine-tune on more than
+    one GPU by ZeRO-3 as DeepSpeed reserves it (``memory.zero3_bytes_per_gpu``: 18 bytes per
+    parameter over the GPUs plus the largest module gathered), beside each GPU's activations."""
+    n_gpus = memory.gpus_needed(estimate.total_bytes, spec)
+    if estimate.method != "full" or n_gpus == 1 or config.family is None:
+        return n_gpus
+    activations = estimate.part("activations")
+    while not memory.fits(memory.zero3_bytes_per_gpu(config, n_gpus) + activations, spec):
+        n_gpus += 1
+    return n_gpus
 
 
 # --- claim checks ----------------------------------------------------------------------------
 
-def range_verdict(claimed, low, high, tolerance=0.15) -> str:
+def range_verdict(claimed, low, high, tolerance=None) -> str:
     """Compare a claimed figure with the range [low, high] that sourced figures give.
 
-    'consistent' inside the range widened by ``tolerance``; otherwise 'wrong: Nx too low' or
+    'consistent' inside the range widened by ``tolerance`` (default: the ``range_tolerance`` assumption); otherwise 'wrong: Nx too low' or
     'wrong: Nx too high', N measured from the nearer end of the range.
     """
     claimed = checks.number("claimed", claimed)
     low = checks.number("low", low)
     high = checks.number("high", high, minimum=low, strict=False)
-    tolerance = checks.number("tolerance", tolerance, strict=False, maximum=1.0)
+    tolerance = checks.number("tolerance", assumptions.resolve(range_tolerance=tolerance)[0]["range_tolerance"],
+                              strict=False, maximum=1.0)
     if low * (1 - tolerance) <= claimed <= high * (1 + tolerance):
         return "consistent"
     if claimed < low:

@@ -23,7 +23,7 @@ def job_energy_kwh(hours: float, n_devices: int, tdp_watts: float, *, power_shar
     hours = checks.number("hours", hours, strict=False)
     n_devices = checks.count("n_devices", n_devices)
     tdp_watts = checks.number("tdp_watts", tdp_watts)
-    share = assumptions.value("power_share_of_tdp") if power_share is None else power_share
+    share = assumptions.resolve(power_share_of_tdp=power_share)[0]["power_share_of_tdp"]
     share = checks.number("power_share", share, maximum=1.0)
     return hours * n_devices * tdp_watts * share / 1000.0
 
@@ -31,5 +31,5 @@ def job_energy_kwh(hours: float, n_devices: int, tdp_watts: float, *, power_shar
 def emissions_kg(energy_kwh: float, *, grid_kg_per_kwh: float | None = None) -> float:
     """kg CO2e for ``energy_kwh`` at ``grid_kg_per_kwh`` (default: ``grid_kg_co2e_per_kwh``)."""
     energy_kwh = checks.number("energy_kwh", energy_kwh, strict=False)
-    grid = assumptions.value("grid_kg_co2e_per_kwh") if grid_kg_per_kwh is None else grid_kg_per_kwh
+    grid = assumptions.resolve(grid_kg_co2e_per_kwh=grid_kg_per_kwh)[0]["grid_kg_co2e_per_kwh"]
     return energy_kwh * checks.number("grid_kg_per_kwh", grid, strict=False)

@@ -15,16 +15,27 @@ from lab_utils import catalogs, checks, hardware, lookup
 
 __all__ = [
     "SECONDS_PER_HOUR", "ApiPrice", "HourlyPrice", "ServerlessPrice", "api_price", "api_prices",
-    "hourly_price", "hourly_prices", "serverless_price", "serverless_prices",
+    "hourly_price", "hourly_prices", "serverless_price", "serverless_prices", "usd_per_million_tokens",
 ]
 
 SECONDS_PER_HOUR = 3600.0
+"""The one conversion between prices per hour and rates per second."""
+
+
+def usd_per_million_tokens(usd_per_hour, tokens_per_s) -> float:
+    """Dollars per 1M tokens on a machine rented at ``usd_per_hour`` that produces
+    ``tokens_per_s``: price / (tokens/s x 3600) x 1e6. $1.12/h at 191 tokens/s: $1.63."""
+    usd_per_hour = checks.number("usd_per_hour", usd_per_hour, strict=False)
+    tokens_per_s = checks.number("tokens_per_s", tokens_per_s)
+    return usd_per_hour / (tokens_per_s * SECONDS_PER_HOUR) * 1e6
 _DATA_FILE = "prices.toml"
 
 
 @dataclass(frozen=True)
 class ApiPrice:
-    """A hosted model's price in dollars per 1M tokens read (input) and written (output)."""
+    """A hosted model's price in dollars per 1M tokens read (input) and written (output).
+    ``model``: the open model of ``lab_utils.llms`` a provider hosts (None: a closed model,
+    a different product from any open one)."""
 
     name: str
     provider: str
@@ -33,6 +44,7 @@ class ApiPrice:
     date: str
     source: str
     aliases: tuple[str, ...] = ()
+    model: str | None = None
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,7 @@ a mix of both does to average latency, tail latency and cost.
   traffic (the mixture of the routes' distributions) and the cost per request.
 
 Seconds, bytes, FLOPs and US dollars throughout. Pure arithmetic: no torch, no clock. Measuring
-per-request latencies is ``lab_utils.latency.request_latencies_s``, still reachable as
-``routing.request_latencies_s``.
+per-request latencies is ``lab_utils.latency.request_latencies_s`` (the measuring layer).
 """
 
 from __future__ import annotations
@@ -26,16 +25,15 @@ import math
 from dataclasses import dataclass
 
 from lab_utils import checks
+from lab_utils.interconnects import PCIE_TRANSFERS_PER_S_PER_LANE, pcie_bytes_per_s
 from lab_utils.prices import SECONDS_PER_HOUR
 
 __all__ = [
     "PCIE_TRANSFERS_PER_S_PER_LANE", "OffloadFloor", "Route", "Mix",
-    "crossover_batch", "mix", "offload_floor", "pcie_bytes_per_s", "request_latencies_s",
+    "crossover_batch", "mix", "offload_floor", "pcie_bytes_per_s",
 ]
-
-PCIE_TRANSFERS_PER_S_PER_LANE = {3: 8e9, 4: 16e9, 5: 32e9}
-"""Signalling rate of one PCI Express lane, transfers (bits) per second, by generation
-(PCI-SIG base specifications 3.0, 4.0, 5.0); all three encode 128 bits in 130."""
+# PCIE_TRANSFERS_PER_S_PER_LANE and pcie_bytes_per_s are data (lab_utils.interconnects), used here
+# to price offloading and listed so that notebooks find the host link beside it
 
 _SHARE_TOLERANCE = 1e-9
 
@@ -51,22 +49,6 @@ def _seconds_tuple(name: str, values) -> tuple[float, ...]:
 
 
 # --- the host link and the cost of offloading ------------------------------------------------
-
-def pcie_bytes_per_s(generation: int = 4, lanes: int = 16) -> float:
-    """Bytes per second in one direction of a PCI Express link: rate per lane x lanes x 128/130 / 8.
-
-    PCIe 4.0 x16: 16 GT/s x 16 x 128/130 / 8 = 31.5 GB/s. Packet headers and the driver take a
-    further share, so copies reach less (``torch`` copies from pinned memory come closest).
-    """
-    if isinstance(generation, bool) or not isinstance(generation, int):
-        raise TypeError(f"generation must be an int, one of {tuple(PCIE_TRANSFERS_PER_S_PER_LANE)}")
-    if generation not in PCIE_TRANSFERS_PER_S_PER_LANE:
-        raise ValueError(f"generation={generation!r}: allowed {tuple(PCIE_TRANSFERS_PER_S_PER_LANE)}")
-    lanes = checks.count("lanes", lanes, minimum=1)
-    if lanes not in (1, 2, 4, 8, 16):
-        raise ValueError(f"lanes={lanes!r}: a PCIe link has 1, 2, 4, 8 or 16 lanes")
-    return PCIE_TRANSFERS_PER_S_PER_LANE[generation] * lanes * 128 / 130 / 8
-
 
 @dataclass(frozen=True)
 class OffloadFloor:
@@ -270,12 +252,3 @@ def mix(routes) -> Mix:
     except TypeError:
         raise TypeError(f"routes must be an iterable of Route, got {type(routes).__name__}") from None
     return Mix(routes)
-
-
-def __getattr__(name):
-    """``routing.request_latencies_s``, loaded from ``lab_utils.latency`` when used."""
-    if name == "request_latencies_s":
-        from lab_utils import latency
-
-        return latency.request_latencies_s
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,7 +6,7 @@ import math
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from lab_utils import checks, economics, hardware, memory, parallel, roofline, serverless, serving
+from lab_utils import checks, economics, hardware, memory, parallel, prices, roofline, serverless, serving
 
 settings.register_profile("hardened", max_examples=40, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
@@ -47,7 +47,7 @@ POSITIVE_INPUTS = {
     "economics.training_flops n_params": (lambda v: economics.training_flops(v, 1e9), "n_params"),
     "economics.training_flops n_tokens": (lambda v: economics.training_flops(1e9, v), "n_tokens"),
     "economics.training_hours mfu": (lambda v: economics.training_hours(1e20, peak_flops=1e15, mfu=v), "mfu"),
-    "economics.cost_per_million price": (lambda v: economics.cost_per_million_tokens(v, 100), "price_per_hour"),
+    "economics.cost_per_million price": (lambda v: economics.cost_per_million_tokens(v, 100), "usd_per_hour"),
     "economics.cost_per_million tokens/s": (lambda v: economics.cost_per_million_tokens(2, v), "tokens_per_s"),
     "economics.api_cost input": (lambda v: economics.api_cost(v, 1, price_in_per_million=1,
                                                               price_out_per_million=1), "input_tokens"),
@@ -118,15 +118,15 @@ def test_counts_refuse_zero_negatives_and_non_integers(case, value):
 NAME_INPUTS = {
     "hardware.get": (hardware.get, "name"),
     "roofline.roof_of": (roofline.roof_of, "name"),
-    "economics.api_price": (economics.api_price, "name"),
-    "economics.hourly_price": (economics.hourly_price, "name"),
-    "economics.serverless_price": (economics.serverless_price, "name"),
+    "prices.api_price": (prices.api_price, "name"),
+    "prices.hourly_price": (prices.hourly_price, "name"),
+    "prices.serverless_price": (prices.serverless_price, "name"),
     "memory.job_estimate model": (lambda v: memory.job_estimate(v), "name"),
     "memory.job_estimate method": (lambda v: memory.job_estimate("llama-3.1-8b", v), "method"),
     "memory.weight_bytes precision": (lambda v: memory.weight_bytes(1e9, v), "precision"),
     "economics.training_flops method": (lambda v: economics.training_flops(1e9, 1e9, v), "method"),
-    "economics.fine_tune_estimate gpu": (lambda v: economics.fine_tune_estimate(
-        "llama-3.1-8b", 1e8, gpu=v, price_per_gpu_hour=1), "name"),
+    "economics.fine_tune_estimate gpu": (lambda v: economics.fine_tune_estimate(  # None: the default_gpu assumption
+        "llama-3.1-8b", 1e8, gpu="Z80" if v is None else v, price_per_gpu_hour=1), "name"),
     "hardware.catalog kind": (lambda v: hardware.catalog("tpu" if v is None else v), "kind"),  # None: all
 }
 
@@ -181,8 +181,8 @@ def test_only_value_and_type_errors_escape(case, a, b):
 def test_more_parameters_never_need_less_memory(small, extra, precision):
     big = small + extra
     assert at_most(memory.weight_bytes(small, "bf16"), memory.weight_bytes(big, "bf16"))
-    assert at_most(memory.training_state_bytes(small, precision).total,
-                   memory.training_state_bytes(big, precision).total)
+    assert at_most(memory.training_state_bytes(small, precision).total_bytes,
+                   memory.training_state_bytes(big, precision).total_bytes)
     assert memory.gpus_needed(small, "H100 SXM") <= memory.gpus_needed(big, "H100 SXM")
 
 
@@ -190,11 +190,11 @@ def test_more_parameters_never_need_less_memory(small, extra, precision):
        method=st.sampled_from(["inference", "full", "lora", "qlora"]))
 def test_bigger_batches_and_contexts_never_need_less_memory(batch, more, seq, method):
     precision = memory.precisions_for(method)[0]
-    base = memory.job_estimate("llama-3.1-8b", method, precision, batch=batch, seq_len=seq).total
+    base = memory.job_estimate("llama-3.1-8b", method, precision, batch=batch, seq_len=seq).total_bytes
     assert at_most(base, memory.job_estimate("llama-3.1-8b", method, precision, batch=batch + more,
-                                             seq_len=seq).total)
+                                             seq_len=seq).total_bytes)
     assert at_most(base, memory.job_estimate("llama-3.1-8b", method, precision, batch=batch,
-                                             seq_len=seq + more).total)
+                                             seq_len=seq + more).total_bytes)
 
 
 @given(price=st.floats(0, 1e4), raise_by=st.floats(0, 1e4), tokens_per_s=POSITIVE)
