@@ -58,7 +58,7 @@ class Option:
     n_devices: int
     hours: float | None
     cost_usd: float | None
-    price_usd_per_hour: float | None
+    usd_per_hour: float | None
     price_source: str
     price_date: str
     bound: str
@@ -213,7 +213,7 @@ def _rank(options) -> tuple[Option, ...]:
 
 def _price_fields(price: assumptions.DevicePrice) -> dict:
     source = "-" if price.usd_per_hour is None and price.source == "-" else f"{price.offer} ({price.source})"
-    return {"price_usd_per_hour": price.usd_per_hour, "price_source": source, "price_date": price.date}
+    return {"usd_per_hour": price.usd_per_hour, "price_source": source, "price_date": price.date}
 
 
 def _not_possible(name, *, kind, fits, n, bytes_, bound, why, price=_NO_PRICE, precision=None):
@@ -297,15 +297,15 @@ def _fine_tune_option(config, n_tokens, method, spec, mfu, job, max_devices) -> 
     name = spec.name if n == 1 else f"{n} x {spec.name}" + (f" ({estimate.n_nodes} servers)" if estimate.n_nodes > 1
                                                              else "")
     kwh = energy.job_energy_kwh(estimate.hours, n, spec.tdp_watts) if spec.tdp_watts else None
-    price = assumptions.DevicePrice(estimate.price_usd_per_gpu_hour, estimate.price_source, "-", estimate.price_date)
+    price = assumptions.DevicePrice(estimate.usd_per_gpu_hour, estimate.price_source, "-", estimate.price_date)
     return Option(name=name, kind="gpu", fits=True, n_devices=n, hours=estimate.hours,
                   device_hours=estimate.gpu_hours, cost_usd=estimate.cost_usd, bound="compute",
                   why=None if estimate.cost_usd is not None else "no price in the data for this device",
                   memory_bytes=estimate.memory_bytes, energy_kwh=kwh,
                   emissions_kg=None if kwh is None else energy.emissions_kg(kwh),
-                  price_usd_per_hour=estimate.price_usd_per_gpu_hour,
-                  price_source="-" if estimate.price_usd_per_gpu_hour is None else estimate.price_source,
-                  price_date=estimate.price_date if estimate.price_usd_per_gpu_hour is not None else "-")
+                  usd_per_hour=estimate.usd_per_gpu_hour,
+                  price_source="-" if estimate.usd_per_gpu_hour is None else estimate.price_source,
+                  price_date=estimate.price_date if estimate.usd_per_gpu_hour is not None else "-")
 
 
 def fine_tune(model, n_tokens, *, method: str | None = None, mfu: float | None = None, cpu_mfu: float | None = None,
@@ -664,7 +664,7 @@ def _per_token(job: _ServeJob) -> list[Option]:
         hosted = api.model is not None
         options.append(Option(name=f"per token: {api.name}" if hosted else f"API: {api.name}",
                               kind="hosted" if hosted else "api", fits=True, n_devices=0, hours=None,
-                              cost_usd=cost, price_usd_per_hour=None, price_source=f"{api.provider}: {api.source}",
+                              cost_usd=cost, usd_per_hour=None, price_source=f"{api.provider}: {api.source}",
                               price_date=api.date, bound="price", latency_s=None,
                               why=None if hosted else f"a closed model, not {job.config.name}: a different product"))
     return options

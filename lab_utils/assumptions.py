@@ -162,19 +162,19 @@ def _rentable_offers(spec: hardware.Spec) -> list:
     """The hourly offers of ``spec`` that can be rented: a price above zero, not a notebook tier."""
     excluded = value("price_excluded_kinds")
     return [p for p in prices.hourly_prices()
-            if p.gpu == spec.name and p.n_gpus and p.price_per_hour > 0 and p.kind not in excluded]
+            if p.gpu == spec.name and p.n_gpus and p.usd_per_hour > 0 and p.kind not in excluded]
 
 
 def _gpu_price(spec: hardware.Spec, n_gpus: int) -> DevicePrice:
     per_node = value("max_devices")
     nodes = [p for p in _rentable_offers(spec) if p.n_gpus == per_node]
     if n_gpus > per_node and nodes:  # beyond one server: whole servers
-        node = min(nodes, key=lambda p: p.price_per_gpu_hour)
-        return DevicePrice(node.price_per_gpu_hour, f"{node.name}, per GPU", node.source, node.date)
+        node = min(nodes, key=lambda p: p.usd_per_gpu_hour)
+        return DevicePrice(node.usd_per_gpu_hour, f"{node.name}, per GPU", node.source, node.date)
     offers = _rentable_offers(spec)
     if offers:
-        offer = min(offers, key=lambda p: p.price_per_gpu_hour)
-        return DevicePrice(offer.price_per_gpu_hour, offer.name, offer.source, offer.date)
+        offer = min(offers, key=lambda p: p.usd_per_gpu_hour)
+        return DevicePrice(offer.usd_per_gpu_hour, offer.name, offer.source, offer.date)
     for price in prices.serverless_prices():
         if spec.name in price.gpus and price.active_per_s > 0:
             return DevicePrice(price.active_per_hour, f"{price.name} active rate x 3600 (no hourly offer in the data)",
@@ -189,7 +189,7 @@ def _cpu_price(spec: hardware.Spec, cpu_offer: str) -> DevicePrice:
                          f"{value('cpu_offer')!r}")
     if not spec.cores:
         return DevicePrice(None, "no core count in the catalog to scale a price", "-", "-")
-    return DevicePrice(offer.price_per_hour / offer.cpu_cores * spec.cores,
+    return DevicePrice(offer.usd_per_hour / offer.cpu_cores * spec.cores,
                        f"{offer.name} per-core price x {spec.cores} cores (assumption: a different CPU)",
                        offer.source, offer.date)
 

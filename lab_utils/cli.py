@@ -601,7 +601,7 @@ def _cost_fine_tune(args: argparse.Namespace) -> int:
         raise UsageError(f"argument --dtype: {spec.name} has no {args.dtype} peak in the catalog; "
                          f"it has {', '.join(spec.peak_flops)}")
     estimate = economics.fine_tune_estimate(args.model, args.tokens, method=args.method, gpu=args.gpu, mfu=args.mfu,
-                                            price_per_gpu_hour=args.price_per_gpu_hour, dtype=args.dtype,
+                                            usd_per_gpu_hour=args.price_per_gpu_hour, dtype=args.dtype,
                                             seq_len=args.seq_len, batch=args.batch, lora_rank=args.lora_rank)
     if args.json:
         print(json.dumps({**dataclasses.asdict(estimate), "gpu_hours": estimate.gpu_hours,
@@ -610,7 +610,7 @@ def _cost_fine_tune(args: argparse.Namespace) -> int:
         return 0
     cost = ("no price for this GPU in the data: give --price-per-gpu-hour" if estimate.cost_usd is None
             else _fmt_money(estimate.cost_usd))
-    price = "-" if estimate.price_usd_per_gpu_hour is None else f"${estimate.price_usd_per_gpu_hour:.2f} per GPU-hour"
+    price = "-" if estimate.usd_per_gpu_hour is None else f"${estimate.usd_per_gpu_hour:.2f} per GPU-hour"
     servers = f" ({estimate.n_nodes} servers)" if estimate.n_nodes > 1 else ""
     print(f"{estimate.model}, {estimate.method} on {estimate.n_tokens:.3g} tokens, "
           f"{estimate.n_gpus} x {estimate.gpu}{servers} at MFU {estimate.mfu:g} of the {estimate.dtype} peak")
@@ -712,7 +712,7 @@ def _cost_breakeven(args: argparse.Namespace) -> int:
 
     amortize_months = assumptions.value("amortize_months") if args.amortize_months is None else args.amortize_months
     tokens = economics.breakeven_tokens_per_month(
-        api_cost_per_million=args.api_per_million, price_per_hour=args.price_per_hour,
+        api_cost_per_million=args.api_per_million, usd_per_hour=args.price_per_hour,
         tokens_per_s=args.tokens_per_s, fine_tune_cost=args.fine_tune_cost,
         amortize_months=amortize_months, always_on=args.always_on)
     way = "always on" if args.always_on else "pay per use"

@@ -135,8 +135,8 @@ class ServingSetup:
     gpu: str
     gpus_per_replica: int
     tokens_per_s: float
-    price_per_hour: float
-    always_on_price_per_hour: float
+    usd_per_hour: float
+    always_on_usd_per_hour: float
     price: prices.ServerlessPrice
 
 
@@ -161,8 +161,8 @@ def serverless_setup(model, gpu, *, precision=None, batch=1, seq_len=None, outpu
                               output_len=output_len, weight_bytes_per_param=memory.BYTES_PER_VALUE[precision],
                               efficiency=efficiency, usd_per_hour=0.0)
     return ServingSetup(model=config.name, gpu=spec.name, gpus_per_replica=gpus, tokens_per_s=served.tokens_per_s,
-                        price_per_hour=gpus * price.flex_per_hour,
-                        always_on_price_per_hour=gpus * price.active_per_hour, price=price)
+                        usd_per_hour=gpus * price.flex_per_hour,
+                        always_on_usd_per_hour=gpus * price.active_per_hour, price=price)
 
 
 @dataclass(frozen=True)
@@ -172,58 +172,58 @@ class ServingCosts:
     e.g. serverless flex); enough GPUs kept on all month (always on)."""
 
     tokens_per_month: float
-    api_per_month: float
-    pay_per_use_per_month: float
-    always_on_per_month: float
+    api_per_month_usd: float
+    pay_per_use_per_month_usd: float
+    always_on_per_month_usd: float
     always_on_gpus: int
     gpu_hours_per_month: float
 
     @property
     def cheapest(self) -> str:
         """'api', 'pay per use' or 'always on'."""
-        costs = {"api": self.api_per_month, "pay per use": self.pay_per_use_per_month,
-                 "always on": self.always_on_per_month}
+        costs = {"api": self.api_per_month_usd, "pay per use": self.pay_per_use_per_month_usd,
+                 "always on": self.always_on_per_month_usd}
         return min(costs, key=costs.get)
 
 
-def _serving_inputs(api_cost_per_million, price_per_hour, tokens_per_s, fine_tune_cost, amortize_months,
-                    always_on_price_per_hour):
+def _serving_inputs(api_cost_per_million, usd_per_hour, tokens_per_s, fine_tune_cost, amortize_months,
+                    always_on_usd_per_hour):
     amortize_months = assumptions.resolve(amortize_months=amortize_months)[0]["amortize_months"]
     api = checks.number("api_cost_per_million", api_cost_per_million, strict=False)
-    price = checks.number("price_per_hour", price_per_hour, strict=False)
+    price = checks.number("usd_per_hour", usd_per_hour, strict=False)
     tokens_per_s = checks.number("tokens_per_s", tokens_per_s)
     fixed = checks.number("fine_tune_cost", fine_tune_cost, strict=False) / checks.number("amortize_months", amortize_months)
-    always_price = price if always_on_price_per_hour is None else checks.number(
-        "always_on_price_per_hour", always_on_price_per_hour, strict=False)
+    always_price = price if always_on_usd_per_hour is None else checks.number(
+        "always_on_usd_per_hour", always_on_usd_per_hour, strict=False)
     return api, price, tokens_per_s, fixed, always_price
 
 
-def serving_costs(tokens_per_month, *, api_cost_per_million, price_per_hour, tokens_per_s,
-                  fine_tune_cost=0.0, amortize_months=None, always_on_price_per_hour=None) -> ServingCosts:
+def serving_costs(tokens_per_month, *, api_cost_per_million, usd_per_hour, tokens_per_s,
+                  fine_tune_cost=0.0, amortize_months=None, always_on_usd_per_hour=None) -> ServingCosts:
     """Monthly cost of ``tokens_per_month`` on an API at ``api_cost_per_million`` (blended:
     :func:`blended_price_per_million`) and self-hosted on GPUs making ``tokens_per_s`` each
-    (``serving.estimate``). Pay per use bills the GPU-seconds used at ``price_per_hour``;
-    always on bills whole GPUs for :data:`HOURS_PER_MONTH` at ``always_on_price_per_hour``
-    (default ``price_per_hour``). ``fine_tune_cost`` is spread over ``amortize_months`` (default:
+    (``serving.estimate``). Pay per use bills the GPU-seconds used at ``usd_per_hour``;
+    always on bills whole GPUs for :data:`HOURS_PER_MONTH` at ``always_on_usd_per_hour``
+    (default ``usd_per_hour``). ``fine_tune_cost`` is spread over ``amortize_months`` (default:
     the assumption)."""
     tokens = checks.number("tokens_per_month", tokens_per_month, strict=False)
     api, price, tokens_per_s, fixed, always_price = _serving_inputs(
-        api_cost_per_million, price_per_hour, tokens_per_s, fine_tune_cost, amortize_months,
-        always_on_price_per_hour)
+        api_cost_per_million, usd_per_hour, tokens_per_s, fine_tune_cost, amortize_months,
+        always_on_usd_per_hour)
     gpu_hours = tokens / tokens_per_s / SECONDS_PER_HOUR
     gpus = max(1, math.ceil(gpu_hours / HOURS_PER_MONTH))
     return ServingCosts(
         tokens_per_month=tokens,
-        api_per_month=tokens / 1e6 * api,
-        pay_per_use_per_month=fixed + gpu_hours * price,
-        always_on_per_month=fixed + gpus * HOURS_PER_MONTH * always_price,
+        api_per_month_usd=tokens / 1e6 * api,
+        pay_per_use_per_month_usd=fixed + gpu_hours * price,
+        always_on_per_month_usd=fixed + gpus * HOURS_PER_MONTH * always_price,
         always_on_gpus=gpus,
         gpu_hours_per_month=gpu_hours,
     )
 
 
-def breakeven_tokens_per_month(*, api_cost_per_million, price_per_hour, tokens_per_s, fine_tune_cost=0.0,
-                               amortize_months=None, always_on=False, always_on_price_per_hour=None) -> float:
+def breakeven_tokens_per_month(*, api_cost_per_million, usd_per_hour, tokens_per_s, fine_tune_cost=0.0,
+                               amortize_months=None, always_on=False, always_on_usd_per_hour=None) -> float:
     """The fewest tokens per month at which self-hosting costs no more than the API
     (same inputs as :func:`serving_costs`); ``math.inf`` when it never does.
 
@@ -232,8 +232,8 @@ def breakeven_tokens_per_month(*, api_cost_per_million, price_per_hour, tokens_p
     bill reaches the cost of the GPUs needed for that volume.
     """
     api, price, tokens_per_s, fixed, always_price = _serving_inputs(
-        api_cost_per_million, price_per_hour, tokens_per_s, fine_tune_cost, amortize_months,
-        always_on_price_per_hour)
+        api_cost_per_million, usd_per_hour, tokens_per_s, fine_tune_cost, amortize_months,
+        always_on_usd_per_hour)
     if not always_on:
         self_hosted = cost_per_million_tokens(price, tokens_per_s)
         if fixed == 0:
@@ -278,7 +278,7 @@ class FineTuneEstimate:
     flops: float
     memory_bytes: float
     hours: float
-    price_usd_per_gpu_hour: float | None
+    usd_per_gpu_hour: float | None
     price_source: str
     assumptions: tuple[tuple[str, object], ...] = ()
     hardware_flops: float | None = None  # what the GPUs execute: flops + the recomputed forward pass
@@ -298,12 +298,12 @@ class FineTuneEstimate:
     @property
     def cost_usd(self) -> float | None:
         """Dollars: GPU-hours x price per GPU-hour (None without a price)."""
-        if self.price_usd_per_gpu_hour is None:
+        if self.usd_per_gpu_hour is None:
             return None
-        return self.gpu_hours * self.price_usd_per_gpu_hour
+        return self.gpu_hours * self.usd_per_gpu_hour
 
 
-def fine_tune_estimate(model, n_tokens, *, method=None, gpu=None, mfu=None, price_per_gpu_hour=None,
+def fine_tune_estimate(model, n_tokens, *, method=None, gpu=None, mfu=None, usd_per_gpu_hour=None,
                        dtype=None, n_gpus=None, seq_len=None, batch=None, recompute=None,
                        lora_rank=None, max_devices=None) -> FineTuneEstimate:
     """Estimate a fine-tune of ``model`` (an ``llms`` name or LLMConfig) over ``n_tokens``.
@@ -327,12 +327,12 @@ def fine_tune_estimate(model, n_tokens, *, method=None, gpu=None, mfu=None, pric
         taken["compute_dtypes"] = assumptions.compute_dtype(spec)
     dtype, peak = _peak_flops(spec, dtype)
     mfu = checks.number("mfu", values["mfu"], maximum=1.0)
-    if price_per_gpu_hour is None:
+    if usd_per_gpu_hour is None:
         price = assumptions.device_price(spec)
         price_usd, price_source = price.usd_per_hour, f"{price.offer} ({price.source}, {price.date})"
         taken["price_rule"], price_date = price.offer, price.date
     else:
-        price_usd = checks.number("price_per_gpu_hour", price_per_gpu_hour, strict=False)
+        price_usd = checks.number("usd_per_gpu_hour", usd_per_gpu_hour, strict=False)
         price_source, price_date = "given", "given"
     estimate = memory.job_estimate(config, method=method, batch=values["batch"], seq_len=values["seq_len"],
                                    recompute=values["recompute_fine_tune"], lora_rank=values["lora_rank"])
@@ -344,7 +344,7 @@ def fine_tune_estimate(model, n_tokens, *, method=None, gpu=None, mfu=None, pric
         taken.pop("max_devices", None)
     else:  # beyond one server: whole servers, priced as such where the data has one
         n_gpus = n_nodes * per_node
-        if price_per_gpu_hour is None:
+        if usd_per_gpu_hour is None:
             price = assumptions.device_price(spec, n_gpus=n_gpus)
             price_usd, price_source = price.usd_per_hour, f"{price.offer} ({price.source}, {price.date})"
             taken["price_rule"], price_date = price.offer, price.date
@@ -356,7 +356,7 @@ def fine_tune_estimate(model, n_tokens, *, method=None, gpu=None, mfu=None, pric
         model=config.name, method=method, gpu=spec.name, n_gpus=n_gpus, n_tokens=float(n_tokens),
         mfu=mfu, dtype=dtype, flops=flops, memory_bytes=estimate.total_bytes,
         hours=training_hours(flops, peak_flops=peak, mfu=mfu, n_devices=n_gpus),
-        price_usd_per_gpu_hour=price_usd, price_source=price_source, assumptions=tuple(taken.items()),
+        usd_per_gpu_hour=price_usd, price_source=price_source, assumptions=tuple(taken.items()),
         hardware_flops=flops + recomputed, n_nodes=n_nodes, price_date=price_date,
     )
 

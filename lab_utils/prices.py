@@ -56,7 +56,7 @@ class HourlyPrice:
     name: str
     provider: str
     kind: str
-    price_per_hour: float
+    usd_per_hour: float
     date: str
     source: str
     n_gpus: int = 0
@@ -68,15 +68,15 @@ class HourlyPrice:
     note: str | None = None
 
     @property
-    def price_per_gpu_hour(self) -> float:
+    def usd_per_gpu_hour(self) -> float:
         if not self.n_gpus:
             raise ValueError(f"{self.name} has no GPU")
-        return self.price_per_hour / self.n_gpus
+        return self.usd_per_hour / self.n_gpus
 
     @property
-    def lowest_price_per_hour(self) -> float:
+    def lowest_usd_per_hour(self) -> float:
         """The price after the largest announced cut (the list price when there was none)."""
-        return self.price_per_hour * (1 - (self.price_cut_up_to or 0.0))
+        return self.usd_per_hour * (1 - (self.price_cut_up_to or 0.0))
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ class ServerlessPrice:
 def _record(cls, table: dict, where: str):
     """``cls(**table)`` after checking the prices and the GPU names (name, source and date are
     checked by ``catalogs.parse``)."""
-    for key in ("input_per_million", "output_per_million", "price_per_hour", "flex_per_s", "active_per_s"):
+    for key in ("input_per_million", "output_per_million", "usd_per_hour", "flex_per_s", "active_per_s"):
         if key in table:
             checks.number(f"{where}: {key}", table[key], strict=False)
     table = dict(table)

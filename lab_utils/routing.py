@@ -138,35 +138,35 @@ def crossover_batch(batches, cpu_seconds, gpu_seconds) -> int | None:
 class Route:
     """A share of the requests and the workers that serve them.
 
-    name: e.g. "short on CPU"; share: fraction of all requests (0 to 1); seconds: per-request
-    latencies (measured samples, or one figure); price_per_hour: of one worker; concurrency:
+    name: e.g. "short on CPU"; share: fraction of all requests (0 to 1); latencies_s: per-request
+    latencies (measured samples, or one figure); usd_per_hour: of one worker; concurrency:
     requests one worker serves at once (batching). Workers are billed only while busy, so a
-    request costs its seconds x price / concurrency.
+    request costs its latency x price / concurrency.
     """
 
     name: str
     share: float
-    seconds: tuple[float, ...]
-    price_per_hour: float = 0.0
+    latencies_s: tuple[float, ...]
+    usd_per_hour: float = 0.0
     concurrency: int = 1
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
             raise ValueError(f"name={self.name!r}: give each route a non-empty name")
         object.__setattr__(self, "share", checks.number("share", self.share, maximum=1.0, strict=False))
-        object.__setattr__(self, "seconds", _seconds_tuple("seconds", self.seconds))
-        object.__setattr__(self, "price_per_hour",
-                           checks.number("price_per_hour", self.price_per_hour, strict=False))
+        object.__setattr__(self, "latencies_s", _seconds_tuple("latencies_s", self.latencies_s))
+        object.__setattr__(self, "usd_per_hour",
+                           checks.number("usd_per_hour", self.usd_per_hour, strict=False))
         checks.count("concurrency", self.concurrency, minimum=1)
 
     @property
     def mean_s(self) -> float:
-        return math.fsum(self.seconds) / len(self.seconds)
+        return math.fsum(self.latencies_s) / len(self.latencies_s)
 
     @property
     def cost_per_request(self) -> float:
         """Dollars: mean seconds x price per second / concurrency."""
-        return self.mean_s * self.price_per_hour / SECONDS_PER_HOUR / self.concurrency
+        return self.mean_s * self.usd_per_hour / SECONDS_PER_HOUR / self.concurrency
 
 
 @dataclass(frozen=True)
@@ -192,7 +192,7 @@ class Mix:
             shares = ", ".join(f"{r.name}: {r.share:g}" for r in routes)
             raise ValueError(f"the routes' shares must add up to 1, got {total:.12g} ({shares})")
         object.__setattr__(self, "routes", routes)
-        points = sorted((s, r.share / len(r.seconds)) for r in routes for s in r.seconds if r.share > 0)
+        points = sorted((s, r.share / len(r.latencies_s)) for r in routes for s in r.latencies_s if r.share > 0)
         cumulative, running = [], 0.0
         for _, weight in points:
             running += weight

@@ -203,11 +203,11 @@ def _service_function(service_s, concurrency: int):
     return service_s
 
 
-def pod_cost(price_per_hour: float, duration_s: float) -> float:
+def pod_cost(usd_per_hour: float, duration_s: float) -> float:
     """Dollars for an always-on pod over ``duration_s``, billed per second (rounded up)."""
-    price_per_hour = checks.number("price_per_hour", price_per_hour, strict=False)
+    usd_per_hour = checks.number("usd_per_hour", usd_per_hour, strict=False)
     duration_s = checks.number("duration_s", duration_s, strict=False)
-    return math.ceil(duration_s) * price_per_hour / 3600
+    return math.ceil(duration_s) * usd_per_hour / 3600
 
 
 def poisson_arrivals(rate_per_s: float, duration_s: float, seed: int = 0) -> tuple[float, ...]:

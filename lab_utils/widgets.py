@@ -154,16 +154,16 @@ def _cost_figure(model, gpu, api, batch, output_share, method, fine_tune_tokens,
     api_per_million = economics.blended_price_per_million(
         api_price.input_per_million, api_price.output_per_million, output_share)
     fine_tune = economics.fine_tune_estimate(model, fine_tune_tokens, method=method, gpu=gpu, mfu=mfu)
-    kwargs = {"api_cost_per_million": api_per_million, "price_per_hour": setup.price_per_hour,
+    kwargs = {"api_cost_per_million": api_per_million, "usd_per_hour": setup.usd_per_hour,
               "tokens_per_s": setup.tokens_per_s, "fine_tune_cost": fine_tune.cost_usd or 0.0,
-              "amortize_months": amortize_months, "always_on_price_per_hour": setup.always_on_price_per_hour}
+              "amortize_months": amortize_months, "always_on_usd_per_hour": setup.always_on_usd_per_hour}
     costs = [economics.serving_costs(volume, **kwargs) for volume in _TOKEN_VOLUMES]
     fig, ax = plots.figure(
         f"{setup.model} on {setup.gpus_per_replica} x {setup.gpu} (Runpod serverless, {setup.price.date}) "
         f"vs {api_price.name} ({api_price.date})",
         "tokens per month (tokens)", "cost per month (US dollars)", figsize=(9.0, 5.0))
-    lines = (("API", "api_per_month", "blue"), ("self-hosted, pay per use (flex)", "pay_per_use_per_month", "orange"),
-             ("self-hosted, always on (active)", "always_on_per_month", "green"))
+    lines = (("API", "api_per_month_usd", "blue"), ("self-hosted, pay per use (flex)", "pay_per_use_per_month_usd", "orange"),
+             ("self-hosted, always on (active)", "always_on_per_month_usd", "green"))
     for label, field, colour in lines:
         ax.plot(_TOKEN_VOLUMES, [getattr(c, field) for c in costs], label=label, color=plots.PALETTE[colour])
     for always_on, colour in ((False, "orange"), (True, "green")):

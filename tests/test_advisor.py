@@ -49,7 +49,7 @@ def test_fine_tune_hours_and_cost_are_the_economics_formulas():
     config = llms.get("Llama-3.1-8B")
     hours = 4 * config.n_params * 1e8 / (hardware.get("H100 SXM").peak_flops["bf16"] * 0.5) / 3600
     assert h100.hours == pytest.approx(hours)
-    assert h100.cost_usd == pytest.approx(hours * H100_POD.price_per_hour)
+    assert h100.cost_usd == pytest.approx(hours * H100_POD.usd_per_hour)
     assert (h100.price_date, h100.bound, h100.n_devices) == (H100_POD.date, "compute", 1)
 
 
@@ -82,7 +82,7 @@ def test_a_gpu_without_any_price_in_the_data_is_listed_without_one():
 def test_gpus_without_an_hourly_offer_are_priced_at_the_serverless_active_rate():
     advice = advisor.fine_tune("Llama-3.1-8B", 1e7, include_cpus=False)
     l40s = advice.option("L40S")
-    assert l40s.price_usd_per_hour == pytest.approx(prices.serverless_price("L40S").active_per_s * 3600)
+    assert l40s.usd_per_hour == pytest.approx(prices.serverless_price("L40S").active_per_s * 3600)
     assert "active rate x 3600" in l40s.price_source
 
 
@@ -92,7 +92,7 @@ def test_a_million_tokens_a_month_is_cheaper_on_an_api_than_on_an_always_on_h100
     advice = advisor.serve("Llama-3.1-8B", _requests_per_day(1e6), input_tokens=IN, output_tokens=OUT,
                            **_cheap_serverless())
     h100 = advice.option("H100 SXM always on")
-    assert h100.cost_usd == pytest.approx(H100_POD.price_per_hour * economics.HOURS_PER_MONTH)
+    assert h100.cost_usd == pytest.approx(H100_POD.usd_per_hour * economics.HOURS_PER_MONTH)
     for api in prices.api_prices():
         prefix = "per token" if api.model else "API"
         if api.model in (None, "Llama-3.1-8B"):
@@ -105,7 +105,7 @@ def test_a_million_tokens_a_month_is_cheaper_on_an_api_than_on_an_always_on_h100
 
 def test_above_the_break_even_volume_the_h100_beats_the_api():
     blended = (IN * SONNET.input_per_million + OUT * SONNET.output_per_million) / (IN + OUT)  # $ per 1M
-    pod_month = H100_POD.price_per_hour * economics.HOURS_PER_MONTH
+    pod_month = H100_POD.usd_per_hour * economics.HOURS_PER_MONTH
     break_even = pod_month / blended * 1e6  # tokens a month at which Sonnet costs one pod-month
     below = advisor.serve("Llama-3.1-8B", _requests_per_day(break_even / 2), input_tokens=IN, output_tokens=OUT,
                           **_cheap_serverless())

@@ -153,13 +153,13 @@ def test_cost_commands_agree_with_economics():
     assert f"${economics.cost_per_million_tokens(2.5, 1500):,.2f} per 1M tokens" in serve.stdout
     even = run("cost", "breakeven", "--api-per-million", "0.6", "--price-per-hour", "2.5",
                "--tokens-per-s", "1500", "--fine-tune-cost", "500")
-    tokens = economics.breakeven_tokens_per_month(api_cost_per_million=0.6, price_per_hour=2.5,
+    tokens = economics.breakeven_tokens_per_month(api_cost_per_million=0.6, usd_per_hour=2.5,
                                                   tokens_per_s=1500, fine_tune_cost=500)
     assert even.returncode == 0 and f"{tokens:,.0f} tokens per month" in even.stdout
     never = run("cost", "breakeven", "--api-per-million", "0.01", "--price-per-hour", "2.5", "--tokens-per-s", "10")
     assert "never" in never.stdout
     fine = run("cost", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--price-per-gpu-hour", "2")
-    estimate = economics.fine_tune_estimate("llama-3.1-8b", 1e8, price_per_gpu_hour=2)
+    estimate = economics.fine_tune_estimate("llama-3.1-8b", 1e8, usd_per_gpu_hour=2)
     assert fine.returncode == 0 and f"${estimate.cost_usd:,.2f}" in fine.stdout
 
 

@@ -54,11 +54,11 @@ POSITIVE_INPUTS = {
     "economics.decode bound bandwidth": (lambda v: economics.decode_tokens_per_s_bound(
         8e9, bytes_per_param=2, bandwidth_bytes_per_s=v), "bandwidth_bytes_per_s"),
     "economics.serving_costs tokens": (lambda v: economics.serving_costs(
-        v, api_cost_per_million=1, price_per_hour=2, tokens_per_s=100), "tokens_per_month"),
+        v, api_cost_per_million=1, usd_per_hour=2, tokens_per_s=100), "tokens_per_month"),
     "economics.breakeven api": (lambda v: economics.breakeven_tokens_per_month(
-        api_cost_per_million=v, price_per_hour=2, tokens_per_s=100), "api_cost_per_million"),
+        api_cost_per_million=v, usd_per_hour=2, tokens_per_s=100), "api_cost_per_million"),
     "economics.fine_tune_estimate price": (lambda v: economics.fine_tune_estimate(  # None: the default price
-        "llama-3.1-8b", 1e8, price_per_gpu_hour=_given(v)), "price_per_gpu_hour"),
+        "llama-3.1-8b", 1e8, usd_per_gpu_hour=_given(v)), "usd_per_gpu_hour"),
     "economics.range_verdict claimed": (lambda v: economics.range_verdict(v, 1, 2), "claimed"),
     "memory.weight_bytes": (lambda v: memory.weight_bytes(v), "n_params"),
     "memory.training_state_bytes": (lambda v: memory.training_state_bytes(v), "n_params"),
@@ -72,7 +72,7 @@ POSITIVE_INPUTS = {
     "roofline.attainable bandwidth": (lambda v: roofline.attainable_flops(1e12, v, 1), "bandwidth_bytes_per_s"),
     "roofline.matmul_bytes": (lambda v: roofline.matmul_bytes(8, 8, 8, v), "bytes_per_element"),
     "roofline.Point": (lambda v: roofline.Point("x", 1.0, v), "flops_per_s"),
-    "serverless.pod_cost price": (lambda v: serverless.pod_cost(v, 10), "price_per_hour"),
+    "serverless.pod_cost price": (lambda v: serverless.pod_cost(v, 10), "usd_per_hour"),
     "serverless.pod_cost duration": (lambda v: serverless.pod_cost(1, v), "duration_s"),
     "serverless.poisson rate": (lambda v: serverless.poisson_arrivals(v, 10), "rate_per_s"),
     "serverless.simulate service": (lambda v: serverless.simulate(
@@ -126,7 +126,7 @@ NAME_INPUTS = {
     "memory.weight_bytes precision": (lambda v: memory.weight_bytes(1e9, v), "precision"),
     "economics.training_flops method": (lambda v: economics.training_flops(1e9, 1e9, v), "method"),
     "economics.fine_tune_estimate gpu": (lambda v: economics.fine_tune_estimate(  # None: the default_gpu assumption
-        "llama-3.1-8b", 1e8, gpu="Z80" if v is None else v, price_per_gpu_hour=1), "name"),
+        "llama-3.1-8b", 1e8, gpu="Z80" if v is None else v, usd_per_gpu_hour=1), "name"),
     "hardware.catalog kind": (lambda v: hardware.catalog("tpu" if v is None else v), "kind"),  # None: all
 }
 
@@ -154,7 +154,7 @@ ANY_CALLS = {
     "serving.decode_step_s": lambda a, b: serving.decode_step_s("llama-3.1-8b", device="T4", batch=a,
                                                                 context_len=b),
     "economics.breakeven": lambda a, b: economics.breakeven_tokens_per_month(
-        api_cost_per_million=a, price_per_hour=b, tokens_per_s=a, fine_tune_cost=b, always_on=True),
+        api_cost_per_million=a, usd_per_hour=b, tokens_per_s=a, fine_tune_cost=b, always_on=True),
     "economics.range_verdict": lambda a, b: economics.range_verdict(a, 1, 2, tolerance=b),
     "serverless.percentile": lambda a, b: serverless.percentile([1.0, 2.0], a),
     "serverless.pod_cost": lambda a, b: serverless.pod_cost(a, b),
@@ -202,8 +202,8 @@ def test_a_higher_price_never_costs_less(price, raise_by, tokens_per_s):
     assert at_most(economics.cost_per_million_tokens(price, tokens_per_s),
                    economics.cost_per_million_tokens(price + raise_by, tokens_per_s))
     assert at_most(serverless.pod_cost(price, 3600), serverless.pod_cost(price + raise_by, 3600))
-    assert at_most(economics.fine_tune_estimate("llama-3.1-8b", 1e8, price_per_gpu_hour=price).cost_usd,
-                   economics.fine_tune_estimate("llama-3.1-8b", 1e8, price_per_gpu_hour=price + raise_by).cost_usd)
+    assert at_most(economics.fine_tune_estimate("llama-3.1-8b", 1e8, usd_per_gpu_hour=price).cost_usd,
+                   economics.fine_tune_estimate("llama-3.1-8b", 1e8, usd_per_gpu_hour=price + raise_by).cost_usd)
 
 
 @given(tokens=st.floats(0, 1e12), more=st.floats(0, 1e12), price=st.floats(0, 100))
@@ -211,9 +211,9 @@ def test_more_tokens_never_cost_less(tokens, more, price):
     assert at_most(economics.api_cost(tokens, tokens, price_in_per_million=price, price_out_per_million=price),
                    economics.api_cost(tokens + more, tokens, price_in_per_million=price,
                                       price_out_per_million=price))
-    low = economics.serving_costs(tokens, api_cost_per_million=price, price_per_hour=2, tokens_per_s=500)
-    high = economics.serving_costs(tokens + more, api_cost_per_million=price, price_per_hour=2, tokens_per_s=500)
-    for field in ("api_per_month", "pay_per_use_per_month", "always_on_per_month"):
+    low = economics.serving_costs(tokens, api_cost_per_million=price, usd_per_hour=2, tokens_per_s=500)
+    high = economics.serving_costs(tokens + more, api_cost_per_million=price, usd_per_hour=2, tokens_per_s=500)
+    for field in ("api_per_month_usd", "pay_per_use_per_month_usd", "always_on_per_month_usd"):
         assert at_most(getattr(low, field), getattr(high, field))
 
 
