@@ -294,6 +294,10 @@ def _fine_tune_option(config, n_tokens, method, spec, mfu, job, max_devices) -> 
     except ValueError as why:  # no peak in a dtype the course computes in
         return _not_possible(spec.name, kind="gpu", fits=True, n=1, bytes_=None, bound="compute", why=str(why))
     n = estimate.n_gpus
+    if estimate.n_nodes > 1 and estimate.usd_per_gpu_hour is None:  # e.g. a laptop's GPU: no servers of it
+        return _not_possible(f"{n} x {spec.name}", kind="gpu", fits=False, n=n, bytes_=estimate.memory_bytes,
+                             bound="memory", why=f"needs {n} GPUs: more than one server, and the data has no "
+                                                 "offer to rent it by the server")
     name = spec.name if n == 1 else f"{n} x {spec.name}" + (f" ({estimate.n_nodes} servers)" if estimate.n_nodes > 1
                                                              else "")
     kwh = energy.job_energy_kwh(estimate.hours, n, spec.tdp_watts) if spec.tdp_watts else None

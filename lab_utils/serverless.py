@@ -37,7 +37,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from lab_utils import assumptions, checks
+from lab_utils import assumptions, checks, prices
 
 
 @dataclass(frozen=True)
@@ -207,7 +207,7 @@ def pod_cost(usd_per_hour: float, duration_s: float) -> float:
     """Dollars for an always-on pod over ``duration_s``, billed per second (rounded up)."""
     usd_per_hour = checks.number("usd_per_hour", usd_per_hour, strict=False)
     duration_s = checks.number("duration_s", duration_s, strict=False)
-    return math.ceil(duration_s) * usd_per_hour / 3600
+    return math.ceil(duration_s) * usd_per_hour / prices.SECONDS_PER_HOUR
 
 
 def poisson_arrivals(rate_per_s: float, duration_s: float, seed: int = 0) -> tuple[float, ...]:
