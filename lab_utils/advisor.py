@@ -341,11 +341,8 @@ def fine_tune(model, n_tokens, *, method: str | None = None, mfu: float | None =
                                        seq_len=job["seq_len"], recompute=job["recompute_fine_tune"],
                                        lora_rank=job["lora_rank"])
         memory_bytes, n_compute, label = estimate.total_bytes, config.params_per_token, config.name
-    elif method == "full":
-        memory_bytes = memory.training_state_bytes(n_params).total_bytes
-        n_compute, label = n_params, f"{n_params:.3g}-parameter model"
-    else:
-        memory_bytes = memory.weight_bytes(n_params, precision)
+    else:  # a bare count: the weights and training state it tells of, a lower bound
+        memory_bytes = sum(value for _, value in memory.param_count_parts(n_params, method, precision))
         n_compute, label = n_params, f"{n_params:.3g}-parameter model"
     flops = economics.training_flops(n_compute, n_tokens, method)
     specs = _hardware(include_cpus)

@@ -536,16 +536,11 @@ def _memory(args: argparse.Namespace) -> int:
         for label in estimate.left_out:
             say(f"  ({label}: left out, the catalog lacks the model's shape)")
     else:
-        if args.method == "inference":
-            parts = (("weights", memory.weight_bytes(args.params, precision)),)
-        elif args.method == "full":
-            parts = memory.training_state_parts(args.params, precision)
-        else:
-            raise UsageError(f"argument --method: {args.method!r} needs --model (the adapters depend on "
-                             "the model's shape); with --params use inference or full")
+        parts = memory.param_count_parts(args.params, args.method, precision)
         total = sum(v for _, v in parts)
         say(f"{args.params:.3g} parameters, {args.method} in {precision} "
-              "(weights and training state only: give --model for the KV cache and activations)")
+              "(a lower bound: the weights and training state only; give --model for the KV cache, adapters "
+              "and activations)")
     gpus = [(spec, memory.gpus_needed(total, spec)) for spec in hardware.catalog("gpu") if spec.memory_bytes]
     if args.json:
         print(json.dumps({"parts_bytes": dict(parts), "total_bytes": total, "assumptions": dict(taken),

@@ -32,7 +32,7 @@ __all__ = [
     "ATTENTION", "BYTES_PER_VALUE", "CUDA_CONTEXT_BYTES", "JOB_METHODS", "LORA_TARGETS", "RECOMPUTE",
     "TRAINING_PRECISIONS", "OPTIMIZERS", "JobEstimate", "TrainingState",
     "accelerate_training_bytes", "activation_bytes", "fits", "gpus_needed",
-    "job_estimate", "kv_cache_bytes", "llm_activation_bytes", "lora_params", "usable_bytes", "zero3_bytes_per_gpu",
+    "job_estimate", "kv_cache_bytes", "llm_activation_bytes", "lora_params", "param_count_parts", "usable_bytes", "zero3_bytes_per_gpu",
     "tiny_gpt_activation_bytes", "training_state_bytes", "training_state_parts", "weight_bytes",
 ]
 
@@ -487,6 +487,19 @@ def job_estimate(model, method: str = "inference", precision: str | None = None,
     return JobEstimate(model=model.name, method=method, precision=precision, batch=batch,
                        seq_len=seq_len, parts=tuple(parts), left_out=tuple(left_out),
                        recompute=recompute, assumptions=tuple(taken.items()), attention=attention)
+
+
+def param_count_parts(n_params, method: str, precision: str | None = None) -> tuple[tuple[str, float], ...]:
+    """What a bare parameter count tells of a job's memory, part by part (bytes): the weights in
+    ``precision`` (default the method's), and for "full" the gradients and optimizer state
+    (:func:`training_state_parts`). Adapters, activations and the KV cache need the model's shape
+    (:func:`job_estimate`): the total is a lower bound."""
+    checks.choice("method", method, JOB_METHODS)
+    precision = assumptions.resolve(**{f"precision__{method}": precision})[0][f"precision.{method}"]
+    checks.choice("precision", precision, _precisions_for(method))
+    if method == "full":
+        return tuple(training_state_parts(n_params, precision))
+    return (("weights", weight_bytes(n_params, precision)),)
 
 
 def _gpu(gpu) -> hardware.Spec:

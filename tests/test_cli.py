@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lab_utils import bench, cli, machine
+from lab_utils import advisor, bench, cli, machine, memory
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -93,7 +93,6 @@ def test_doctor_findings_say_what_to_fix():
     (["memory", "--params", "8e9", "--precision", "fp9"], ["--precision", "'fp9'", "bf16"]),
     (["memory", "--model", "llama-3.1-8b", "--method", "full", "--precision", "int4"],
      ["--precision", "'int4'", "mixed"]),
-    (["memory", "--params", "8e9", "--method", "lora"], ["--method", "--model"]),
     (["memory", "--model", "llama-3.1-8b", "--batch", "0"], ["--batch", ">= 1"]),
     (["cost"], ["fine-tune", "serve", "breakeven"]),
     (["cost", "fine-tune", "--model", "llama-3.1-8b"], ["--tokens"]),
@@ -285,3 +284,12 @@ def test_each_assumption_names_an_option_the_command_has(command, capsys):
         cli.main([*command[:2 if command[0] in ("cost", "pick") else 1], "--help"])
     help_text = capsys.readouterr().out
     assert [flag for flag in offered if flag not in help_text] == []
+
+
+def test_a_bare_parameter_count_gives_the_lower_bound_the_advisor_uses():
+    """memory --params and advisor.fine_tune of a bare count share memory.param_count_parts."""
+    result = run("memory", "--params", "8e9", "--method", "lora", "--json")
+    assert result.returncode == 0, result.stderr
+    total = json.loads(result.stdout)["total_bytes"]
+    assert total == memory.weight_bytes(8e9, "bf16")
+    assert dict(advisor.fine_tune(8e9, 1e8, method="lora").assumptions)["memory_bytes"] == total
