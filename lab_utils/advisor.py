@@ -27,7 +27,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from lab_utils import assumptions, checks, economics, energy, hardware, llms, memory, serverless, serving
+from lab_utils import assumptions, checks, economics, energy, hardware, llms, memory, prices, serverless, serving
 from lab_utils.units import format_seconds
 
 __all__ = ["BOUNDS", "Advice", "Option", "fine_tune", "serve", "train"]
@@ -36,9 +36,8 @@ BOUNDS = ("memory", "compute", "bandwidth", "cold starts", "price")
 """What limits an option: it does not fit (memory), FLOP/s, bytes/s, serverless cold starts,
 or the price of the smallest rental (the device idles most of the time)."""
 
-_SECONDS_PER_DAY = 86_400.0
-_SECONDS_PER_MONTH = economics.HOURS_PER_MONTH * economics.SECONDS_PER_HOUR
-_METHODS = ("full", "lora", "qlora")
+_SECONDS_PER_DAY = 24 * prices.SECONDS_PER_HOUR
+_SECONDS_PER_MONTH = economics.HOURS_PER_MONTH * prices.SECONDS_PER_HOUR
 
 
 @dataclass(frozen=True)
@@ -46,27 +45,31 @@ class Option:
     """One way to run the job. Money in US dollars; ``cost`` is for the whole job (training)
     or per month (serving), None when it cannot be priced.
 
-    ``hours``: wall-clock hours of the job (training), or device-hours billed per month
-    (serving; None for an API). ``latency_s``: seconds per request (serving: p95 for
-    serverless, the estimate for a busy server); None for training. ``why``: None when the
-    option works, else the reason it cannot.
+    ``hours``: wall-clock hours of the job (training; None for serving); ``device_hours``:
+    device-hours billed (per job, or per month for serving; None per token).
+    ``latency_s``: seconds per request (serving: p95 for serverless, the estimate for a busy
+    server); None for training. ``precision``: what a serving option runs the weights in.
+    ``why``: None when the option works, else the reason it cannot. ``kind`` "hosted": the
+    same open model sold per token; "api": a closed model (a different product).
     """
 
     name: str
-    kind: str  # "cpu" | "gpu" | "serverless" | "api"
+    kind: str  # "cpu" | "gpu" | "serverless" | "hosted" | "api"
     fits: bool
     n_devices: int
     hours: float | None
     cost_usd: float | None
-    price_usd_per_hour: float | None
+    usd_per_hour: float | None
     price_source: str
     price_date: str
     bound: str
     why: str | None = None
     latency_s: float | None = None
     memory_bytes: float | None = None
-    energy_kwh: float | None = None  # the devices at their TDP over the job or month (lab_utils.energy); None: APIs
+    energy_kwh: float | None = None  # the devices at their TDP over the job or month (lab_utils.energy); None: per token
     emissions_kg: float | None = None  # CO2e of energy_kwh at the assumed grid intensity
+    device_hours: float | None = None
+    precision: str | None = None
 
     @property
     def works(self) -> bool:
@@ -91,14 +94,15 @@ class Advice:
     def ranked(self, by: str = "cost") -> Advice:
         """The same options ranked by "cost" (working ones first, then dollars, then time) or by
         "energy" (working ones first, then kWh, fewest first; options without an energy
-        estimate, such as APIs, last)."""
+        estimate, such as per-token prices, last). The verdict stays on dollars."""
         by = checks.choice("by", by, tuple(_RANK_KEYS))
         return dataclasses.replace(self, options=tuple(sorted(self.options, key=_RANK_KEYS[by])), ranked_by=by)
 
     @property
     def best(self) -> Option | None:
-        """The cheapest working option (None when nothing works)."""
-        return min((o for o in self.options if o.works and o.cost_usd is not None), key=_cost_key, default=None)
+        """The cheapest working option (None when nothing works), whatever the order; a closed
+        model's API never works for serving an open one (a different product)."""
+        return self.cheapest(*{o.kind for o in self.options})
 
     def option(self, name: str) -> Option:
         """One option by its exact name."""
@@ -107,42 +111,67 @@ class Advice:
                 return o
         raise ValueError(f"name={name!r} is not an option here; options: {[o.name for o in self.options]}")
 
+    def cheapest(self, *kinds: str) -> Option | None:
+        """The cheapest working option of these kinds ("gpu", "serverless", "hosted", ...);
+        None when none works."""
+        return min((o for o in self.options if o.kind in kinds and o.works and o.cost_usd is not None),
+                   key=_cost_key, default=None)
+
     @property
     def verdict(self) -> str:
-        """The answer in one plain sentence: 'an API', 'a CPU', 'a GPU', 'serverless GPUs'."""
+        """The answer in plain words: the cheapest working option and, for serving, the cheapest
+        of each other way (per token, serverless, always on) and the closed models, which are a
+        different product."""
         best = self.best
         if best is None:
             return f"{self.job}: no option works under these assumptions."
-        words = {"api": "an API", "cpu": "a CPU", "gpu": "a GPU" if best.n_devices == 1 else "GPUs",
-                 "serverless": "serverless GPUs"}[best.kind]
-        return (f"{self.job}: the answer is {words} — {best.name}, ${best.cost_usd:,.2f} per {self.period} "
-                f"(price {best.price_date}, {best.price_source}).")
+        words = {"hosted": "the same open model bought per token", "cpu": "a CPU",
+                 "gpu": "a GPU" if best.n_devices == 1 else "GPUs", "serverless": "serverless GPUs"}[best.kind]
+        said = (f"{self.job}: the answer is {words} — {best.name}"
+                + (f" ({best.precision})" if best.precision else "")
+                + f", ${best.cost_usd:,.2f} per {self.period} (price {best.price_date}, {best.price_source}).")
+        if self.period != "month":
+            return said
+        others = []
+        for kinds, label in ((("hosted",), "per token"), (("serverless",), "serverless"),
+                             (("gpu", "cpu"), "always on")):
+            other = self.cheapest(*kinds)
+            if other is not None and other is not best:
+                others.append(f"{label}: {other.name} ${other.cost_usd:,.2f}")
+            elif other is None and best.kind not in kinds and any(o.kind in kinds for o in self.options):
+                others.append(f"{label}: none meets the target")
+        closed = next((o for o in self.options if o.kind == "api" and o.cost_usd is not None), None)
+        if closed is not None:
+            others.append(f"a closed model's API such as {closed.name.removeprefix('API: ')} "
+                          f"(${closed.cost_usd:,.2f}) is a different product, not this model")
+        return said + (" Next: " + "; ".join(others) + "." if others else "")
 
     def table(self, limit: int | None = None) -> str:
         """The ranking as a text table (what the notebook and ``lab-utils pick`` print)."""
         from tabulate import tabulate
 
+        serving_job = self.period == "month"
         rows = []
         for rank, o in enumerate(self.options[:limit], start=1):
-            if self.period == "month":
+            if serving_job:
                 time = "-" if o.latency_s is None else format_seconds(o.latency_s)
             else:
-                time = "-" if o.hours is None else format_seconds(o.hours * 3600)
-            cost = "no price" if o.cost_usd is None else f"{o.cost_usd:,.2f}"
-            energy_cells = [
-                "-" if o.energy_kwh is None else f"{o.energy_kwh:,.3g}",
-                "-" if o.emissions_kg is None else f"{o.emissions_kg:,.3g}"]
-            rows.append((rank, o.name, o.n_devices, "yes" if o.fits else "no", time, cost, *energy_cells, o.bound,
-                         o.price_date, o.why or ""))
-        energy_headers = (f"kWh per {self.period}", "kg CO2e")
-        headers = ("#", "option", "n", "fits", "time", f"$ per {self.period}", *energy_headers, "bound", "price date",
-                   "why not")
-        note = "time: request latency" if self.period == "month" else "time: wall clock of the job"
+                time = "-" if o.hours is None else format_seconds(o.hours * prices.SECONDS_PER_HOUR)
+            cost = "-" if not o.fits else "no price" if o.cost_usd is None else f"{o.cost_usd:,.2f}"
+            extra = [o.precision or "-"] if serving_job else []
+            rows.append((rank, o.name, o.n_devices, "yes" if o.fits else "no", time, cost, *extra,
+                         _number(o.energy_kwh), _number(o.emissions_kg), o.bound,
+                         o.price_date if o.fits else "-", o.why or ""))
+        extra_headers = ("precision",) if serving_job else ()
+        headers = ("#", "option", "n", "fits", "time", f"$ per {self.period}", *extra_headers,
+                   f"kWh per {self.period}", "kg CO2e", "bound", "price date", "why not")
+        note = "time: request latency" if serving_job else "time: wall clock of the job"
         return (tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True,
                          colalign=("right", "left", "right", "left", "right", "right",
-                                   *("right",) * len(energy_headers), "left", "left", "left"))
-                + f"\n({note}; kWh: the devices at their TDP, no building overhead (PUE), APIs publish none;"
-                  f" estimates from vendor specs and list prices)")
+                                   *(("left",) if serving_job else ()), "right", "right", "left", "left", "left"))
+                + f"\n({note}; kWh: the devices at their TDP, no building overhead (PUE)"
+                  + ("; per-token prices publish none" if serving_job else "")
+                  + "; estimates from vendor specs and list prices)")
 
     def to_dict(self) -> dict:
         """Plain data for JSON."""
@@ -150,6 +179,14 @@ class Advice:
         return {"job": self.job, "period": self.period, "verdict": self.verdict, "ranked_by": self.ranked_by,
                 "assumptions": {k: v for k, v in self.assumptions},
                 "options": [dict(asdict(o), works=o.works) for o in self.options]}
+
+
+def _number(value) -> str:
+    """A table cell: thousands separators, at most 3 significant digits, never an exponent."""
+    if value is None:
+        return "-"
+    digits = max(0, 2 - math.floor(math.log10(abs(value)))) if value else 0
+    return f"{round(value, digits):,.{digits}f}"
 
 
 # --- prices and peaks: the assumptions' rules ------------------------------------------------
@@ -182,7 +219,8 @@ def _hardware(include_cpus: bool):
 
 def _cost_key(o: Option):
     time = o.latency_s if o.latency_s is not None else (o.hours if o.hours is not None else math.inf)
-    return (not o.works, o.cost_usd is None, o.cost_usd if o.cost_usd is not None else math.inf, time, o.name)
+    return (not o.works, o.cost_usd is None, o.cost_usd if o.cost_usd is not None else math.inf, time,
+            o.n_devices, o.name)
 
 
 def _energy_key(o: Option):
@@ -201,35 +239,28 @@ def _energy_fields(device_hours: float, spec: hardware.Spec) -> dict:
     """energy_kwh and emissions_kg of ``device_hours`` of ``spec`` at its TDP (lab_utils.energy);
     None without a TDP."""
     kwh = energy.job_energy_kwh(device_hours, 1, spec.tdp_watts) if spec.tdp_watts else None
+    return _emissions(kwh)
+
+
+def _emissions(kwh: float | None) -> dict:
     return {"energy_kwh": kwh, "emissions_kg": None if kwh is None else energy.emissions_kg(kwh)}
 
 
 def _price_fields(price: assumptions.DevicePrice) -> dict:
     source = "-" if price.usd_per_hour is None and price.source == "-" else f"{price.offer} ({price.source})"
-    return {"price_usd_per_hour": price.usd_per_hour, "price_source": source, "price_date": price.date}
+    return {"usd_per_hour": price.usd_per_hour, "price_source": source, "price_date": price.date}
 
 
-def _not_possible(name, kind, spec_or_none, fits, n, bytes_, bound, why, price=_NO_PRICE):
+def _not_possible(name, *, kind, fits, n, bytes_, bound, why, price=_NO_PRICE, precision=None):
     return Option(name=name, kind=kind, fits=fits, n_devices=n, hours=None, cost_usd=None,
-                  bound=bound, why=why, memory_bytes=bytes_, **_price_fields(price))
-
-
-def _defaults(**given) -> dict:
-    """Each argument given as None replaced by the assumption of the same name."""
-    return {name: assumptions.value(name) if value is None else value for name, value in given.items()}
+                  bound=bound, why=why, memory_bytes=bytes_, precision=precision, **_price_fields(price))
 
 
 def _common(mfu, cpu_mfu, max_devices, cpu_offer):
     """The checked (mfu, cpu_mfu, max_devices, cpu_offer), defaults from the assumptions."""
-    values = _defaults(mfu=mfu, cpu_mfu=cpu_mfu, max_devices=max_devices, cpu_offer=cpu_offer)
-    mfu = checks.number("mfu", values["mfu"], maximum=1.0)
-    cpu_mfu = checks.number("cpu_mfu", values["cpu_mfu"], maximum=1.0)
-    max_devices = checks.count("max_devices", values["max_devices"])
-    cpu_offer = values["cpu_offer"]
-    if not isinstance(cpu_offer, str):
-        raise TypeError(f"cpu_offer must be a str naming an hourly offer, got {type(cpu_offer).__name__}")
-    economics.hourly_price(cpu_offer)  # an unknown name fails here, listing the offers
-    return mfu, cpu_mfu, max_devices, cpu_offer
+    values, _ = assumptions.resolve(mfu=mfu, cpu_mfu=cpu_mfu, max_devices=max_devices, cpu_offer=cpu_offer)
+    return (checks.number("mfu", values["mfu"], maximum=1.0), checks.number("cpu_mfu", values["cpu_mfu"], maximum=1.0),
+            checks.count("max_devices", values["max_devices"]), _cpu_offer(values["cpu_offer"]))
 
 
 def _model(model, name="model"):
@@ -257,31 +288,32 @@ def _run_options(label, memory_bytes, flops, bytes_moved, specs, *, mfu, cpu_mfu
         dtype, peak = _peak(spec)
         n = _devices_needed(memory_bytes, spec)
         if n == 0:
-            options.append(_not_possible(spec.name, kind, spec, False, 1, memory_bytes, "memory",
-                                         "does not fit in one server's memory", price))
+            options.append(_not_possible(spec.name, kind=kind, fits=False, n=1, bytes_=memory_bytes, bound="memory",
+                                         why="does not fit in one server's memory", price=price))
             continue
         if n > max_devices and not servers:
-            options.append(_not_possible(f"{n} x {spec.name}", kind, spec, False, n, memory_bytes, "memory",
-                                         f"needs {n} GPUs to hold the job: more than one server of "
-                                         f"{max_devices} (max_devices)", price))
+            options.append(_not_possible(f"{n} x {spec.name}", kind=kind, fits=False, n=n, bytes_=memory_bytes,
+                                         bound="memory", why=f"needs {n} GPUs to hold the job: more than one "
+                                         f"server of {max_devices} (max_devices)", price=price))
             continue
         name = spec.name if n == 1 else f"{n} x {spec.name}"
         if n > max_devices:
             n = math.ceil(n / max_devices) * max_devices
             name, price = f"{n} x {spec.name} ({n // max_devices} servers)", assumptions.device_price(spec, n_gpus=n)
         if peak is None or (bytes_moved and not spec.bandwidth_bytes_per_s):
-            options.append(_not_possible(name, kind, spec, True, n, memory_bytes, "compute",
-                                         "the catalog has no peak or bandwidth to estimate its speed", price))
+            options.append(_not_possible(name, kind=kind, fits=True, n=n, bytes_=memory_bytes, bound="compute",
+                                         why="the catalog has no peak or bandwidth to estimate its speed",
+                                         price=price))
             continue
         gpu_mfu = mfu(n, dtype) if callable(mfu) else mfu
         compute_h = economics.training_hours(flops, peak_flops=peak, mfu=cpu_mfu if kind == "cpu" else gpu_mfu,
                                              n_devices=n)
         bandwidth_h = (bytes_moved / (spec.bandwidth_bytes_per_s * bandwidth_efficiency * n) /
-                       economics.SECONDS_PER_HOUR) if bytes_moved else 0.0
+                       prices.SECONDS_PER_HOUR) if bytes_moved else 0.0
         hours = max(compute_h, bandwidth_h)
         bound = "bandwidth" if bandwidth_h > compute_h else "compute"
         why = None if price.usd_per_hour is not None else "no price in the data for this device"
-        options.append(Option(name=name, kind=kind, fits=True, n_devices=n, hours=hours,
+        options.append(Option(name=name, kind=kind, fits=True, n_devices=n, hours=hours, device_hours=hours * n,
                               cost_usd=None if price.usd_per_hour is None else hours * n * price.usd_per_hour,
                               bound=bound, why=why, memory_bytes=memory_bytes, **_energy_fields(hours * n, spec),
                               **_price_fields(price)))
@@ -289,7 +321,33 @@ def _run_options(label, memory_bytes, flops, bytes_moved, specs, *, mfu, cpu_mfu
         (name, assumptions.value(name)) for name in ("power_share_of_tdp", "grid_kg_co2e_per_kwh")))
 
 
-def fine_tune(model, n_tokens, *, method: str = "lora", mfu: float | None = None, cpu_mfu: float | None = None,
+def _fine_tune_option(config, n_tokens, method, spec, mfu, job, max_devices) -> Option:
+    """One GPU's option for a fine-tune: ``economics.fine_tune_estimate`` on it, as an Option."""
+    try:
+        estimate = economics.fine_tune_estimate(
+            config, n_tokens, method=method, gpu=spec, mfu=mfu, seq_len=job["seq_len"], batch=job["batch"],
+            recompute=job["recompute_fine_tune"], lora_rank=job["lora_rank"], max_devices=max_devices)
+    except economics.DoesNotFit as why:
+        return _not_possible(spec.name, kind="gpu", fits=False, n=1, bytes_=None, bound="memory", why=str(why))
+    except ValueError as why:  # no peak in a dtype the course computes in
+        return _not_possible(spec.name, kind="gpu", fits=True, n=1, bytes_=None, bound="compute", why=str(why))
+    n = estimate.n_gpus
+    if estimate.n_nodes > 1 and estimate.usd_per_gpu_hour is None:  # e.g. a laptop's GPU: no servers of it
+        return _not_possible(f"{n} x {spec.name}", kind="gpu", fits=False, n=n, bytes_=estimate.memory_bytes,
+                             bound="memory", why=f"needs {n} GPUs: more than one server, and the data has no "
+                                                 "offer to rent it by the server")
+    name = spec.name if n == 1 else f"{n} x {spec.name}" + (f" ({estimate.n_nodes} servers)" if estimate.n_nodes > 1
+                                                             else "")
+    return Option(name=name, kind="gpu", fits=True, n_devices=n, hours=estimate.hours,
+                  device_hours=estimate.gpu_hours, cost_usd=estimate.cost_usd, bound="compute",
+                  why=None if estimate.cost_usd is not None else "no price in the data for this device",
+                  memory_bytes=estimate.memory_bytes, **_emissions(estimate.energy_kwh),
+                  usd_per_hour=estimate.usd_per_gpu_hour,
+                  price_source="-" if estimate.usd_per_gpu_hour is None else estimate.price_source,
+                  price_date=estimate.price_date if estimate.usd_per_gpu_hour is not None else "-")
+
+
+def fine_tune(model, n_tokens, *, method: str | None = None, mfu: float | None = None, cpu_mfu: float | None = None,
               seq_len: int | None = None, batch: int | None = None, recompute: str | None = None,
               lora_rank: int | None = None, max_devices: int | None = None, cpu_offer: str | None = None,
               include_cpus: bool = True) -> Advice:
@@ -308,14 +366,16 @@ def fine_tune(model, n_tokens, *, method: str = "lora", mfu: float | None = None
     ``lab_utils.assumptions`` (seq_len: ``seq_len``; batch: ``batch``;
     recompute: ``recompute_fine_tune``).
     """
-    method = checks.choice("method", method, _METHODS)
+    method = checks.choice("method", assumptions.resolve(default_method=method)[0]["default_method"],
+                           assumptions.FINE_TUNE_METHODS)
     regimes = mfu is None
     mfu, cpu_mfu, max_devices, cpu_offer = _common(mfu, cpu_mfu, max_devices, cpu_offer)
     if regimes:  # each GPU option at its regime's MFU: one GPU, several (FSDP/ZeRO), FP8
-        def mfu(n_gpus, dtype):
+        mfu = None
+
+        def gpu_mfu(n_gpus, dtype):
             return assumptions.value(economics.mfu_assumption(n_gpus, dtype))
-    job = _defaults(seq_len=seq_len, batch=batch, recompute_fine_tune=recompute,
-                    lora_rank=lora_rank)
+    job, _ = assumptions.resolve(seq_len=seq_len, batch=batch, recompute_fine_tune=recompute, lora_rank=lora_rank)
     n_tokens = checks.number("n_tokens", n_tokens)
     config, n_params = _model(model)
     precision = assumptions.precision_for(method)
@@ -324,24 +384,28 @@ def fine_tune(model, n_tokens, *, method: str = "lora", mfu: float | None = None
                                        seq_len=job["seq_len"], recompute=job["recompute_fine_tune"],
                                        lora_rank=job["lora_rank"])
         memory_bytes, n_compute, label = estimate.total_bytes, config.params_per_token, config.name
-    elif method == "full":
-        memory_bytes = memory.training_state_bytes(n_params).total_bytes
-        n_compute, label = n_params, f"{n_params:.3g}-parameter model"
-    else:
-        memory_bytes = memory.weight_bytes(n_params, precision)
+    else:  # a bare count: the weights and training state it tells of, a lower bound
+        memory_bytes = sum(value for _, value in memory.param_count_parts(n_params, method, precision))
         n_compute, label = n_params, f"{n_params:.3g}-parameter model"
     shape = {}
     if config is not None and config.n_heads is not None:
         shape = dict(model=config, seq_len=job["seq_len"], attention_term=assumptions.value("attention_term"))
     flops = economics.training_flops(n_compute, n_tokens, method, **shape)
+    specs = _hardware(include_cpus)
+    gpu_options = []
+    if config is not None:  # a catalog model: each GPU is economics.fine_tune_estimate's answer
+        gpu_options = [_fine_tune_option(config, n_tokens, method, spec, mfu, job, max_devices)
+                       for spec in specs if spec.kind == "gpu"]
+        specs = tuple(spec for spec in specs if spec.kind != "gpu")
     advice = _run_options(f"{method} fine-tune of {label} on {n_tokens:.3g} tokens", memory_bytes, flops, 0.0,
-                          _hardware(include_cpus), mfu=mfu, cpu_mfu=cpu_mfu, max_devices=max_devices,
+                          specs, mfu=gpu_mfu if regimes else mfu, cpu_mfu=cpu_mfu, max_devices=max_devices,
                           cpu_offer=cpu_offer, bandwidth_efficiency=1.0, servers=True)
-    return Advice(advice.job, advice.period, advice.options,
+    return Advice(advice.job, advice.period, _rank((*advice.options, *gpu_options)),
                   ((f"precision.{method}", precision),
                    *((name, assumptions.value(name)) for name in ("mfu_single_gpu", "mfu_multi_gpu") if regimes),
                    *((("mfu", mfu),) if not regimes else ()),
-                   *((("attention_term", shape["attention_term"]),) if shape else ()), ("cpu_mfu", cpu_mfu), *job.items(),
+                   *((("attention_term", shape["attention_term"]),) if shape else ()), ("cpu_mfu", cpu_mfu),
+                   *job.items(),
                    ("max_devices", max_devices), ("cpu_offer", cpu_offer), ("memory_bytes", memory_bytes),
                    ("flops", flops), *advice.assumptions))
 
@@ -365,7 +429,8 @@ def train(dense_params, n_examples, *, tokens_per_example: int = 1, embedding_pa
     those names.
     """
     mfu, cpu_mfu, max_devices, cpu_offer = _common(mfu, cpu_mfu, max_devices, cpu_offer)
-    sparse = _defaults(embedding_bytes_per_param=embedding_bytes_per_param, gather_efficiency=gather_efficiency)
+    sparse, _ = assumptions.resolve(embedding_bytes_per_param=embedding_bytes_per_param,
+                                    gather_efficiency=gather_efficiency)
     embedding_bytes_per_param, gather_efficiency = sparse["embedding_bytes_per_param"], sparse["gather_efficiency"]
     dense_params = checks.number("dense_params", dense_params)
     n_examples = checks.number("n_examples", n_examples)
@@ -400,200 +465,261 @@ def train(dense_params, n_examples, *, tokens_per_example: int = 1, embedding_pa
 
 def serve(model, requests_per_day, *, input_tokens: int | None = None, output_tokens: int | None = None,
           latency_target_s: float | None = None, precision: str | None = None, batch: int | None = None,
-          utilisation: float | None = None, mfu: float | None = None, cpu_mfu: float | None = None,
-          efficiency: float | None = None, max_devices: int | None = None, cpu_offer: str | None = None,
-          cold_start_s: float | None = None, idle_timeout_s: float | None = None, max_workers: int | None = None,
-          max_simulated_requests: int = 5000, seed: int = 0, include_cpus: bool = True) -> Advice:
+          utilisation: float | None = None, efficiency: float | None = None, max_devices: int | None = None,
+          cpu_offer: str | None = None, cold_start_s: float | None = None, idle_timeout_s: float | None = None,
+          max_workers: int | None = None, max_simulated_requests: int = 5000, seed: int = 0,
+          include_cpus: bool = True) -> Advice:
     """Rank the ways to serve ``model`` (an ``llms`` name) for ``requests_per_day`` requests of
     ``input_tokens`` in and ``output_tokens`` out, each within ``latency_target_s``; cost per month.
 
-    Always-on servers (CPU, each GPU): replicas of as many devices as hold the weights and one
-    request's KV cache, each batching requests (continuous batching) up to the batch that keeps
-    a request within the target (``serving.capacity``; ``batch`` fixes it instead); enough
-    replicas that the average load uses at most ``utilisation`` of their requests/s, billed
-    :data:`economics.HOURS_PER_MONTH` hours. Serverless (Runpod flex): each worker runs the same
-    engine, up to the same batch (its concurrency), a request taking ``serving.estimate``'s
-    latency at the batch it joins; each new worker paying a cold start
-    (``serverless.cold_start`` of the weights, unless ``cold_start_s``), Poisson arrivals simulated
-    by ``serverless.simulate`` over a window of at most ``max_simulated_requests`` requests (or a
-    day) and scaled to a month; the class is timed on its slowest catalog GPU. APIs:
-    ``economics.api_cost`` of the month's tokens (a different model: compare quality yourself).
+    Three parts, each asking the calculators: :func:`_always_on` (CPU and GPU servers,
+    ``serving`` bounds with continuous batching, billed all month), :func:`_serverless`
+    (Runpod flex workers running the same engine, ``serverless.simulate`` with cold starts and
+    idle time) and :func:`_per_token` (the same open model sold per token by hosting providers,
+    and closed models' APIs, listed for comparison: a different product, never the verdict).
+    Each GPU is tried at every precision of ``precision`` (default the ``serve_precisions``
+    assumption: bf16, fp8, int8, int4) that fits; the cheapest working one is kept, best
+    quality first on a tie, and ``Option.precision`` says which.
 
     Every argument left None is an assumption from ``lab_utils.assumptions`` (not a
-    measurement): precision ``precision.inference``, utilisation ``serve_utilisation``,
-    efficiency ``decode_efficiency``, the cold start's parts ``cold_start.*``, and the others
-    under their own names. ``mfu`` and ``cpu_mfu`` are checked and listed but the serving bounds
-    use the peaks (``efficiency`` scales all of a request's time).
+    measurement): utilisation ``serve_utilisation``, efficiency ``decode_efficiency``, the cold
+    start's parts ``cold_start.*``, and the others under their own names. ValueError when the
+    catalog cannot size the model's KV cache (``serving.sizable``).
     """
-    mfu, cpu_mfu, max_devices, cpu_offer = _common(mfu, cpu_mfu, max_devices, cpu_offer)
-    taken = _defaults(input_tokens=input_tokens, output_tokens=output_tokens, latency_target_s=latency_target_s,
-                      serve_utilisation=utilisation, decode_efficiency=efficiency,
-                      idle_timeout_s=idle_timeout_s, max_workers=max_workers)
-    taken["precision.inference"] = assumptions.precision_for("inference") if precision is None else precision
-    precision, utilisation, efficiency = (taken["precision.inference"], taken["serve_utilisation"],
-                                          taken["decode_efficiency"])
-    input_tokens, output_tokens, latency_target_s = (taken["input_tokens"], taken["output_tokens"],
-                                                     taken["latency_target_s"])
-    idle_timeout_s, max_workers = taken["idle_timeout_s"], taken["max_workers"]
     if not isinstance(model, (str, llms.LLMConfig)):
         raise TypeError(f"model must be a model name from lab_utils.llms, got {type(model).__name__} {model!r}")
-    config = llms.get(model) if isinstance(model, str) else model
-    requests_per_day = checks.number("requests_per_day", requests_per_day)
-    input_tokens = checks.count("input_tokens", input_tokens, minimum=0)
-    output_tokens = checks.count("output_tokens", output_tokens)
-    latency_target_s = checks.number("latency_target_s", latency_target_s)
-    checks.choice("precision", precision, memory.precisions_for("inference"))
-    batch = None if batch is None else checks.count("batch", batch)
-    utilisation = checks.number("utilisation", utilisation, maximum=1.0)
-    efficiency = checks.number("efficiency", efficiency, maximum=1.0)
+    config = llms.as_config(model)
+    why = serving.sizable(config)
+    if why:
+        raise ValueError(f"model={config.name!r}: {why}")
+    precisions = [precision] if precision is not None else None
+    values, taken = assumptions.resolve(
+        input_tokens=input_tokens, output_tokens=output_tokens, latency_target_s=latency_target_s,
+        serve_precisions=precisions, serve_utilisation=utilisation, decode_efficiency=efficiency,
+        max_devices=max_devices, cpu_offer=cpu_offer, idle_timeout_s=idle_timeout_s, max_workers=max_workers,
+        price_bound_load_share=None, cold_start_bound_ratio=None)
+    job = _ServeJob(
+        config=config, rate_per_s=checks.number("requests_per_day", requests_per_day) / _SECONDS_PER_DAY,
+        input_tokens=checks.count("input_tokens", values["input_tokens"], minimum=0),
+        output_tokens=checks.count("output_tokens", values["output_tokens"]),
+        latency_target_s=checks.number("latency_target_s", values["latency_target_s"]),
+        precisions=tuple(checks.choice("precision", p, serving.PRECISIONS) for p in values["serve_precisions"]),
+        batch=None if batch is None else checks.count("batch", batch),
+        utilisation=checks.number("utilisation", values["serve_utilisation"], maximum=1.0),
+        efficiency=checks.number("efficiency", values["decode_efficiency"], maximum=1.0),
+        max_devices=checks.count("max_devices", values["max_devices"]),
+        price_bound_load_share=values["price_bound_load_share"],
+        cold_start_bound_ratio=values["cold_start_bound_ratio"])
+    cpu_offer = _cpu_offer(values["cpu_offer"])
     if cold_start_s is not None:
         cold_start_s = checks.number("cold_start_s", cold_start_s, strict=False)
-    idle_timeout_s = checks.number("idle_timeout_s", idle_timeout_s, strict=False)
-    max_workers = checks.count("max_workers", max_workers)
-    max_simulated_requests = checks.count("max_simulated_requests", max_simulated_requests, minimum=10)
+    simulation = dict(idle_timeout_s=checks.number("idle_timeout_s", values["idle_timeout_s"], strict=False),
+                      max_workers=checks.count("max_workers", values["max_workers"]), seed=seed,
+                      max_simulated_requests=checks.count("max_simulated_requests", max_simulated_requests,
+                                                          minimum=10))
+    options = [*_always_on(job, _hardware(include_cpus), cpu_offer),
+               *_serverless(job, cold_start_s, taken, **simulation), *_per_token(job)]
+    tokens_per_month = job.rate_per_s * job.tokens_per_request * _SECONDS_PER_MONTH
+    label = (f"serving {config.name}, {requests_per_day:,.0f} requests/day x ({job.input_tokens} in + "
+             f"{job.output_tokens} out) tokens = {tokens_per_month:.3g} tokens/month")
+    return Advice(label, "month", _rank(options), (
+        *taken.items(), ("tokens_per_month", tokens_per_month),
+        *((name, assumptions.value(name)) for name in ("power_share_of_tdp", "grid_kg_co2e_per_kwh"))))
 
-    bytes_per_param = memory.BYTES_PER_VALUE[precision]
-    tokens_per_request = input_tokens + output_tokens
-    output_share = output_tokens / tokens_per_request
-    rate_per_s = requests_per_day / _SECONDS_PER_DAY
-    tokens_per_month = rate_per_s * tokens_per_request * _SECONDS_PER_MONTH
-    shape = dict(prompt_len=max(1, input_tokens), output_len=output_tokens, weight_bytes_per_param=bytes_per_param,
-                 efficiency=efficiency)
-    single = memory.job_estimate(config, method="inference", precision=precision, batch=1,
-                                 seq_len=tokens_per_request).total_bytes
+
+@dataclass(frozen=True)
+class _ServeJob:
+    """One serving job, checked: what every part of :func:`serve` asks the calculators about."""
+
+    config: llms.LLMConfig
+    rate_per_s: float
+    input_tokens: int
+    output_tokens: int
+    latency_target_s: float
+    precisions: tuple[str, ...]
+    batch: int | None
+    utilisation: float
+    efficiency: float
+    max_devices: int
+    price_bound_load_share: float
+    cold_start_bound_ratio: float
+
+    @property
+    def tokens_per_request(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def shape(self, precision: str) -> dict:
+        """The keywords ``serving.estimate`` and friends take for this job in ``precision``."""
+        return dict(prompt_len=max(1, self.input_tokens), output_len=self.output_tokens, precision=precision,
+                    efficiency=self.efficiency)
+
+    def replica_bytes(self, precision: str) -> float:
+        """Bytes of the weights in ``precision`` and one request's KV cache (``memory.job_estimate``)."""
+        return memory.job_estimate(self.config, method="inference", precision=precision, batch=1,
+                                   seq_len=self.tokens_per_request).total_bytes
+
+    def batch_bytes(self, precision: str, batch: int) -> float:
+        """Bytes a replica holds serving ``batch`` requests: one request's plus the other caches."""
+        return self.replica_bytes(precision) + (batch - 1) * serving.kv_bytes_per_sequence(
+            self.config, context_len=self.tokens_per_request)
+
+    def served_batch(self, device, precision: str):
+        """``serving.estimate`` at the batch a replica runs: ``batch`` when given, else the
+        largest that keeps a request within the target (``serving.capacity``), at least 1."""
+        shape = self.shape(precision)
+        if self.batch is not None:
+            return serving.estimate(self.config, device=device, batch=self.batch, usd_per_hour=0.0, **shape)
+        return (serving.capacity(self.config, device=device, latency_target_s=self.latency_target_s,
+                                 usd_per_hour=0.0, **shape)
+                or serving.estimate(self.config, device=device, batch=1, usd_per_hour=0.0, **shape))
+
+
+def _cpu_offer(cpu_offer) -> str:
+    if not isinstance(cpu_offer, str):
+        raise TypeError(f"cpu_offer must be a str naming an hourly offer, got {type(cpu_offer).__name__}")
+    prices.hourly_price(cpu_offer)  # an unknown name fails here, listing the offers
+    return cpu_offer
+
+
+def _best_precision(candidates: list[Option]) -> Option:
+    """The cheapest working option of one device, the better precision first on a tie (the
+    candidates come in quality order); the first one when none works."""
+    working = [o for o in candidates if o.works and o.cost_usd is not None]
+    return min(working, key=lambda o: o.cost_usd) if working else candidates[0]
+
+
+def _always_on(job: _ServeJob, specs, cpu_offer: str) -> list[Option]:
+    """Always-on servers: per device, replicas of as many devices as hold the weights and one
+    request's KV cache, batching up to the latency target, enough of them that the average
+    load uses at most ``utilisation`` of their requests/s, billed every hour of the month."""
     options = []
-
-    for spec in _hardware(include_cpus):
-        kind = spec.kind
+    for spec in specs:
         price = assumptions.device_price(spec, cpu_offer=cpu_offer)
-        per_replica = _devices_needed(single, spec)
-        if per_replica == 0 or per_replica > max_devices:
-            n = max(per_replica, 1)
-            why = ("does not fit in one server's memory" if per_replica == 0 else
-                   f"needs {per_replica} GPUs per replica: more than one server of {max_devices} (max_devices)")
-            options.append(_not_possible(spec.name if n == 1 else f"{n} x {spec.name}", kind, spec, False, n,
-                                         single, "memory", why, price))
-            continue
-        if _peak(spec)[1] is None or not spec.bandwidth_bytes_per_s:
-            options.append(_not_possible(spec.name, kind, spec, True, per_replica, single, "compute",
-                                         "the catalog has no peak or bandwidth to estimate its speed", price))
-            continue
-        replica = serving.replica(spec, per_replica)
-        alone = serving.estimate(config, device=replica, batch=1, usd_per_hour=0.0, **shape)
-        if batch is None:
-            served = serving.capacity(config, device=replica, latency_target_s=latency_target_s, usd_per_hour=0.0,
-                                      **shape) or alone
-        else:
-            served = serving.estimate(config, device=replica, batch=batch, usd_per_hour=0.0, **shape)
-        replicas = max(1, math.ceil(rate_per_s / (served.requests_per_s * utilisation)))
-        n = replicas * per_replica
-        load = rate_per_s / (served.requests_per_s * replicas)
-        if batch is None:  # the batch the average load fills, and its latency
-            served = serving.at_load(config, device=replica, requests_per_s=rate_per_s / replicas, usd_per_hour=0.0,
-                                     **shape) or served
-        speed_bound = "compute" if served.limit == "compute" else "bandwidth"
-        bound = "price" if replicas == 1 and load < utilisation / 2 else speed_bound
-        name = spec.name if n == 1 else f"{n} x {spec.name}"
-        why = None
-        if served.latency_s > latency_target_s:
-            why, bound = (f"a request takes {format_seconds(served.latency_s, 2)} at batch {served.batch} > the target",
-                          speed_bound)
-        elif price.usd_per_hour is None:
-            why = "no price in the data for this device"
-        cost = None if price.usd_per_hour is None else n * price.usd_per_hour * economics.HOURS_PER_MONTH
-        options.append(Option(name=f"{name} always on", kind=kind, fits=True, n_devices=n,
-                              hours=n * economics.HOURS_PER_MONTH, cost_usd=cost, bound=bound, why=why,
-                              latency_s=served.latency_s,
-                              memory_bytes=_batch_bytes(config, single, served.batch, tokens_per_request),
-                              **_energy_fields(n * economics.HOURS_PER_MONTH, spec), **_price_fields(price)))
+        precisions = job.precisions if spec.kind == "gpu" else job.precisions[:1]
+        options.append(_best_precision([_always_on_at(job, spec, price, p) for p in precisions]))
+    return options
 
-    # serverless: each worker batches requests as a pod does, up to the same batch
-    window_s = min(_SECONDS_PER_DAY, max_simulated_requests / rate_per_s)
-    arrivals = serverless.poisson_arrivals(rate_per_s, window_s, seed=seed)
-    start = serverless.cold_start(config.n_params * bytes_per_param)
-    if cold_start_s is None:
-        cold_start_s = start.total_s
-        taken.update(start.assumptions)
-    else:
-        taken["cold_start_s"] = cold_start_s
-    for price in economics.serverless_prices():
+
+def _always_on_at(job: _ServeJob, spec, price, precision: str) -> Option:
+    single = job.replica_bytes(precision)
+    per_replica = _devices_needed(single, spec)
+    common = dict(kind=spec.kind, price=price, precision=precision, bytes_=single)
+    if per_replica == 0 or per_replica > job.max_devices:
+        n = max(per_replica, 1)
+        why = ("does not fit in one server's memory" if per_replica == 0 else
+               f"needs {per_replica} GPUs per replica: more than one server of {job.max_devices} (max_devices)")
+        return _not_possible(spec.name if n == 1 else f"{n} x {spec.name}", fits=False, n=n, bound="memory",
+                             why=why, **common)
+    if _peak(spec)[1] is None or not spec.bandwidth_bytes_per_s:
+        return _not_possible(spec.name, fits=True, n=per_replica, bound="compute",
+                             why="the catalog has no peak or bandwidth to estimate its speed", **common)
+    replica = serving.replica(spec, per_replica)
+    served = job.served_batch(replica, precision)
+    replicas = max(1, math.ceil(job.rate_per_s / (served.requests_per_s * job.utilisation)))
+    n = replicas * per_replica
+    load = job.rate_per_s / (served.requests_per_s * replicas)
+    if job.batch is None:  # the batch the average load fills, and its latency
+        served = serving.at_load(job.config, device=replica, requests_per_s=job.rate_per_s / replicas,
+                                 usd_per_hour=0.0, **job.shape(precision)) or served
+    speed_bound = "compute" if served.limit == "compute" else "bandwidth"
+    idle = replicas == 1 and load < job.utilisation * job.price_bound_load_share
+    bound = "price" if idle else speed_bound
+    why = None
+    if served.latency_s > job.latency_target_s:
+        why, bound = (f"a request takes {format_seconds(served.latency_s, 2)} at batch {served.batch} > the target",
+                      speed_bound)
+    elif price.usd_per_hour is None:
+        why = "no price in the data for this device"
+    hours = n * economics.HOURS_PER_MONTH
+    return Option(name=f"{spec.name if n == 1 else f'{n} x {spec.name}'} always on", kind=spec.kind, fits=True,
+                  n_devices=n, hours=None, device_hours=hours,
+                  cost_usd=None if price.usd_per_hour is None else hours * price.usd_per_hour, bound=bound, why=why,
+                  latency_s=served.latency_s, memory_bytes=job.batch_bytes(precision, served.batch),
+                  precision=precision, **_energy_fields(hours, spec), **_price_fields(price))
+
+
+def _serverless(job: _ServeJob, cold_start_s, taken: dict, *, idle_timeout_s, max_workers, seed,
+                max_simulated_requests) -> list[Option]:
+    """Runpod flex workers: each runs the same engine as a pod, up to the same batch, each new
+    worker paying a cold start (``serverless.cold_start`` of the weights unless ``cold_start_s``);
+    Poisson arrivals simulated (``serverless.simulate``) over at most ``max_simulated_requests``
+    requests or a day, scaled to a month; a class timed on its slowest catalog GPU."""
+    window_s = min(_SECONDS_PER_DAY, max_simulated_requests / job.rate_per_s)
+    arrivals = serverless.poisson_arrivals(job.rate_per_s, window_s, seed=seed)
+    taken["simulated_window_s"] = window_s
+    options = []
+    for price in prices.serverless_prices():
         specs = [hardware.get(gpu) for gpu in price.gpus]
         if not specs:
-            options.append(_not_possible(price.name, "serverless", None, False, 0, single, "memory",
-                                         "its GPUs are not in the hardware catalog: speed and memory unknown",
-                                         assumptions.DevicePrice(price.flex_per_hour, f"{price.name} flex",
-                                                                 price.source, price.date)))
+            options.append(_not_possible(price.name, kind="serverless", fits=False, n=0, bound="memory",
+                                         bytes_=None, precision=None,
+                                         why="its GPUs are not in the hardware catalog: speed and memory unknown",
+                                         price=assumptions.DevicePrice(None, "-", "-", "-")))
             continue
         spec = min(specs, key=lambda s: s.bandwidth_bytes_per_s)  # the slowest GPU of the class
-        per_worker = memory.gpus_needed(single, spec)
-        label = price.name if per_worker == 1 else f"{price.name}, {per_worker} GPUs per worker"
-        flex = assumptions.DevicePrice(price.flex_per_hour * per_worker, f"{price.name} flex", price.source,
-                                       price.date)
-        if per_worker > max_devices:
-            options.append(_not_possible(label, "serverless", spec, False, per_worker, single, "memory",
-                                         f"needs {per_worker} GPUs per worker (> max_devices)", flex))
-            continue
-        worker = serving.replica(spec, per_worker)
-        alone = serving.estimate(config, device=worker, batch=1, usd_per_hour=0.0, **shape)
-        concurrency = _worker_batch(config, worker, batch, latency_target_s, shape)
-        result = serverless.simulate(arrivals, service_s=serving.batch_latency(config, device=worker, **shape),
-                                     concurrency=concurrency, cold_start_s=cold_start_s,
-                                     idle_timeout_s=idle_timeout_s, max_workers=max_workers,
-                                     price_per_worker_s=price.flex_per_s * per_worker)
-        scale = _SECONDS_PER_MONTH / window_s
-        p95 = result.p95_s if arrivals else alone.latency_s
-        bound = ("cold starts" if p95 > 1.5 * alone.latency_s else
-                 "compute" if alone.limit == "compute" else "bandwidth")
-        why = None
-        if p95 > latency_target_s:
-            why = f"p95 latency {format_seconds(p95, 2)} > the target ({result.cold_starts} cold starts simulated)"
-        options.append(Option(name=label, kind="serverless", fits=True, n_devices=per_worker,
-                              hours=result.billed_s * scale / 3600, cost_usd=result.cost_usd * scale,
-                              bound=bound, why=why, latency_s=p95,
-                              memory_bytes=_batch_bytes(config, single, concurrency, tokens_per_request),
-                              **_energy_fields(result.billed_s * scale / 3600 * per_worker, spec),
-                              **_price_fields(flex)))
+        candidates = []
+        for precision in job.precisions:
+            start = serverless.cold_start(job.config.n_params * memory.BYTES_PER_VALUE[precision])
+            if cold_start_s is None:
+                taken.update(start.assumptions)
+            boot_s = start.total_s if cold_start_s is None else cold_start_s
+            candidates.append(_serverless_at(job, price, spec, precision, arrivals, window_s, boot_s,
+                                             idle_timeout_s=idle_timeout_s, max_workers=max_workers))
+        options.append(_best_precision(candidates))
+    if cold_start_s is not None:
+        taken["cold_start_s"] = cold_start_s
+    return options
 
-    for api in economics.api_prices():
+
+def _serverless_at(job: _ServeJob, price, spec, precision, arrivals, window_s, cold_start_s, *, idle_timeout_s,
+                   max_workers) -> Option:
+    single = job.replica_bytes(precision)
+    per_worker = memory.gpus_needed(single, spec)
+    label = price.name if per_worker == 1 else f"{price.name}, {per_worker} GPUs per worker"
+    flex = assumptions.DevicePrice(price.flex_per_hour * per_worker, f"{price.name} flex", price.source, price.date)
+    if per_worker > job.max_devices:
+        return _not_possible(label, kind="serverless", fits=False, n=per_worker, bound="memory", bytes_=single,
+                             precision=precision, why=f"needs {per_worker} GPUs per worker (> max_devices)",
+                             price=flex)
+    worker = serving.replica(spec, per_worker)
+    shape = job.shape(precision)
+    alone = serving.estimate(job.config, device=worker, batch=1, usd_per_hour=0.0, **shape)
+    concurrency = job.served_batch(worker, precision).batch if job.batch is None else job.batch
+    result = serverless.simulate(arrivals, service_s=serving.batch_latency(job.config, device=worker, **shape),
+                                 concurrency=concurrency, cold_start_s=cold_start_s, idle_timeout_s=idle_timeout_s,
+                                 max_workers=max_workers, price_per_worker_s=price.flex_per_s * per_worker)
+    scale = _SECONDS_PER_MONTH / window_s
+    p95 = result.p95_s if arrivals else alone.latency_s
+    bound = ("cold starts" if p95 > job.cold_start_bound_ratio * alone.latency_s else
+             "compute" if alone.limit == "compute" else "bandwidth")
+    why = None
+    if p95 > job.latency_target_s:
+        why = f"p95 latency {format_seconds(p95, 2)} > the target ({result.cold_starts} cold starts simulated)"
+    return Option(name=label, kind="serverless", fits=True, n_devices=per_worker, hours=None,
+                  device_hours=result.billed_s * scale / prices.SECONDS_PER_HOUR, cost_usd=result.cost_usd * scale,
+                  bound=bound, why=why, latency_s=p95, memory_bytes=job.batch_bytes(precision, concurrency),
+                  precision=precision, **_energy_fields(result.billed_s * scale / prices.SECONDS_PER_HOUR * per_worker,
+                                                        spec),
+                  **_price_fields(flex))
+
+
+def _per_token(job: _ServeJob) -> list[Option]:
+    """Prices per token (``economics.api_cost`` of the month's tokens): providers hosting the
+    same open model (kind "hosted"), and closed models' APIs (kind "api": a different model,
+    listed for comparison; compare quality yourself)."""
+    tokens_per_month = job.rate_per_s * job.tokens_per_request * _SECONDS_PER_MONTH
+    output_share = job.output_tokens / job.tokens_per_request
+    options = []
+    for api in prices.api_prices():
+        if api.model is not None and llms.get(api.model).name != job.config.name:
+            continue  # another open model
         cost = economics.api_cost(tokens_per_month * (1 - output_share), tokens_per_month * output_share,
                                   price_in_per_million=api.input_per_million,
                                   price_out_per_million=api.output_per_million)
-        options.append(Option(name=f"API: {api.name}", kind="api", fits=True, n_devices=0, hours=None,
-                              cost_usd=cost, price_usd_per_hour=None, price_source=f"{api.provider}: {api.source}",
-                              price_date=api.date, bound="price", latency_s=None))
-
-    job = (f"serving {config.name}, {requests_per_day:,.0f} requests/day x ({input_tokens} in + {output_tokens} out) "
-           f"tokens = {tokens_per_month:.3g} tokens/month")
-    return Advice(job, "month", _rank(options),
-                  (*taken.items(), ("mfu", mfu), ("cpu_mfu", cpu_mfu), ("max_devices", max_devices),
-                   ("cpu_offer", cpu_offer), ("tokens_per_month", tokens_per_month),
-                   ("simulated_window_s", window_s),
-                   *((name, assumptions.value(name)) for name in ("power_share_of_tdp", "grid_kg_co2e_per_kwh"))))
-
-
-def _batch_bytes(config, single_bytes: float, batch: int, tokens_per_request: int) -> float:
-    """Bytes a replica holds serving ``batch`` requests: one request's (``single_bytes``) plus
-    the KV caches of the other ``batch - 1``."""
-    kv_bytes = memory.kv_cache_bytes(n_layers=config.n_layers, n_kv_heads=config.n_kv_heads,
-                                     head_dim=config.head_dim, seq_len=tokens_per_request)
-    return single_bytes + (batch - 1) * kv_bytes
-
-
-def _worker_batch(config, worker, batch, latency_target_s, shape) -> int:
-    """Requests one serverless worker serves at once: ``batch`` when given, else the batch that
-    keeps a request within the target (``serving.capacity``), at least 1."""
-    if batch is not None:
-        return batch
-    served = serving.capacity(config, device=worker, latency_target_s=latency_target_s, usd_per_hour=0.0, **shape)
-    return served.batch if served else 1
-
-
-# --- the picture: drawn by lab_utils.plots, re-exported here on first use ---------------------
-
-def __getattr__(name):
-    """``advisor.chart`` is ``plots.advice_chart`` (drawing lives in plots)."""
-    if name == "chart":
-        from lab_utils import plots
-
-        return plots.advice_chart
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        hosted = api.model is not None
+        options.append(Option(name=f"per token: {api.name}" if hosted else f"API: {api.name}",
+                              kind="hosted" if hosted else "api", fits=True, n_devices=0, hours=None,
+                              cost_usd=cost, usd_per_hour=None, price_source=f"{api.provider}: {api.source}",
+                              price_date=api.date, bound="price", latency_s=None,
+                              why=None if hosted else f"a closed model, not {job.config.name}: a different product"))
+    return options

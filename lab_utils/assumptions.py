@@ -20,30 +20,37 @@ stands for a device). Pure Python: no torch.
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 
 from lab_utils import catalogs, checks, hardware, prices
 
-__all__ = ["METHODS", "Assumption", "DevicePrice", "catalog", "compute_dtype", "device_price", "get",
-           "lines", "precision_for", "value"]
+__all__ = ["FINE_TUNE_METHODS", "METHODS", "Assumption", "DevicePrice", "catalog", "compute_dtype", "device_price", "get",
+           "lines", "precision_for", "resolve", "value"]
 
 METHODS = ("inference", "full", "lora", "qlora")
-"""Jobs whose precision is an assumption: serving, full fine-tune, LoRA, QLoRA."""
+"""Jobs whose precision is an assumption: serving, full fine-tune, LoRA, QLoRA (the one list)."""
+
+FINE_TUNE_METHODS = METHODS[1:]
+"""The fine-tuning methods: full, LoRA, QLoRA."""
 
 _DATA_FILE = "assumptions.toml"
+_DATE = re.compile(r"(19|20)\d\d-(0[1-9]|1[0-2])")
 
 
 @dataclass(frozen=True)
 class Assumption:
     """One default: ``name`` (e.g. "mfu", "precision.lora"), its ``value``, ``why`` in one
-    line, ``source`` (None where the value is the course's own choice) and ``date`` (YYYY-MM,
-    when the source was read)."""
+    line, ``source`` (a citation, or "course choice"), ``date`` (YYYY-MM of the source, or of
+    the choice) and ``option``: the command-line option that overrides it (None where none does;
+    several spellings separated by " | ")."""
 
     name: str
     value: object
     why: str
-    source: str | None = None
-    date: str | None = None
+    source: str
+    date: str
+    option: str | None = None
 
     def line(self, taken: object = None) -> str:
         """'name = value: why', with ``taken`` as the value where a rule chose it (a dtype, an offer)."""
@@ -63,10 +70,15 @@ def _entries(table: dict, prefix: str = "") -> list[Assumption]:
         if "value" not in entry:
             found += _entries(entry, f"{name}.")
             continue
-        unknown = set(entry) - {"value", "why", "source", "date"}
-        if unknown or not isinstance(entry.get("why"), str) or not entry["why"].strip():
-            raise ValueError(f"{where}: needs value and a non-empty why (source optional), got keys {sorted(entry)}")
-        found.append(Assumption(name, entry["value"], entry["why"], entry.get("source"), entry.get("date")))
+        unknown = set(entry) - {"value", "why", "source", "date", "option"}
+        if unknown or any(not isinstance(entry.get(key), str) or not entry[key].strip()
+                          for key in ("why", "source", "date")):
+            raise ValueError(f"{where}: needs value and a non-empty why, source and date (option optional), "
+                             f"got keys {sorted(entry)}")
+        if not _DATE.fullmatch(entry["date"]):
+            raise ValueError(f"{where}: date must be YYYY-MM, got {entry['date']!r}")
+        found.append(Assumption(name, entry["value"], entry["why"], entry["source"], entry["date"],
+                                entry.get("option")))
     return found
 
 
@@ -91,6 +103,24 @@ def get(name: str) -> Assumption:
 def value(name: str):
     """The value of one assumption (``get(name).value``)."""
     return get(name).value
+
+
+def resolve(**given) -> tuple[dict, dict]:
+    """(values, taken): every keyword is an assumption's name (a dot written as ``__``); one
+    given as None takes the assumption's value and is listed in ``taken``, the others keep the
+    value given (checking it is the caller's job). The one way "None means the assumption;
+    record it" is written.
+
+    >>> resolve(mfu=None, seq_len=2048)
+    ({'mfu': 0.4, 'seq_len': 2048}, {'mfu': 0.4})
+    """
+    values, taken = {}, {}
+    for key, given_value in given.items():
+        name = key.replace("__", ".")
+        if given_value is None:
+            given_value = taken[name] = value(name)
+        values[name] = given_value
+    return values, taken
 
 
 def lines(taken) -> list[str]:
@@ -132,19 +162,19 @@ def _rentable_offers(spec: hardware.Spec) -> list:
     """The hourly offers of ``spec`` that can be rented: a price above zero, not a notebook tier."""
     excluded = value("price_excluded_kinds")
     return [p for p in prices.hourly_prices()
-            if p.gpu == spec.name and p.n_gpus and p.price_per_hour > 0 and p.kind not in excluded]
+            if p.gpu == spec.name and p.n_gpus and p.usd_per_hour > 0 and p.kind not in excluded]
 
 
 def _gpu_price(spec: hardware.Spec, n_gpus: int) -> DevicePrice:
     per_node = value("max_devices")
     nodes = [p for p in _rentable_offers(spec) if p.n_gpus == per_node]
     if n_gpus > per_node and nodes:  # beyond one server: whole servers
-        node = min(nodes, key=lambda p: p.price_per_gpu_hour)
-        return DevicePrice(node.price_per_gpu_hour, f"{node.name}, per GPU", node.source, node.date)
+        node = min(nodes, key=lambda p: p.usd_per_gpu_hour)
+        return DevicePrice(node.usd_per_gpu_hour, f"{node.name}, per GPU", node.source, node.date)
     offers = _rentable_offers(spec)
     if offers:
-        offer = min(offers, key=lambda p: p.price_per_gpu_hour)
-        return DevicePrice(offer.price_per_gpu_hour, offer.name, offer.source, offer.date)
+        offer = min(offers, key=lambda p: p.usd_per_gpu_hour)
+        return DevicePrice(offer.usd_per_gpu_hour, offer.name, offer.source, offer.date)
     for price in prices.serverless_prices():
         if spec.name in price.gpus and price.active_per_s > 0:
             return DevicePrice(price.active_per_hour, f"{price.name} active rate x 3600 (no hourly offer in the data)",
@@ -159,7 +189,7 @@ def _cpu_price(spec: hardware.Spec, cpu_offer: str) -> DevicePrice:
                          f"{value('cpu_offer')!r}")
     if not spec.cores:
         return DevicePrice(None, "no core count in the catalog to scale a price", "-", "-")
-    return DevicePrice(offer.price_per_hour / offer.cpu_cores * spec.cores,
+    return DevicePrice(offer.usd_per_hour / offer.cpu_cores * spec.cores,
                        f"{offer.name} per-core price x {spec.cores} cores (assumption: a different CPU)",
                        offer.source, offer.date)
 

@@ -68,7 +68,7 @@ class BenchRow:
     kind: "matmul" | "copy" | "triad"; size: n of the n x n operands (matmul) or the number
     of elements of one array (copy, triad); dtype: "fp32", "tf32", "bf16", "fp16"; device:
     e.g. "cpu", "cuda:0"; median_s: median seconds per call (``timing.measure``) and iqr_s its
-    spread (``seconds`` is a read-only alias of median_s, kept for one release); flops_per_call (0 for a copy or triad) and bytes_per_call as counted in the module
+    spread; flops_per_call (0 for a copy or triad) and bytes_per_call as counted in the module
     docstring; threads: the CPU threads that did the work (None on a GPU).
     """
 
@@ -83,8 +83,6 @@ class BenchRow:
     bytes_per_call: int
     iqr_s: float
     threads: int | None = None
-
-    seconds = property(lambda self: self.median_s, doc="Alias of median_s (one release).")
 
     @property
     def intensity(self) -> float:

@@ -415,12 +415,13 @@ def _hardware(args: argparse.Namespace) -> int:
     from lab_utils.units import format_bytes, format_rate
 
     if args.name is None:
-        rows = [(spec.name, spec.kind, format_bytes(spec.memory_bytes) if spec.memory_bytes else "-",
+        rows = [(spec.name, spec.kind, format_bytes(spec.memory_bytes, binary=False) if spec.memory_bytes else "-",
                  format_rate(spec.bandwidth_bytes_per_s, "B/s") if spec.bandwidth_bytes_per_s else "-",
                  spec.source_date) for spec in hardware.catalog(args.kind)]
         print(_table(rows, ("name", "kind", "memory", "bandwidth", "source date"),
                      ("left", "left", "right", "right", "left")))
-        print("vendor specifications; `lab-utils hardware NAME` shows one device with its source")
+        print("vendor specifications (memory in GB = 1e9 bytes); `lab-utils hardware NAME` shows one device "
+              "with its source")
         return 0
     spec = hardware.get(args.name)
     rows = []
@@ -428,8 +429,8 @@ def _hardware(args: argparse.Namespace) -> int:
         value = getattr(spec, field.name)
         if field.name == "peak_flops":
             value = ", ".join(f"{k} {format_rate(v, 'FLOP/s')}" for k, v in value.items()) or None
-        elif field.name == "memory_bytes" and value:
-            value = format_bytes(value)
+        elif field.name.endswith("_bytes") and value:
+            value = format_bytes(value, binary=False)
         elif field.name == "bandwidth_bytes_per_s" and value:
             value = format_rate(value, "B/s")
         elif field.name == "aliases":
@@ -488,18 +489,6 @@ def _gpu_name(text: str) -> str:
     return _catalog_name(_gpu_spec, "GPU")(text)
 
 
-_FLAGS = {"mfu": "--mfu", "cpu_mfu": None, "seq_len": "--seq-len", "batch": "--batch",
-          "recompute_fine_tune": "--recompute", "lora_rank": "--lora-rank", "compute_dtypes": "--dtype",
-          "price_rule": ("--price-per-gpu-hour", "--price-per-hour"), "output_share": "--output-share",
-          "precision.inference": "--precision", "precision.full": "--precision", "precision.lora": "--precision",
-          "precision.qlora": "--precision", "latency_target_s": "--latency-s", "input_tokens": "--input-tokens",
-          "output_tokens": "--output-tokens", "amortize_months": "--amortize-months",
-          "attention": "--attention", "lora_targets": "--lora-targets", "nf4_constant_bits_per_weight": None,
-          "decode_efficiency": "--efficiency", "max_devices": None, "loss_impl": "--loss", "loss_chunks": None}
-"""The option that overrides each assumption a command prints (None: not an option; a tuple:
-the spellings different commands use)."""
-
-
 def _print_assumptions(taken, args: argparse.Namespace) -> None:
     """The assumptions an answer took, one short line each, with the option that overrides it
     where the command that answered (its parsed ``args``) has that option."""
@@ -511,9 +500,8 @@ def _print_assumptions(taken, args: argparse.Namespace) -> None:
         return
     print("assumptions (lab_utils/data/assumptions.toml):")
     for name, line in zip(known, assumptions.lines(known)):
-        flags = _FLAGS.get(name) or ()
-        flag = next((f for f in ((flags,) if isinstance(flags, str) else flags)
-                     if hasattr(args, f.lstrip("-").replace("-", "_"))), None)
+        flags = (assumptions.get(name).option or "").split(" | ")
+        flag = next((f for f in flags if f and hasattr(args, f.lstrip("-").replace("-", "_"))), None)
         print(f"  {line}" + (f" [{flag}]" if flag else ""))
 
 
@@ -540,38 +528,36 @@ def _memory(args: argparse.Namespace) -> int:
                lora_rank=args.lora_rank, attention=args.attention, lora_targets=args.lora_targets, loss_impl=args.loss)
     if args.max_seq_len:
         return _memory_longest(args, job, taken)
+    say = (lambda *_: None) if args.json else print  # JSON alone on stdout
     if args.model is not None:
         estimate = memory.job_estimate(args.model, seq_len=args.seq_len, **job)
         parts, total = estimate.parts, estimate.total_bytes
         taken.update(estimate.assumptions)
         recompute = ("" if args.method == "inference"
                      else f", {estimate.recompute} recompute, {estimate.attention} attention, {estimate.loss_impl} loss")
-        print(f"{estimate.model}, {estimate.method} in {estimate.precision}, batch {estimate.batch} "
+        say(f"{estimate.model}, {estimate.method} in {estimate.precision}, batch {estimate.batch} "
               f"x {estimate.seq_len} tokens{recompute}")
         for label in estimate.left_out:
-            print(f"  ({label}: left out, the catalog lacks the model's shape)")
+            say(f"  ({label}: left out, the catalog lacks the model's shape)")
     else:
-        if args.method == "inference":
-            parts = (("weights", memory.weight_bytes(args.params, precision)),)
-        elif args.method == "full":
-            parts = memory.training_state_parts(args.params, precision)
-        else:
-            raise UsageError(f"argument --method: {args.method!r} needs --model (the adapters depend on "
-                             "the model's shape); with --params use inference or full")
+        parts = memory.param_count_parts(args.params, args.method, precision)
         total = sum(v for _, v in parts)
-        print(f"{args.params:.3g} parameters, {args.method} in {precision} "
-              "(weights and training state only: give --model for the KV cache and activations)")
-    print(_table([*((label, format_bytes(value)) for label, value in parts), ("total", format_bytes(total))],
-                 ("part", "memory"), ("left", "right")))
-    rows = []
-    for spec in hardware.catalog("gpu"):
-        if spec.memory_bytes:
-            n = memory.gpus_needed(total, spec)
-            rows.append((spec.name, format_bytes(spec.memory_bytes),
-                         "fits on one" if n == 1 else f"needs at least {n} (split evenly)"))
-    print("\nCatalog GPUs (vendor memory, less a CUDA context):")
-    print(_table(rows, ("GPU", "memory", "verdict"), ("left", "right", "left")))
-    _print_assumptions(taken, args)
+        say(f"{args.params:.3g} parameters, {args.method} in {precision} "
+              "(a lower bound: the weights and training state only; give --model for the KV cache, adapters "
+              "and activations)")
+    gpus = [(spec, memory.gpus_needed(total, spec)) for spec in hardware.catalog("gpu") if spec.memory_bytes]
+    if args.json:
+        print(json.dumps({"parts_bytes": dict(parts), "total_bytes": total, "assumptions": dict(taken),
+                          "gpus_needed": {spec.name: n for spec, n in gpus}}, indent=2, default=str))
+        return 0
+    print(_table([*((label, format_bytes(value, binary=False)) for label, value in parts),
+                  ("total", format_bytes(total, binary=False))], ("part", "memory (GB = 1e9 bytes)"), ("left", "right")))
+    rows = [(spec.name, format_bytes(spec.memory_bytes, binary=False),
+             format_bytes(memory.usable_bytes(spec), binary=False),
+             "fits on one" if n == 1 else f"needs at least {n} (split evenly)") for spec, n in gpus]
+    print("\nCatalog GPUs (usable: the vendor's memory less the CUDA context reserve, cuda_context_bytes):")
+    print(_table(rows, ("GPU", "vendor memory", "usable", "verdict"), ("left", "right", "right", "left")))
+    _print_assumptions({**taken, "cuda_context_bytes": assumptions.value("cuda_context_bytes")}, args)
     return 0
 
 
@@ -585,16 +571,24 @@ def _memory_longest(args: argparse.Namespace, job: dict, taken: dict) -> int:
     if args.seq_len is not None:
         raise UsageError("argument --max-seq-len: finds the sequence length; leave out --seq-len")
     fit = memory.longest_seq_len(args.model, args.gpu, **job)
-    if fit.estimate is None:
+    estimate = fit.estimate
+    if estimate is not None:
+        taken.update(estimate.assumptions)
+    if args.json:
+        print(json.dumps({"gpu": fit.gpu, "seq_len": fit.seq_len, "limited_by": fit.limited_by,
+                          "parts_bytes": dict(estimate.parts) if estimate else {},
+                          "total_bytes": estimate.total_bytes if estimate else None,
+                          "assumptions": dict(taken)}, indent=2, default=str))
+        return 0
+    if estimate is None:
         print(f"{args.model}, {args.method}: not even one token fits on one {fit.gpu} (less a CUDA context)")
         return 0
-    estimate = fit.estimate
     print(f"{estimate.model}, {estimate.method} in {estimate.precision}, batch {estimate.batch}, "
           f"on one {fit.gpu} (less a CUDA context): at most {fit.seq_len:,} tokens per sequence "
           f"(limited by {fit.limited_by})")
-    print(_table([*((label, format_bytes(value)) for label, value in estimate.parts),
-                  ("total", format_bytes(estimate.total_bytes))], ("part", "memory"), ("left", "right")))
-    taken.update(estimate.assumptions)
+    print(_table([*((label, format_bytes(value, binary=False)) for label, value in estimate.parts),
+                  ("total", format_bytes(estimate.total_bytes, binary=False))], ("part", "memory (GB = 1e9 bytes)"),
+                 ("left", "right")))
     _print_assumptions(taken, args)
     return 0
 
@@ -631,31 +625,37 @@ def _add_memory(commands) -> None:
     parser.add_argument("--gpu", type=_gpu_name, help="a catalog GPU, for --max-seq-len")
     parser.add_argument("--max-seq-len", action="store_true",
                         help="print the longest sequence of this job that fits one --gpu")
+    parser.add_argument("--json", action="store_true", help="print JSON (bytes) instead of tables")
 
 
 # --- cost ------------------------------------------------------------------------------------
 
 def _cost_fine_tune(args: argparse.Namespace) -> int:
-    from lab_utils import economics, hardware
+    from lab_utils import assumptions, economics, hardware
     from lab_utils.units import format_bytes
 
-    spec = hardware.get(args.gpu)
+    spec = hardware.get(args.gpu or assumptions.value("default_gpu"))
     if args.dtype is not None and args.dtype not in spec.peak_flops:
         raise UsageError(f"argument --dtype: {spec.name} has no {args.dtype} peak in the catalog; "
                          f"it has {', '.join(spec.peak_flops)}")
-    estimate = economics.fine_tune_estimate(args.model, args.tokens, method=args.method, gpu=spec, mfu=args.mfu,
-                                            price_per_gpu_hour=args.price_per_gpu_hour, dtype=args.dtype,
+    estimate = economics.fine_tune_estimate(args.model, args.tokens, method=args.method, gpu=args.gpu, mfu=args.mfu,
+                                            usd_per_gpu_hour=args.price_per_gpu_hour, dtype=args.dtype,
                                             seq_len=args.seq_len, batch=args.batch, lora_rank=args.lora_rank)
+    if args.json:
+        print(json.dumps({**dataclasses.asdict(estimate), "gpu_hours": estimate.gpu_hours,
+                          "cost_usd": estimate.cost_usd, "assumptions": dict(estimate.assumptions)},
+                         indent=2, default=str))
+        return 0
     cost = ("no price for this GPU in the data: give --price-per-gpu-hour" if estimate.cost_usd is None
             else _fmt_money(estimate.cost_usd))
-    price = "-" if estimate.price_usd_per_gpu_hour is None else f"${estimate.price_usd_per_gpu_hour:.2f} per GPU-hour"
+    price = "-" if estimate.usd_per_gpu_hour is None else f"${estimate.usd_per_gpu_hour:.2f} per GPU-hour"
     servers = f" ({estimate.n_nodes} servers)" if estimate.n_nodes > 1 else ""
     print(f"{estimate.model}, {estimate.method} on {estimate.n_tokens:.3g} tokens, "
           f"{estimate.n_gpus} x {estimate.gpu}{servers} at MFU {estimate.mfu:g} of the {estimate.dtype} peak")
     print(_table([("compute", f"{estimate.flops:.3g} model FLOP ({estimate.attention_flops / estimate.flops:.0%} "
                               f"attention); the GPUs execute {estimate.hardware_flops:.3g} "
                               f"(recomputation), HFU {estimate.hfu:.2f}"),
-                  ("memory", format_bytes(estimate.memory_bytes)),
+                  ("memory", format_bytes(estimate.memory_bytes, binary=False)),
                   ("time", f"{estimate.hours:.3g} h wall clock, {estimate.gpu_hours:.3g} GPU-hours"),
                   ("price", f"{price} ({estimate.price_source})"), ("cost", cost)]))
     _print_assumptions(estimate.assumptions, args)
@@ -663,52 +663,87 @@ def _cost_fine_tune(args: argparse.Namespace) -> int:
 
 
 def _cost_serve(args: argparse.Namespace) -> int:
-    from lab_utils import assumptions, economics, hardware, memory, serving
+    from lab_utils import assumptions, economics, hardware, serving
 
     price, tokens_per_s = args.price_per_hour, args.tokens_per_s
-    taken = {}
+    taken, lines, result = {}, [], {}
     if args.model is not None:
-        taken = {name: assumptions.value(name) for name, given in (
-            ("precision.inference", args.precision), ("input_tokens", args.input_tokens),
-            ("output_tokens", args.output_tokens), ("decode_efficiency", args.efficiency)) if given is None}
-        precision = taken.get("precision.inference", args.precision)
-        prompt_len = max(1, taken.get("input_tokens", args.input_tokens))
-        output_len = taken.get("output_tokens", args.output_tokens)
+        why = serving.sizable(args.model)
+        if why:
+            raise UsageError(f"argument --model: {why}")
+        values, taken = assumptions.resolve(
+            precision__inference=args.precision, input_tokens=args.input_tokens, output_tokens=args.output_tokens,
+            decode_efficiency=args.efficiency, serve_batch=args.batch, default_gpu=args.gpu)
+        args.gpu = values["default_gpu"]
+        precision, batch = values["precision.inference"], values["serve_batch"]
+        prompt_len, output_len = max(1, values["input_tokens"]), values["output_tokens"]
         shape = dict(device=hardware.get(args.gpu), prompt_len=prompt_len, output_len=output_len,
-                     weight_bytes_per_param=memory.BYTES_PER_VALUE[precision],
-                     efficiency=taken.get("decode_efficiency", args.efficiency), usd_per_hour=price)
+                     precision=precision, efficiency=values["decode_efficiency"], usd_per_hour=price)
         room = serving.max_batch(args.model, device=shape["device"], context_len=prompt_len + output_len,
-                                 weight_bytes_per_param=shape["weight_bytes_per_param"])
+                                 precision=precision)
         if room == 0:
+            fitting = [p for p in serving.PRECISIONS[serving.PRECISIONS.index(precision) + 1:]
+                       if serving.max_batch(args.model, device=shape["device"], context_len=prompt_len + output_len,
+                                            precision=p)]
+            hint = (f"; it fits in {' or '.join(fitting)} (--precision {fitting[-1]}), the way such models are "
+                    "served on small cards" if fitting else "; no precision fits: use a larger GPU")
             raise UsageError(f"argument --model: {args.model} in {precision} does not fit on one {args.gpu} "
-                             "beside one request's KV cache")
-        if args.batch > room:
-            raise UsageError(f"argument --batch: {args.batch} sequences of {prompt_len + output_len} tokens do not "
+                             f"beside one request's KV cache{hint}")
+        if batch > room:
+            raise UsageError(f"argument --batch: {batch} sequences of {prompt_len + output_len} tokens do not "
                              f"fit on one {args.gpu} beside the weights; at most {room}")
-        estimate = serving.estimate(args.model, batch=args.batch, **shape)
+        estimate = serving.estimate(args.model, batch=batch, **shape)
         if estimate.usd_per_hour is None:
             raise UsageError(f"argument --gpu: no price for {args.gpu} in the data; give --price-per-hour")
         if price is None:
             taken["price_rule"] = assumptions.device_price(shape["device"]).offer
-        print(f"{estimate.model} on one {estimate.device}, batch {estimate.batch} (room for {room}), "
-              f"{prompt_len} tokens in + {output_len} out per request; serving bounds x efficiency, "
-              f"limited by {estimate.limit}")
-        print(_table([("time to first token", f"{estimate.ttft_s * 1e3:,.1f} ms"),
-                      ("time per output token", f"{estimate.tpot_s * 1e3:,.2f} ms"),
-                      ("request in a full batch", f"{estimate.latency_s:,.2f} s"),
-                      ("tokens/s (in + out)", f"{estimate.tokens_per_s:,.0f}"),
-                      ("generated tokens/s", f"{estimate.output_tokens_per_s:,.0f}"),
-                      ("price", f"${estimate.usd_per_hour:.2f}/h ({estimate.price_source})")]))
+        result = {**dataclasses.asdict(estimate), "max_batch": room,
+                  "usd_per_million_output_tokens": estimate.usd_per_million_output_tokens}
+        lines += [f"{estimate.model} in {estimate.precision} ({estimate.compute_dtype} compute) on one "
+                  f"{estimate.device}, batch {estimate.batch} (room for {room}), {prompt_len} tokens in + "
+                  f"{output_len} out per request; serving bounds x efficiency, limited by {estimate.limit}",
+                  _table([("time to first token", f"{estimate.ttft_s * 1e3:,.1f} ms"),
+                          ("time per output token", f"{estimate.tpot_s * 1e3:,.2f} ms"),
+                          ("request in a full batch", f"{estimate.latency_s:,.2f} s"),
+                          ("tokens/s (in + out)", f"{estimate.tokens_per_s:,.0f}"),
+                          ("generated tokens/s", f"{estimate.output_tokens_per_s:,.0f}"),
+                          ("price", f"${estimate.usd_per_hour:.2f}/h ({estimate.price_source})")]),
+                  f"  {_fmt_money(estimate.usd_per_million_output_tokens)} per 1M generated tokens"]
         price, tokens_per_s = estimate.usd_per_hour, estimate.tokens_per_s
-        print(f"  {_fmt_money(estimate.usd_per_million_output_tokens)} per 1M generated tokens")
     elif price is None or tokens_per_s is None:
         raise UsageError("arguments --price-per-hour and --tokens-per-s are both needed without --model")
     else:
-        print(f"  ${price:.2f}/h at {tokens_per_s:,.0f} tokens/s")
-    print(f"  {_fmt_money(economics.cost_per_million_tokens(price, tokens_per_s))} per 1M tokens "
-          "(fully busy; idle time costs extra)")
+        lines.append(f"  ${price:.2f}/h at {tokens_per_s:,.0f} tokens/s")
+    result["usd_per_million_tokens"] = economics.cost_per_million_tokens(price, tokens_per_s)
+    lines.append(f"  {_fmt_money(result['usd_per_million_tokens'])} per 1M tokens (fully busy; idle time costs extra)")
+    advice = _cost_at_load(args) if args.requests_per_day is not None else None
+    if args.json:
+        if advice is not None:
+            result["at_load"] = advice.to_dict()
+        print(json.dumps({**result, "assumptions": taken}, indent=2, default=str))
+        return 0
+    print("\n".join(lines))
     _print_assumptions(taken, args)
+    if advice is not None:
+        gpu = hardware.get(args.gpu).name
+        print(f"\nAt {args.requests_per_day:,.0f} requests a day (lab_utils.advisor, as `lab-utils pick serve`):")
+        for option in advice.options:
+            if option.kind == "gpu" and option.name.split(" x ")[-1] == f"{gpu} always on":
+                cost = "no price" if option.cost_usd is None else _fmt_money(option.cost_usd)
+                print(f"  {option.name} ({option.precision}): {cost} per month"
+                      + (f"; cannot: {option.why}" if option.why else ""))
+        print(f"  {advice.verdict}")
     return 0
+
+
+def _cost_at_load(args: argparse.Namespace):
+    """The month at ``--requests-per-day``: the advisor's answer (the one engine behind ``pick``)."""
+    from lab_utils import advisor
+
+    if args.model is None:
+        raise UsageError("argument --requests-per-day needs --model")
+    return advisor.serve(args.model, args.requests_per_day, input_tokens=args.input_tokens,
+                         output_tokens=args.output_tokens, precision=args.precision, efficiency=args.efficiency)
 
 
 def _cost_breakeven(args: argparse.Namespace) -> int:
@@ -716,7 +751,7 @@ def _cost_breakeven(args: argparse.Namespace) -> int:
 
     amortize_months = assumptions.value("amortize_months") if args.amortize_months is None else args.amortize_months
     tokens = economics.breakeven_tokens_per_month(
-        api_cost_per_million=args.api_per_million, price_per_hour=args.price_per_hour,
+        api_cost_per_million=args.api_per_million, usd_per_hour=args.price_per_hour,
         tokens_per_s=args.tokens_per_s, fine_tune_cost=args.fine_tune_cost,
         amortize_months=amortize_months, always_on=args.always_on)
     way = "always on" if args.always_on else "pay per use"
@@ -731,7 +766,7 @@ def _cost_breakeven(args: argparse.Namespace) -> int:
 
 
 def _add_cost(commands) -> None:
-    from lab_utils import memory
+    from lab_utils import assumptions, serving
 
     parser = _add_command(
         commands, "cost", lambda args: _usage_error(parser, "choose a cost: fine-tune, serve or breakeven"),
@@ -748,8 +783,8 @@ def _add_cost(commands) -> None:
                                  "--gpu 'H100 SXM' --price-per-gpu-hour 3")
     fine.add_argument("--model", type=_model_name, required=True, help="a public model, e.g. llama-3.1-8b")
     fine.add_argument("--tokens", type=_positive_float, required=True, help="training tokens, e.g. 1e8")
-    fine.add_argument("--method", default="lora", choices=("full", "lora", "qlora"))
-    fine.add_argument("--gpu", type=_gpu_name, default="H100 SXM", help="a catalog GPU (default H100 SXM)")
+    fine.add_argument("--method", choices=assumptions.FINE_TUNE_METHODS, help="default: the assumption")
+    fine.add_argument("--gpu", type=_gpu_name, help="a catalog GPU (default: the assumption)")
     fine.add_argument("--mfu", type=_fraction, help="model FLOPs utilisation (default: the assumption)")
     fine.add_argument("--dtype", choices=("fp32", "tf32", "bf16", "fp16", "fp8"),
                       help="the peak to compute at (default: bf16 where the GPU has it, else fp16)")
@@ -758,6 +793,7 @@ def _add_cost(commands) -> None:
     fine.add_argument("--lora-rank", type=_positive_int, help="LoRA rank (default: the assumption)")
     fine.add_argument("--price-per-gpu-hour", type=_non_negative_float,
                       help="default: the cheapest rentable offer for that GPU in the price catalog")
+    fine.add_argument("--json", action="store_true", help="print JSON instead of a table")
     serve = _add_command(costs, "serve", _cost_serve, help="TTFT, TPOT, tokens/s and dollars per 1M tokens on a GPU",
                          examples="  lab-utils cost serve --price-per-hour 2.5 --tokens-per-s 1500\n"
                                   "  lab-utils cost serve --model llama-3.1-8b --gpu 'RTX 4090' --batch 8")
@@ -766,10 +802,13 @@ def _add_cost(commands) -> None:
     serve.add_argument("--tokens-per-s", type=_positive_float)
     serve.add_argument("--model", type=_model_name,
                        help="estimate TTFT, TPOT and tokens/s from the serving bounds (lab_utils.serving)")
-    serve.add_argument("--gpu", type=_gpu_name, default="H100 SXM")
-    serve.add_argument("--precision", choices=memory.precisions_for("inference"),
-                       help="weights' precision (default: the assumption)")
-    serve.add_argument("--batch", type=_positive_int, default=1, help="sequences decoded at once (default 1)")
+    serve.add_argument("--gpu", type=_gpu_name, help="a catalog GPU (default: the assumption)")
+    serve.add_argument("--precision", choices=serving.PRECISIONS,
+                       help="weights, KV cache and compute together (default: the assumption)")
+    serve.add_argument("--batch", type=_positive_int, help="sequences decoded at once (default: the assumption)")
+    serve.add_argument("--requests-per-day", type=_positive_float,
+                       help="also price a month at this load, with the advisor's verdict (as pick serve)")
+    serve.add_argument("--json", action="store_true", help="print JSON instead of a table")
     serve.add_argument("--input-tokens", type=_non_negative_int, help="prompt tokens (default: the assumption)")
     serve.add_argument("--output-tokens", type=_positive_int, help="answer tokens (default: the assumption)")
     serve.add_argument("--efficiency", type=_fraction,
@@ -793,7 +832,7 @@ def _add_cost(commands) -> None:
 
 def _pick(args: argparse.Namespace) -> int:
     """Rank every option for one job with ``lab_utils.advisor``: a table, or JSON with --json."""
-    from lab_utils import advisor
+    from lab_utils import advisor, serving
 
     need = {"fine-tune": ("tokens",), "serve": ("model", "requests_per_day"), "train": ("params", "examples")}
     missing = [f"--{name.replace('_', '-')}" for name in need[args.job] if getattr(args, name) is None]
@@ -808,8 +847,15 @@ def _pick(args: argparse.Namespace) -> int:
         advice = advisor.fine_tune(args.model or args.params, args.tokens, method=args.method, mfu=args.mfu,
                                    seq_len=args.seq_len, batch=args.batch)
     elif args.job == "serve":
+        if args.mfu is not None:
+            raise UsageError("argument --mfu: pick serve does not use it (serving bounds are scaled by the "
+                             "decode_efficiency assumption); it applies to fine-tune and train")
+        why = serving.sizable(args.model)
+        if why:
+            raise UsageError(f"argument --model: {why}")
         advice = advisor.serve(args.model, args.requests_per_day, input_tokens=args.input_tokens,
-                               output_tokens=args.output_tokens, latency_target_s=args.latency_s, mfu=args.mfu)
+                               output_tokens=args.output_tokens, latency_target_s=args.latency_s,
+                               precision=args.precision)
     else:
         advice = advisor.train(args.params, args.examples, embedding_params=args.embedding_params,
                                lookups_per_example=args.lookups, mfu=args.mfu)
@@ -821,12 +867,14 @@ def _pick(args: argparse.Namespace) -> int:
         print(advice.verdict)
         given = {"mfu": args.mfu, "seq_len": args.seq_len, "batch": args.batch,
                  "input_tokens": args.input_tokens, "output_tokens": args.output_tokens,
-                 "latency_target_s": args.latency_s}
+                 "latency_target_s": args.latency_s, "serve_precisions": args.precision}
         _print_assumptions({name: value for name, value in advice.assumptions if given.get(name) is None}, args)
     return 0
 
 
 def _add_pick(commands) -> None:
+    from lab_utils import assumptions, serving
+
     parser = _add_command(
         commands, "pick", _pick, help="rank every CPU, GPU, serverless and API option for a job by cost and time",
         examples="  lab-utils pick fine-tune --model llama-3.1-8b --tokens 1e8 --method lora\n"
@@ -837,11 +885,13 @@ def _add_pick(commands) -> None:
     parser.add_argument("--model", type=_model_name, help="a public model, e.g. llama-3.1-8b")
     parser.add_argument("--params", type=_positive_float, help="parameters (fine-tune without --model; train: dense)")
     parser.add_argument("--tokens", type=_positive_float, help="fine-tune: training tokens, e.g. 1e8")
-    parser.add_argument("--method", default="lora", choices=("full", "lora", "qlora"))
+    parser.add_argument("--method", choices=assumptions.FINE_TUNE_METHODS, help="fine-tune: default the assumption")
     parser.add_argument("--requests-per-day", type=_positive_float)
     parser.add_argument("--input-tokens", type=_positive_int, help="serve: prompt tokens (default: the assumption)")
     parser.add_argument("--output-tokens", type=_positive_int, help="serve: answer tokens (default: the assumption)")
     parser.add_argument("--latency-s", type=_positive_float, help="serve: latency target (default: the assumption)")
+    parser.add_argument("--precision", choices=serving.PRECISIONS,
+                        help="serve: one precision for every GPU (default: each GPU at every precision that fits)")
     parser.add_argument("--seq-len", type=_positive_int, help="fine-tune: tokens per sequence (default: the assumption)")
     parser.add_argument("--batch", type=_positive_int, help="fine-tune: sequences per GPU (default: the assumption)")
     parser.add_argument("--examples", type=_positive_float, help="train: examples seen")
@@ -856,9 +906,6 @@ def _add_pick(commands) -> None:
 
 
 # --- split -----------------------------------------------------------------------------------
-
-_FLAGS.update({"pipeline_microbatches": "--microbatches", "inter_node_bytes_per_s": "--network-gbytes-per-s"})
-
 
 def _split(args: argparse.Namespace) -> int:
     """Size DP, FSDP, TP, PP and their combinations for a model on nodes of GPUs (``lab_utils.splits``)."""
@@ -935,10 +982,12 @@ def main(argv: list[str] | None = None) -> int:
     status 2. Anything else is a bug: its traceback, a line saying so, status 1."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    command = " ".join(str(part) for part in (args.command, getattr(args, "cost", None) or getattr(args, "job", None))
+                       if part)
     try:
         return args.run(args)
     except UsageError as error:
-        _usage_error(parser, error)
+        _usage_error(parser, f"{command}: {error} (see lab-utils {command} --help)")
     except KeyboardInterrupt:
         parser.exit(130, "\ninterrupted\n")
     except BrokenPipeError:  # the reader stopped early (| head): not an error of ours

@@ -92,13 +92,13 @@ def torchrun_command(script, script_args: Sequence[str] = (), *, nproc_per_node:
 
 @dataclass(frozen=True)
 class TorchrunResult:
-    """A finished ``torchrun``: its command, exit status, wall-clock seconds (launch included),
+    """A finished ``torchrun``: its command, exit status, ``wall_s`` (wall-clock seconds, launch included),
     combined stdout and stderr, and the ids of processes still alive after the cleanup (none,
     unless something resisted SIGKILL)."""
 
     command: tuple[str, ...]
     returncode: int
-    seconds: float
+    wall_s: float
     output: str
     leftover_pids: tuple[int, ...]
 
@@ -212,7 +212,7 @@ def run_torchrun(script, script_args: Sequence[str] = (), *, nproc_per_node: int
         if not reader.is_alive():
             process.stdout.close()
     output = "".join(lines)
-    result = TorchrunResult(command=command, returncode=process.returncode, seconds=time.perf_counter() - started_s,
+    result = TorchrunResult(command=command, returncode=process.returncode, wall_s=time.perf_counter() - started_s,
                             output=output, leftover_pids=leftover)
     if timed_out:
         raise TorchrunError(f"torchrun did not finish within timeout_s={timeout_s:g}; every process was stopped",

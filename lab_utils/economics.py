@@ -15,9 +15,7 @@ Formulas (sources in each docstring):
   what the API costs.
 
 Prices live in ``lab_utils/data/prices.toml``, each with its date and source, read by
-``lab_utils.prices`` (:func:`api_prices`, :func:`hourly_prices`, :func:`serverless_prices` are
-re-exported here). Money in
-US dollars, time in seconds or hours as the names say. Pure Python: no torch.
+``lab_utils.prices`` (import it where a cell reads a price). Money in US dollars, time in seconds or hours as the names say. Pure Python: no torch.
 """
 
 from __future__ import annotations
@@ -25,19 +23,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from lab_utils import assumptions, checks, energy, hardware, llms, memory, serving
-from lab_utils.prices import (  # re-exported: the notebooks reach prices through economics
-    SECONDS_PER_HOUR, ApiPrice, HourlyPrice, ServerlessPrice, api_price, api_prices, hourly_price,
-    hourly_prices, serverless_price, serverless_prices,
-)
+from lab_utils import assumptions, checks, energy, hardware, llms, memory, prices, serving
+from lab_utils.prices import SECONDS_PER_HOUR
 
 __all__ = [
-    "ATTENTION_TERMS", "FLOPS_PER_PARAM_PER_TOKEN", "HOURS_PER_MONTH", "SECONDS_PER_HOUR",
-    "ApiPrice", "FineTuneEstimate", "HourlyPrice", "ServerlessPrice", "ServingCosts", "ServingSetup",
-    "api_cost", "api_price", "api_prices", "attention_flops_per_token", "blended_price_per_million",
+    "ATTENTION_TERMS", "FLOPS_PER_PARAM_PER_TOKEN", "HOURS_PER_MONTH",
+    "DoesNotFit", "FineTuneEstimate", "ServingCosts", "ServingSetup",
+    "api_cost", "attention_flops_per_token", "blended_price_per_million",
     "breakeven_tokens_per_month", "cost_per_million_tokens", "decode_tokens_per_s_bound",
-    "fine_tune_estimate", "hourly_price", "hourly_prices", "mfu_assumption",
-    "range_verdict", "serverless_price", "serverless_prices", "serverless_setup", "serving_costs",
+    "fine_tune_estimate", "mfu_assumption",
+    "range_verdict", "serverless_setup", "serving_costs",
     "training_flops", "training_hours",
 ]
 
@@ -108,7 +103,8 @@ def training_flops(n_params, n_tokens, method: str = "full", *, model=None, seq_
         if attention_term not in (None, "none"):
             raise ValueError(f"attention_term={attention_term!r} needs model= and seq_len= (the attention's shape)")
         return flops
-    term = checks.choice("attention_term", _default("attention_term", attention_term), ATTENTION_TERMS)
+    term = checks.choice("attention_term", assumptions.resolve(attention_term=attention_term)[0]["attention_term"],
+                         ATTENTION_TERMS)
     if term == "none":
         return flops
     if seq_len is None:
@@ -142,12 +138,10 @@ def training_hours(flops, *, peak_flops, mfu, n_devices: int = 1) -> float:
 
 # --- serving ---------------------------------------------------------------------------------
 
-def cost_per_million_tokens(price_per_hour, tokens_per_s) -> float:
-    """Dollars per 1M tokens on a machine rented at ``price_per_hour`` that produces
-    ``tokens_per_s``: price / (tokens/s x 3600) x 1e6. $1.12/h at 191 tokens/s: $1.63."""
-    price_per_hour = checks.number("price_per_hour", price_per_hour, strict=False)
-    tokens_per_s = checks.number("tokens_per_s", tokens_per_s)
-    return price_per_hour / (tokens_per_s * SECONDS_PER_HOUR) * 1e6
+def cost_per_million_tokens(usd_per_hour, tokens_per_s) -> float:
+    """Dollars per 1M tokens on a machine rented at ``usd_per_hour`` that produces
+    ``tokens_per_s`` (the formula: ``prices.usd_per_million_tokens``)."""
+    return prices.usd_per_million_tokens(usd_per_hour, tokens_per_s)
 
 
 def api_cost(input_tokens, output_tokens, *, price_in_per_million, price_out_per_million) -> float:
@@ -195,11 +189,6 @@ def _peak_flops(spec: hardware.Spec, dtype) -> tuple[str, float]:
     return dtype, spec.peak_flops[dtype]
 
 
-def _default(name: str, given):
-    """``given``, or the assumption ``name`` when ``given`` is None."""
-    return assumptions.value(name) if given is None else given
-
-
 @dataclass(frozen=True)
 class ServingSetup:
     """One replica of a model served on Runpod serverless GPUs: as many GPUs as its weights and
@@ -210,9 +199,9 @@ class ServingSetup:
     gpu: str
     gpus_per_replica: int
     tokens_per_s: float
-    price_per_hour: float
-    always_on_price_per_hour: float
-    price: "ServerlessPrice"
+    usd_per_hour: float
+    always_on_usd_per_hour: float
+    price: prices.ServerlessPrice
 
 
 def serverless_setup(model, gpu, *, precision=None, batch=1, seq_len=None, output_share=None,
@@ -225,18 +214,19 @@ def serverless_setup(model, gpu, *, precision=None, batch=1, seq_len=None, outpu
     config = llms.as_config(model)
     spec = hardware.as_spec(gpu)
     precision = assumptions.precision_for("inference") if precision is None else precision
-    seq_len = checks.count("seq_len", _default("seq_len", seq_len), minimum=2)
-    output_share = checks.number("output_share", _default("output_share", output_share), maximum=1.0)
+    values, _ = assumptions.resolve(seq_len=seq_len, output_share=output_share)
+    seq_len = checks.count("seq_len", values["seq_len"], minimum=2)
+    output_share = checks.number("output_share", values["output_share"], maximum=1.0)
     output_len = min(seq_len - 1, max(1, round(seq_len * output_share)))
-    price = serverless_price(spec.name)
+    price = prices.serverless_price(spec.name)
     needs = memory.job_estimate(config, method="inference", precision=precision, batch=batch, seq_len=seq_len)
     gpus = memory.gpus_needed(needs.total_bytes, spec)
     served = serving.estimate(config, device=serving.replica(spec, gpus), batch=batch, prompt_len=seq_len - output_len,
                               output_len=output_len, weight_bytes_per_param=memory.BYTES_PER_VALUE[precision],
                               efficiency=efficiency, usd_per_hour=0.0)
     return ServingSetup(model=config.name, gpu=spec.name, gpus_per_replica=gpus, tokens_per_s=served.tokens_per_s,
-                        price_per_hour=gpus * price.flex_per_hour,
-                        always_on_price_per_hour=gpus * price.active_per_hour, price=price)
+                        usd_per_hour=gpus * price.flex_per_hour,
+                        always_on_usd_per_hour=gpus * price.active_per_hour, price=price)
 
 
 @dataclass(frozen=True)
@@ -246,58 +236,58 @@ class ServingCosts:
     e.g. serverless flex); enough GPUs kept on all month (always on)."""
 
     tokens_per_month: float
-    api_per_month: float
-    pay_per_use_per_month: float
-    always_on_per_month: float
+    api_per_month_usd: float
+    pay_per_use_per_month_usd: float
+    always_on_per_month_usd: float
     always_on_gpus: int
     gpu_hours_per_month: float
 
     @property
     def cheapest(self) -> str:
         """'api', 'pay per use' or 'always on'."""
-        costs = {"api": self.api_per_month, "pay per use": self.pay_per_use_per_month,
-                 "always on": self.always_on_per_month}
+        costs = {"api": self.api_per_month_usd, "pay per use": self.pay_per_use_per_month_usd,
+                 "always on": self.always_on_per_month_usd}
         return min(costs, key=costs.get)
 
 
-def _serving_inputs(api_cost_per_million, price_per_hour, tokens_per_s, fine_tune_cost, amortize_months,
-                    always_on_price_per_hour):
-    amortize_months = _default("amortize_months", amortize_months)
+def _serving_inputs(api_cost_per_million, usd_per_hour, tokens_per_s, fine_tune_cost, amortize_months,
+                    always_on_usd_per_hour):
+    amortize_months = assumptions.resolve(amortize_months=amortize_months)[0]["amortize_months"]
     api = checks.number("api_cost_per_million", api_cost_per_million, strict=False)
-    price = checks.number("price_per_hour", price_per_hour, strict=False)
+    price = checks.number("usd_per_hour", usd_per_hour, strict=False)
     tokens_per_s = checks.number("tokens_per_s", tokens_per_s)
     fixed = checks.number("fine_tune_cost", fine_tune_cost, strict=False) / checks.number("amortize_months", amortize_months)
-    always_price = price if always_on_price_per_hour is None else checks.number(
-        "always_on_price_per_hour", always_on_price_per_hour, strict=False)
+    always_price = price if always_on_usd_per_hour is None else checks.number(
+        "always_on_usd_per_hour", always_on_usd_per_hour, strict=False)
     return api, price, tokens_per_s, fixed, always_price
 
 
-def serving_costs(tokens_per_month, *, api_cost_per_million, price_per_hour, tokens_per_s,
-                  fine_tune_cost=0.0, amortize_months=None, always_on_price_per_hour=None) -> ServingCosts:
+def serving_costs(tokens_per_month, *, api_cost_per_million, usd_per_hour, tokens_per_s,
+                  fine_tune_cost=0.0, amortize_months=None, always_on_usd_per_hour=None) -> ServingCosts:
     """Monthly cost of ``tokens_per_month`` on an API at ``api_cost_per_million`` (blended:
     :func:`blended_price_per_million`) and self-hosted on GPUs making ``tokens_per_s`` each
-    (``serving.estimate``). Pay per use bills the GPU-seconds used at ``price_per_hour``;
-    always on bills whole GPUs for :data:`HOURS_PER_MONTH` at ``always_on_price_per_hour``
-    (default ``price_per_hour``). ``fine_tune_cost`` is spread over ``amortize_months`` (default:
+    (``serving.estimate``). Pay per use bills the GPU-seconds used at ``usd_per_hour``;
+    always on bills whole GPUs for :data:`HOURS_PER_MONTH` at ``always_on_usd_per_hour``
+    (default ``usd_per_hour``). ``fine_tune_cost`` is spread over ``amortize_months`` (default:
     the assumption)."""
     tokens = checks.number("tokens_per_month", tokens_per_month, strict=False)
     api, price, tokens_per_s, fixed, always_price = _serving_inputs(
-        api_cost_per_million, price_per_hour, tokens_per_s, fine_tune_cost, amortize_months,
-        always_on_price_per_hour)
+        api_cost_per_million, usd_per_hour, tokens_per_s, fine_tune_cost, amortize_months,
+        always_on_usd_per_hour)
     gpu_hours = tokens / tokens_per_s / SECONDS_PER_HOUR
     gpus = max(1, math.ceil(gpu_hours / HOURS_PER_MONTH))
     return ServingCosts(
         tokens_per_month=tokens,
-        api_per_month=tokens / 1e6 * api,
-        pay_per_use_per_month=fixed + gpu_hours * price,
-        always_on_per_month=fixed + gpus * HOURS_PER_MONTH * always_price,
+        api_per_month_usd=tokens / 1e6 * api,
+        pay_per_use_per_month_usd=fixed + gpu_hours * price,
+        always_on_per_month_usd=fixed + gpus * HOURS_PER_MONTH * always_price,
         always_on_gpus=gpus,
         gpu_hours_per_month=gpu_hours,
     )
 
 
-def breakeven_tokens_per_month(*, api_cost_per_million, price_per_hour, tokens_per_s, fine_tune_cost=0.0,
-                               amortize_months=None, always_on=False, always_on_price_per_hour=None) -> float:
+def breakeven_tokens_per_month(*, api_cost_per_million, usd_per_hour, tokens_per_s, fine_tune_cost=0.0,
+                               amortize_months=None, always_on=False, always_on_usd_per_hour=None) -> float:
     """The fewest tokens per month at which self-hosting costs no more than the API
     (same inputs as :func:`serving_costs`); ``math.inf`` when it never does.
 
@@ -306,8 +296,8 @@ def breakeven_tokens_per_month(*, api_cost_per_million, price_per_hour, tokens_p
     bill reaches the cost of the GPUs needed for that volume.
     """
     api, price, tokens_per_s, fixed, always_price = _serving_inputs(
-        api_cost_per_million, price_per_hour, tokens_per_s, fine_tune_cost, amortize_months,
-        always_on_price_per_hour)
+        api_cost_per_million, usd_per_hour, tokens_per_s, fine_tune_cost, amortize_months,
+        always_on_usd_per_hour)
     if not always_on:
         self_hosted = cost_per_million_tokens(price, tokens_per_s)
         if fixed == 0:
@@ -354,12 +344,13 @@ class FineTuneEstimate:
     flops: float
     memory_bytes: float
     hours: float
-    price_usd_per_gpu_hour: float | None
+    usd_per_gpu_hour: float | None
     price_source: str
     assumptions: tuple[tuple[str, object], ...] = ()
     hardware_flops: float | None = None  # what the GPUs execute: flops + the recomputed forward pass
     n_nodes: int = 1  # servers of max_devices GPUs rented (jobs beyond one server take whole ones)
     attention_flops: float = 0.0  # the attention term, included in flops
+    price_date: str = "given"  # the date of the price (YYYY-MM, YYYY or "undated"), "given" when passed in
 
     @property
     def gpu_hours(self) -> float:
@@ -374,9 +365,9 @@ class FineTuneEstimate:
     @property
     def cost_usd(self) -> float | None:
         """Dollars: GPU-hours x price per GPU-hour (None without a price)."""
-        if self.price_usd_per_gpu_hour is None:
+        if self.usd_per_gpu_hour is None:
             return None
-        return self.gpu_hours * self.price_usd_per_gpu_hour
+        return self.gpu_hours * self.usd_per_gpu_hour
 
     @property
     def energy_kwh(self) -> float | None:
@@ -393,9 +384,9 @@ class FineTuneEstimate:
         return None if kwh is None else kwh * energy.JOULES_PER_KWH / self.n_tokens
 
 
-def fine_tune_estimate(model, n_tokens, *, method="lora", gpu="H100 SXM", mfu=None, price_per_gpu_hour=None,
+def fine_tune_estimate(model, n_tokens, *, method=None, gpu=None, mfu=None, usd_per_gpu_hour=None,
                        dtype=None, n_gpus=None, seq_len=None, batch=None, recompute=None,
-                       lora_rank=None, attention_term=None) -> FineTuneEstimate:
+                       lora_rank=None, max_devices=None, attention_term=None) -> FineTuneEstimate:
     """Estimate a fine-tune of ``model`` (an ``llms`` name or LLMConfig) over ``n_tokens``.
 
     FLOPs: :func:`training_flops` with the model's parameters per token and, where its shape is
@@ -404,40 +395,41 @@ def fine_tune_estimate(model, n_tokens, *, method="lora", gpu="H100 SXM", mfu=No
     precision. Every argument left None takes its default from ``lab_utils.assumptions``: mfu
     by the job's regime (:func:`mfu_assumption`: one GPU, several with FSDP/ZeRO, an FP8
     recipe), the dtype the GPU computes in, sequence length, batch, recomputation, LoRA rank,
-    the attention term, and the price that stands for the GPU (its cheapest rentable offer;
-    ``cost_usd`` is None when the data has none).
+    the attention term, the method (``default_method``), the GPU (``default_gpu``), GPUs per
+    server (``max_devices``) and the price that stands for the GPU (its cheapest rentable
+    offer; ``cost_usd`` is None when the data has none). More than one GPU for a full
+    fine-tune: ZeRO-3 as DeepSpeed reserves it (``memory.zero3_bytes_per_gpu``).
     """
     config = llms.as_config(model)
-    method = checks.choice("method", method, ("full", "lora", "qlora"))
-    spec = hardware.as_spec(gpu)
-    taken = {name: assumptions.value(name) for name, given in (
-        ("seq_len", seq_len), ("batch", batch),
-        ("recompute_fine_tune", recompute), ("lora_rank", lora_rank)) if given is None}
+    values, taken = assumptions.resolve(default_method=method, default_gpu=gpu, seq_len=seq_len,
+                                        batch=batch, recompute_fine_tune=recompute, lora_rank=lora_rank,
+                                        max_devices=max_devices)
+    method = checks.choice("method", values["default_method"], assumptions.FINE_TUNE_METHODS)
+    spec = hardware.as_spec(values["default_gpu"])
     if dtype is None:
         taken["compute_dtypes"] = assumptions.compute_dtype(spec)
     dtype, peak = _peak_flops(spec, dtype)
-    if price_per_gpu_hour is None:
+    if usd_per_gpu_hour is None:
         price = assumptions.device_price(spec)
         price_usd, price_source = price.usd_per_hour, f"{price.offer} ({price.source}, {price.date})"
-        taken["price_rule"] = price.offer
+        taken["price_rule"], price_date = price.offer, price.date
     else:
-        price_usd = checks.number("price_per_gpu_hour", price_per_gpu_hour, strict=False)
-        price_source = "given"
-    estimate = memory.job_estimate(config, method=method, batch=taken.get("batch", batch),
-                                   seq_len=taken.get("seq_len", seq_len),
-                                   recompute=taken.get("recompute_fine_tune", recompute),
-                                   lora_rank=taken.get("lora_rank", lora_rank))
+        price_usd = checks.number("usd_per_gpu_hour", usd_per_gpu_hour, strict=False)
+        price_source, price_date = "given", "given"
+    estimate = memory.job_estimate(config, method=method, batch=values["batch"], seq_len=values["seq_len"],
+                                   recompute=values["recompute_fine_tune"], lora_rank=values["lora_rank"])
     taken[f"precision.{method}"] = estimate.precision
-    n_gpus = memory.gpus_needed(estimate.total_bytes, spec) if n_gpus is None else checks.count("n_gpus", n_gpus)
-    per_node = assumptions.value("max_devices")
+    n_gpus = _gpus_for(config, estimate, spec) if n_gpus is None else checks.count("n_gpus", n_gpus)
+    per_node = checks.count("max_devices", values["max_devices"])
     n_nodes = math.ceil(n_gpus / per_node)
-    if n_nodes > 1:  # beyond one server: whole 8-GPU servers, priced as such where the data has one
-        taken["max_devices"] = per_node
+    if n_nodes == 1:
+        taken.pop("max_devices", None)
+    else:  # beyond one server: whole servers, priced as such where the data has one
         n_gpus = n_nodes * per_node
-        if price_per_gpu_hour is None:
+        if usd_per_gpu_hour is None:
             price = assumptions.device_price(spec, n_gpus=n_gpus)
             price_usd, price_source = price.usd_per_hour, f"{price.offer} ({price.source}, {price.date})"
-            taken["price_rule"] = price.offer
+            taken["price_rule"], price_date = price.offer, price.date
     if mfu is None:
         regime = mfu_assumption(n_gpus, dtype)
         taken[regime] = mfu = assumptions.value(regime)
@@ -457,23 +449,52 @@ def fine_tune_estimate(model, n_tokens, *, method="lora", gpu="H100 SXM", mfu=No
         model=config.name, method=method, gpu=spec.name, n_gpus=n_gpus, n_tokens=float(n_tokens),
         mfu=mfu, dtype=dtype, flops=flops, memory_bytes=estimate.total_bytes,
         hours=training_hours(flops, peak_flops=peak, mfu=mfu, n_devices=n_gpus),
-        price_usd_per_gpu_hour=price_usd, price_source=price_source, assumptions=tuple(taken.items()),
-        hardware_flops=flops + recomputed, n_nodes=n_nodes, attention_flops=flops - parameters_only,
+        usd_per_gpu_hour=price_usd, price_source=price_source, assumptions=tuple(taken.items()),
+        hardware_flops=flops + recomputed, n_nodes=n_nodes, price_date=price_date,
+        attention_flops=flops - parameters_only,
     )
+
+
+_MANY_GPUS = 2**30
+"""More GPUs than any job rents: ZeRO-3's shards per GPU at this count are the gathered module alone."""
+
+
+class DoesNotFit(ValueError):
+    """No number of GPUs of one type holds the job (what each GPU keeps besides its shards is too much)."""
+
+
+def _gpus_for(config: llms.LLMConfig, estimate, spec: hardware.Spec) -> int:
+    """The fewest GPUs that hold the job: its total split evenly; a full fine-tune on more than
+    one GPU by ZeRO-3 as DeepSpeed reserves it (``memory.zero3_bytes_per_gpu``: 18 bytes per
+    parameter over the GPUs plus the largest module gathered), beside what each GPU holds besides
+    the model state (its activations and the loss at its peak)."""
+    n_gpus = memory.gpus_needed(estimate.total_bytes, spec)
+    if estimate.method != "full" or n_gpus == 1 or config.family is None:
+        return n_gpus
+    state = sum(estimate.part(label) for label in ("weights", "gradients", "optimizer states"))
+    per_gpu = estimate.total_bytes - state
+    if not memory.fits(memory.zero3_bytes_per_gpu(config, _MANY_GPUS) + per_gpu, spec):
+        raise DoesNotFit(f"gpu={spec.name!r}: each GPU holds {per_gpu / 1e9:.1f} GB of activations and loss beside "
+                         "its ZeRO-3 shards and the gathered module, more than it has: no number of GPUs holds the "
+                         "job (a shorter sequence, a chunked loss or a larger GPU would)")
+    while not memory.fits(memory.zero3_bytes_per_gpu(config, n_gpus) + per_gpu, spec):
+        n_gpus += 1
+    return n_gpus
 
 
 # --- claim checks ----------------------------------------------------------------------------
 
-def range_verdict(claimed, low, high, tolerance=0.15) -> str:
+def range_verdict(claimed, low, high, tolerance=None) -> str:
     """Compare a claimed figure with the range [low, high] that sourced figures give.
 
-    'consistent' inside the range widened by ``tolerance``; otherwise 'wrong: Nx too low' or
+    'consistent' inside the range widened by ``tolerance`` (default: the ``range_tolerance`` assumption); otherwise 'wrong: Nx too low' or
     'wrong: Nx too high', N measured from the nearer end of the range.
     """
     claimed = checks.number("claimed", claimed)
     low = checks.number("low", low)
     high = checks.number("high", high, minimum=low, strict=False)
-    tolerance = checks.number("tolerance", tolerance, strict=False, maximum=1.0)
+    tolerance = checks.number("tolerance", assumptions.resolve(range_tolerance=tolerance)[0]["range_tolerance"],
+                              strict=False, maximum=1.0)
     if low * (1 - tolerance) <= claimed <= high * (1 + tolerance):
         return "consistent"
     if claimed < low:

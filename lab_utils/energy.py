@@ -22,7 +22,7 @@ from __future__ import annotations
 from lab_utils import assumptions, checks, hardware
 
 __all__ = ["JOULES_PER_KWH", "device_watts", "emissions_kg", "facility_kwh", "grid_regions",
-           "job_energy_kwh", "joules_per_flop", "joules_per_token", "published", "region_kg_co2e_per_kwh",
+           "job_energy_kwh", "joules_per_flop", "joules_per_token", "region_kg_co2e_per_kwh",
            "tokens_per_joule"]
 
 JOULES_PER_KWH = 3.6e6
@@ -32,7 +32,7 @@ _REGION_PREFIX = "grid_kg_co2e_per_kwh_region."
 
 
 def _share(power_share) -> float:
-    share = assumptions.value("power_share_of_tdp") if power_share is None else power_share
+    share = assumptions.resolve(power_share_of_tdp=power_share)[0]["power_share_of_tdp"]
     return checks.number("power_share", share, maximum=1.0)
 
 
@@ -77,7 +77,7 @@ def facility_kwh(device_kwh: float, *, pue: float | None = None) -> float:
     """kWh the data centre draws for ``device_kwh`` at the devices: x ``pue`` (power usage
     effectiveness, default the ``pue`` assumption; 1.0 counts the devices alone)."""
     device_kwh = checks.number("device_kwh", device_kwh, strict=False)
-    pue = assumptions.value("pue") if pue is None else pue
+    pue = assumptions.resolve(pue=pue)[0]["pue"]
     return device_kwh * checks.number("pue", pue, minimum=1.0, strict=False)
 
 

@@ -129,8 +129,7 @@ def catalog() -> tuple[Profile, ...]:
 def get(name=None) -> Profile:
     """One profile by name or alias, forgiving case and separators; None: the default engine (the
     ``engine`` assumption). ValueError naming the allowed engines when ``name`` is not one."""
-    if name is None:
-        name = assumptions.value("engine")
+    name = assumptions.resolve(engine=name)[0]["engine"]
     if not isinstance(name, str):
         raise TypeError(f"engine must be a str naming an engine, got {type(name).__name__} {name!r}")
     profiles, index = _load()

@@ -16,11 +16,32 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from lab_utils import catalogs, hardware, routing
+from lab_utils import catalogs, checks, hardware
 
-__all__ = ["Interconnect", "catalog", "get"]
+__all__ = ["PCIE_TRANSFERS_PER_S_PER_LANE", "Interconnect", "catalog", "get", "pcie_bytes_per_s"]
 
 _DATA_FILE = "interconnects.toml"
+
+PCIE_TRANSFERS_PER_S_PER_LANE = {3: 8e9, 4: 16e9, 5: 32e9}
+"""Signalling rate of one PCI Express lane, transfers (bits) per second, by generation
+(PCI-SIG base specifications 3.0, 4.0, 5.0); all three encode 128 bits in 130."""
+
+
+def pcie_bytes_per_s(generation: int = 4, lanes: int = 16) -> float:
+    """Bytes per second in one direction of a PCI Express link: rate per lane x lanes x 128/130 / 8.
+
+    PCIe 4.0 x16: 16 GT/s x 16 x 128/130 / 8 = 31.5 GB/s. Packet headers and the driver take a
+    further share, so copies reach less (``torch`` copies from pinned memory come closest).
+    """
+    if isinstance(generation, bool) or not isinstance(generation, int):
+        raise TypeError(f"generation must be an int, one of {tuple(PCIE_TRANSFERS_PER_S_PER_LANE)}")
+    if generation not in PCIE_TRANSFERS_PER_S_PER_LANE:
+        raise ValueError(f"generation={generation!r}: allowed {tuple(PCIE_TRANSFERS_PER_S_PER_LANE)}")
+    lanes = checks.count("lanes", lanes, minimum=1)
+    if lanes not in (1, 2, 4, 8, 16):
+        raise ValueError(f"lanes={lanes!r}: a PCIe link has 1, 2, 4, 8 or 16 lanes")
+    return PCIE_TRANSFERS_PER_S_PER_LANE[generation] * lanes * 128 / 130 / 8
+
 
 @dataclass(frozen=True)
 class Interconnect:
@@ -38,8 +59,8 @@ class Interconnect:
 
     @property
     def pcie_bytes_per_s_each_way(self) -> float:
-        """PCIe bytes/s one way (``routing.pcie_bytes_per_s``): Gen5 x16 63 GB/s."""
-        return routing.pcie_bytes_per_s(self.pcie_generation, self.pcie_lanes)
+        """PCIe bytes/s one way (``pcie_bytes_per_s``): Gen5 x16 63 GB/s."""
+        return pcie_bytes_per_s(self.pcie_generation, self.pcie_lanes)
 
 
 @functools.cache
@@ -50,9 +71,9 @@ def _load() -> dict[str, Interconnect]:
         where = f"lab_utils/data/{_DATA_FILE}: {link.name!r}"
         if hardware.get(link.name).name != link.name:
             raise ValueError(f"{where}: name must be the catalog's spelling, {hardware.get(link.name).name!r}")
-        if link.pcie_generation not in routing.PCIE_TRANSFERS_PER_S_PER_LANE:
+        if link.pcie_generation not in PCIE_TRANSFERS_PER_S_PER_LANE:
             raise ValueError(f"{where}: pcie_generation must be one of "
-                             f"{tuple(routing.PCIE_TRANSFERS_PER_S_PER_LANE)}")
+                             f"{tuple(PCIE_TRANSFERS_PER_S_PER_LANE)}")
         if (link.nvlink_generation == 0) != (link.nvlink_bytes_per_s_each_way == 0):
             raise ValueError(f"{where}: NVLink generation 0 goes with 0 bytes/s, and only it")
         found[link.name] = link

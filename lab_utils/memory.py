@@ -19,9 +19,9 @@ Formulas (pure arithmetic, no torch), all sizes in bytes per device:
   :func:`fits` and :func:`gpus_needed` compare a total with a GPU from ``lab_utils.hardware``;
   :func:`longest_seq_len` finds the longest sequence of a job that fits one GPU.
 
-Measurements live in ``lab_utils.memory_measure`` (torch, imported lazily) and are re-exported
-here: :func:`measure_training_step` runs one training step and reports what it held, part by
-part; :func:`budget` caps memory so that running out is a lesson, not a crash.
+Measurements live in ``lab_utils.memory_measure`` (the measuring layer: torch, imported
+lazily): ``measure_training_step`` runs one training step and reports what it held, part by
+part; ``budget`` caps memory so that running out is a lesson, not a crash.
 """
 
 from __future__ import annotations
@@ -33,10 +33,10 @@ from lab_utils import assumptions, checks, hardware, llms
 
 __all__ = [
     "ATTENTION", "BYTES_PER_VALUE", "CUDA_CONTEXT_BYTES", "JOB_METHODS", "LORA_TARGETS", "LOSS_IMPLS", "RECOMPUTE",
-    "TRAINING_PRECISIONS", "OPTIMIZERS", "BudgetExceeded", "JobEstimate", "LongestFit", "StepMemory", "TrainingState",
-    "accelerate_training_bytes", "activation_bytes", "budget", "fits", "gpus_needed",
+    "TRAINING_PRECISIONS", "OPTIMIZERS", "JobEstimate", "LongestFit", "TrainingState",
+    "accelerate_training_bytes", "activation_bytes", "fits", "gpus_needed",
     "job_estimate", "kv_cache_bytes", "llm_activation_bytes", "longest_seq_len", "lora_params", "loss_bytes",
-    "measure_training_step",
+    "param_count_parts", "usable_bytes", "zero3_bytes_per_gpu",
     "tiny_gpt_activation_bytes", "training_state_bytes", "training_state_parts", "weight_bytes",
 ]
 
@@ -59,9 +59,9 @@ OPTIMIZERS = {"adamw": 2, "adam": 2, "sgd_momentum": 1, "sgd": 0}
 
 RECOMPUTE = ("none", "selective", "full")
 
-JOB_METHODS = ("inference", "full", "lora", "qlora")
+JOB_METHODS = assumptions.METHODS
 
-CUDA_CONTEXT_BYTES = (300 * 2**20, assumptions.value("cuda_context_bytes"))
+CUDA_CONTEXT_BYTES = (assumptions.value("cuda_context_low_bytes"), assumptions.value("cuda_context_bytes"))
 """Memory a GPU process holds beyond its tensors (CUDA context, kernels, allocator slack):
 300 MiB to 2 GiB depending on the GPU and libraries (Hugging Face accelerate's estimate-memory
 documentation). :func:`fits` reserves the upper end by default (the ``cuda_context_bytes``
@@ -75,9 +75,7 @@ class TrainingState:
     """Bytes per device for the weights, gradients and optimizer state of one training job.
 
     ``optimizer_states_bytes`` holds everything the optimizer keeps: for mixed precision the
-    fp32 master weights and the Adam moments (ZeRO's K = 12 bytes per parameter). The names
-    without ``_bytes`` (``params``, ``grads``, ``optimizer_states``, ``total``) are read-only
-    aliases kept for one release.
+    fp32 master weights and the Adam moments (ZeRO's K = 12 bytes per parameter).
     """
 
     params_bytes: float
@@ -88,12 +86,6 @@ class TrainingState:
     def total_bytes(self) -> float:
         """params + grads + optimizer states, in bytes."""
         return self.params_bytes + self.grads_bytes + self.optimizer_states_bytes
-
-    params = property(lambda self: self.params_bytes, doc="Alias of params_bytes (one release).")
-    grads = property(lambda self: self.grads_bytes, doc="Alias of grads_bytes (one release).")
-    optimizer_states = property(lambda self: self.optimizer_states_bytes,
-                                doc="Alias of optimizer_states_bytes (one release).")
-    total = property(lambda self: self.total_bytes, doc="Alias of total_bytes (one release).")
 
 
 def _state_bytes_per_param(precision: str, optimizer: str) -> tuple[float, float, float]:
@@ -143,6 +135,20 @@ def training_state_bytes(n_params, precision: str = "mixed", optimizer: str = "a
         grads_bytes=n_params * grads * (shard if zero_stage >= 2 else 1),
         optimizer_states_bytes=n_params * states * (shard if zero_stage >= 1 else 1),
     )
+
+
+def zero3_bytes_per_gpu(model, n_gpus: int) -> float:
+    """Bytes of model state per GPU when ``n_gpus`` shard a full fine-tune of ``model`` (an
+    ``llms`` name or LLMConfig) with ZeRO stage 3, by DeepSpeed's own estimator
+    (``estimate_zero3_model_states_mem_needs``): 18 bytes per parameter over the GPUs, plus 4
+    bytes per parameter of the largest module, gathered whole while it runs (the embedding or
+    LM head, vocabulary x hidden). The course plans with this figure, larger than ZeRO's 16
+    (:func:`training_state_bytes`): it is what the library reserves. Llama-3.1-70B on 16 GPUs:
+    79.4 + 4.2 GB."""
+    config = llms.as_config(model)
+    n_gpus = checks.count("n_gpus", n_gpus)
+    largest_module = config.vocab_size * config.hidden if config.vocab_size else 0
+    return 18 * config.n_params / n_gpus + 4 * largest_module
 
 
 def training_state_parts(n_params, precision: str = "mixed") -> list[tuple[str, float]]:
@@ -343,7 +349,7 @@ def loss_bytes(model, *, seq_len, batch=1, loss_impl: str, bytes_per_value=2, lo
     if loss_impl == "hf":
         return 3 * log_probs
     if loss_impl == "chunked":
-        n = checks.count("loss_chunks", assumptions.value("loss_chunks") if loss_chunks is None else loss_chunks)
+        n = checks.count("loss_chunks", assumptions.resolve(loss_chunks=loss_chunks)[0]["loss_chunks"])
         upcast = 4 if value < 4 else 0
         forward = tokens * vocab * (value + upcast / n) + log_probs
         backward = log_probs + tokens * vocab * (8 + value) / n
@@ -430,8 +436,6 @@ class JobEstimate:
         """Sum of the parts, in bytes."""
         return sum(value for _, value in self.parts)
 
-    total = property(lambda self: self.total_bytes, doc="Alias of total_bytes (one release).")
-
     def part(self, label: str) -> float:
         """The bytes of one part by its label, 0.0 when the job has no such part."""
         return dict(self.parts).get(label, 0.0)
@@ -439,7 +443,7 @@ class JobEstimate:
 
 def _precisions_for(method: str) -> tuple[str, ...]:
     if method == "inference":
-        return tuple(p for p in BYTES_PER_VALUE if p != "fp8")
+        return tuple(BYTES_PER_VALUE)
     if method == "full":
         return TRAINING_PRECISIONS
     if method == "lora":
@@ -557,6 +561,19 @@ def job_estimate(model, method: str = "inference", precision: str | None = None,
                        loss_impl=loss_impl)
 
 
+def param_count_parts(n_params, method: str, precision: str | None = None) -> tuple[tuple[str, float], ...]:
+    """What a bare parameter count tells of a job's memory, part by part (bytes): the weights in
+    ``precision`` (default the method's), and for "full" the gradients and optimizer state
+    (:func:`training_state_parts`). Adapters, activations and the KV cache need the model's shape
+    (:func:`job_estimate`): the total is a lower bound."""
+    checks.choice("method", method, JOB_METHODS)
+    precision = assumptions.resolve(**{f"precision__{method}": precision})[0][f"precision.{method}"]
+    checks.choice("precision", precision, _precisions_for(method))
+    if method == "full":
+        return tuple(training_state_parts(n_params, precision))
+    return (("weights", weight_bytes(n_params, precision)),)
+
+
 def _gpu(gpu) -> hardware.Spec:
     spec = hardware.get(gpu) if isinstance(gpu, str) else gpu
     if not isinstance(spec, hardware.Spec) or spec.kind != "gpu" or not spec.memory_bytes:
@@ -571,6 +588,12 @@ def _usable_bytes(spec: hardware.Spec, reserve_bytes) -> float:
         raise ValueError(f"reserve_bytes={reserve_bytes!r} leaves nothing of {spec.name}'s "
                          f"{spec.memory_bytes} bytes")
     return usable
+
+
+def usable_bytes(gpu, reserve_bytes=CUDA_CONTEXT_BYTES[1]) -> float:
+    """Bytes a job may use on one ``gpu`` (a name or Spec): the vendor's memory less ``reserve_bytes``
+    for the CUDA context (what :func:`fits` and :func:`gpus_needed` compare with)."""
+    return _usable_bytes(_gpu(gpu), reserve_bytes)
 
 
 def fits(n_bytes, gpu, reserve_bytes=CUDA_CONTEXT_BYTES[1]) -> bool:
@@ -636,16 +659,3 @@ def longest_seq_len(model, gpu, *, method: str = "inference", reserve_bytes=CUDA
         low, high = (middle, high) if fit(middle) else (low, middle)
     return LongestFit(spec.name, low, "memory", estimate(low) if low else None)
 
-
-# --- measured: lives in lab_utils.memory_measure, re-exported here on first use ---------------
-
-_MEASURED = ("BudgetExceeded", "StepMemory", "budget", "measure_training_step")
-
-
-def __getattr__(name):
-    """``memory.measure_training_step`` and friends, loaded from ``memory_measure`` when used."""
-    if name in _MEASURED:
-        from lab_utils import memory_measure
-
-        return getattr(memory_measure, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

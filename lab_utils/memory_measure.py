@@ -23,8 +23,7 @@ class StepMemory:
     optimizer_scalars_bytes; activations_bytes: bytes the forward pass and the loss saved for
     backward, each storage once, parameters, buffers and inputs excluded; peak_bytes: the most
     tensor bytes alive at once during the step, parameters included, found by ``peak_method``;
-    device: where the step ran. The names without ``_bytes`` are read-only aliases kept for one
-    release.
+    device: where the step ran.
     """
 
     params_bytes: int
@@ -35,15 +34,6 @@ class StepMemory:
     peak_bytes: int
     device: str
     peak_method: str
-
-    params = property(lambda self: self.params_bytes, doc="Alias of params_bytes (one release).")
-    grads = property(lambda self: self.grads_bytes, doc="Alias of grads_bytes (one release).")
-    optimizer_states = property(lambda self: self.optimizer_states_bytes,
-                                doc="Alias of optimizer_states_bytes (one release).")
-    optimizer_scalars = property(lambda self: self.optimizer_scalars_bytes,
-                                 doc="Alias of optimizer_scalars_bytes (one release).")
-    activations = property(lambda self: self.activations_bytes, doc="Alias of activations_bytes (one release).")
-    peak = property(lambda self: self.peak_bytes, doc="Alias of peak_bytes (one release).")
 
 
 def _storage_key(tensor) -> int:

@@ -11,7 +11,7 @@ more gets done in the same time.
 7.65
 
 Pure arithmetic: no torch, no clock. Measuring a thread sweep is ``lab_utils.threads``
-(``torch_threads``, ``thread_scaling``, ``ThreadScaling``), still reachable from here.
+(``torch_threads``, ``thread_scaling``, ``ThreadScaling``): import it where a cell measures.
 """
 
 from __future__ import annotations
@@ -24,18 +24,11 @@ from lab_utils import checks
 
 __all__ = [
     "AmdahlFit",
-    "ThreadScaling",
     "amdahl_limit",
     "amdahl_speedup",
     "fit_parallel_fraction",
     "gustafson_speedup",
-    "thread_scaling",
-    "torch_threads",
 ]
-
-_MEASURED = ("ThreadScaling", "thread_scaling", "torch_threads")
-"""Names re-exported from ``lab_utils.threads`` (see :func:`__getattr__`)."""
-
 
 def amdahl_speedup(parallel_fraction: float, workers: int) -> float:
     """Speed-up of a fixed amount of work on ``workers`` workers: ``1 / ((1 - p) + p / n)``.
@@ -117,12 +110,3 @@ def fit_parallel_fraction(workers: Iterable[int], speedups: Iterable[float]) -> 
     fitted = [amdahl_speedup(p, n) for n in ns]
     rms = math.sqrt(sum((s - f) ** 2 for s, f in zip(speedups, fitted)) / len(ns))
     return AmdahlFit(parallel_fraction=p, unconstrained_fraction=raw, rms_speedup_error=rms, points=len(ns))
-
-
-def __getattr__(name):
-    """``parallel.thread_scaling`` and friends, loaded from ``lab_utils.threads`` when used."""
-    if name in _MEASURED:
-        from lab_utils import threads
-
-        return getattr(threads, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

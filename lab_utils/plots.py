@@ -127,7 +127,7 @@ def roofline(points: Iterable[_roofline.Point] = (), roofs: Iterable[_roofline.R
 # --- the advisor's ranking: cost against time, one point per working option -----------------
 
 _BOUND_MARKERS = {"compute": "o", "bandwidth": "s", "memory": "x", "cold starts": "^", "price": "D"}
-_KIND_COLOURS = {"cpu": "vermillion", "gpu": "blue", "serverless": "orange", "api": "green"}
+_KIND_COLOURS = {"cpu": "vermillion", "gpu": "blue", "serverless": "orange", "api": "green", "hosted": "green"}
 
 
 def advice_chart(advice, title: str | None = None):
@@ -142,7 +142,7 @@ def advice_chart(advice, title: str | None = None):
         if not o.works or o.cost_usd is None:
             continue
         colour = PALETTE[_KIND_COLOURS[o.kind]]
-        if o.kind == "api":
+        if o.kind in ("api", "hosted"):
             ax.axhline(o.cost_usd, color=colour, linewidth=0.8, linestyle="--", alpha=0.6)
             ax.annotate(o.name, (0.99, o.cost_usd), xycoords=("axes fraction", "data"), ha="right", va="bottom",
                         fontsize=7, color=colour)

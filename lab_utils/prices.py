@@ -15,16 +15,27 @@ from lab_utils import catalogs, checks, hardware, lookup
 
 __all__ = [
     "SECONDS_PER_HOUR", "ApiPrice", "HourlyPrice", "ServerlessPrice", "api_price", "api_prices",
-    "hourly_price", "hourly_prices", "serverless_price", "serverless_prices",
+    "hourly_price", "hourly_prices", "serverless_price", "serverless_prices", "usd_per_million_tokens",
 ]
 
 SECONDS_PER_HOUR = 3600.0
+"""The one conversion between prices per hour and rates per second."""
+
+
+def usd_per_million_tokens(usd_per_hour, tokens_per_s) -> float:
+    """Dollars per 1M tokens on a machine rented at ``usd_per_hour`` that produces
+    ``tokens_per_s``: price / (tokens/s x 3600) x 1e6. $1.12/h at 191 tokens/s: $1.63."""
+    usd_per_hour = checks.number("usd_per_hour", usd_per_hour, strict=False)
+    tokens_per_s = checks.number("tokens_per_s", tokens_per_s)
+    return usd_per_hour / (tokens_per_s * SECONDS_PER_HOUR) * 1e6
 _DATA_FILE = "prices.toml"
 
 
 @dataclass(frozen=True)
 class ApiPrice:
-    """A hosted model's price in dollars per 1M tokens read (input) and written (output)."""
+    """A hosted model's price in dollars per 1M tokens read (input) and written (output).
+    ``model``: the open model of ``lab_utils.llms`` a provider hosts (None: a closed model,
+    a different product from any open one)."""
 
     name: str
     provider: str
@@ -33,6 +44,7 @@ class ApiPrice:
     date: str
     source: str
     aliases: tuple[str, ...] = ()
+    model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -44,7 +56,7 @@ class HourlyPrice:
     name: str
     provider: str
     kind: str
-    price_per_hour: float
+    usd_per_hour: float
     date: str
     source: str
     n_gpus: int = 0
@@ -56,15 +68,15 @@ class HourlyPrice:
     note: str | None = None
 
     @property
-    def price_per_gpu_hour(self) -> float:
+    def usd_per_gpu_hour(self) -> float:
         if not self.n_gpus:
             raise ValueError(f"{self.name} has no GPU")
-        return self.price_per_hour / self.n_gpus
+        return self.usd_per_hour / self.n_gpus
 
     @property
-    def lowest_price_per_hour(self) -> float:
+    def lowest_usd_per_hour(self) -> float:
         """The price after the largest announced cut (the list price when there was none)."""
-        return self.price_per_hour * (1 - (self.price_cut_up_to or 0.0))
+        return self.usd_per_hour * (1 - (self.price_cut_up_to or 0.0))
 
 
 @dataclass(frozen=True)
@@ -93,7 +105,7 @@ class ServerlessPrice:
 def _record(cls, table: dict, where: str):
     """``cls(**table)`` after checking the prices and the GPU names (name, source and date are
     checked by ``catalogs.parse``)."""
-    for key in ("input_per_million", "output_per_million", "price_per_hour", "flex_per_s", "active_per_s"):
+    for key in ("input_per_million", "output_per_million", "usd_per_hour", "flex_per_s", "active_per_s"):
         if key in table:
             checks.number(f"{where}: {key}", table[key], strict=False)
     table = dict(table)

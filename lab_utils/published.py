@@ -26,7 +26,8 @@ import functools
 import math
 from dataclasses import dataclass
 
-from lab_utils import assumptions, catalogs, checks, economics, hardware, llms, lookup, memory, serverless, serving
+from lab_utils import (assumptions, catalogs, checks, economics, hardware, llms, lookup, memory, prices, serverless,
+                       serving)
 
 __all__ = ["COURSE_KINDS", "QUESTIONS", "Comparison", "Measurement", "bands", "cold_start_s", "compare",
            "decode_tokens_per_s", "get", "longest_sequence_tokens", "matmul_flops", "measurements",
@@ -93,32 +94,18 @@ def training_tokens_per_s(*, model, device, method="full", dtype="bf16", mfu=Non
     (:func:`economics.training_flops`, :func:`economics.training_hours`); ``mfu`` None is the
     ``mfu`` assumption."""
     n_params = llms.as_config(model).n_params
-    mfu = assumptions.value("mfu") if mfu is None else mfu
+    mfu = assumptions.resolve(mfu=mfu)[0]["mfu"]
     tokens = 1e9
     hours = economics.training_hours(economics.training_flops(n_params, tokens, method),
                                      peak_flops=matmul_flops(device=device, dtype=dtype), mfu=mfu)
-    return tokens / (hours * economics.SECONDS_PER_HOUR)
+    return tokens / (hours * prices.SECONDS_PER_HOUR)
 
 
 def longest_sequence_tokens(*, model, device, method, batch=1, **options):
-    """The longest sequence (tokens) whose training job fits ``device``: the largest ``seq_len``
-    for which :func:`memory.job_estimate` fits (:func:`memory.fits`); 0 when none does.
-    ``options`` (lora_rank, lora_targets, ...) go to :func:`memory.job_estimate` as they are."""
-    spec = hardware.as_spec(device)
-
-    def fits(seq_len: int) -> bool:
-        job = memory.job_estimate(model, method=method, batch=batch, seq_len=seq_len, **options)
-        return memory.fits(job.total_bytes, spec)
-
-    low, high = 0, 1
-    while fits(high):
-        low, high = high, 2 * high
-        if high > 1 << 24:
-            return low
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (middle, high) if fits(middle) else (low, middle)
-    return low
+    """The longest sequence (tokens) whose training job fits ``device``:
+    :func:`memory.longest_seq_len` (0 when none fits); ``options`` (lora_rank, lora_targets,
+    loss_impl, ...) go to :func:`memory.job_estimate` as they are."""
+    return memory.longest_seq_len(model, device, method=method, batch=batch, **options).seq_len
 
 
 def prefill_tokens_per_s(*, model, device, prompt_len, **options):
@@ -138,7 +125,7 @@ def serving_joules_per_output_token(*, model, device, prompt_len, output_len, ba
     """Joules per generated token of ``device`` serving ``batch`` requests at once:
     :func:`serving.estimate`'s ``joules_per_output_token`` (the device's power from its TDP, the
     ``decode_efficiency`` assumption applied to the bound); ``options`` go to it as they are."""
-    options.setdefault("efficiency", assumptions.value("decode_efficiency"))
+    options["efficiency"] = assumptions.resolve(decode_efficiency=options.get("efficiency"))[0]["decode_efficiency"]
     return serving.estimate(model, device=device, prompt_len=prompt_len, output_len=output_len, batch=batch,
                             usd_per_hour=0.0, **options).joules_per_output_token
 

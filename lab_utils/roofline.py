@@ -18,7 +18,7 @@ decoding) about 1 FLOP per byte in fp16.
 
 Pure arithmetic: no torch, no plotting. :func:`attainable_flops` and
 :func:`arithmetic_intensity` also take NumPy arrays (numpy is imported only then). The figure
-is ``lab_utils.plots.roofline``, still reachable as ``roofline.plot``.
+is ``lab_utils.plots.roofline`` (a face).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from lab_utils import checks, hardware
 
 __all__ = [
     "DEFAULT_DEVICES", "Point", "Roof", "arithmetic_intensity", "attainable_flops",
-    "matmul_bytes", "matmul_flops", "matmul_intensity", "plot", "roof_of",
+    "matmul_bytes", "matmul_flops", "matmul_intensity", "roof_of",
 ]
 
 DEFAULT_DEVICES = ("T4", "A100 80GB SXM", "H100 SXM", "H200 SXM", "AMD EPYC 9684X")
@@ -181,12 +181,3 @@ def roof_of(device, dtype: str | None = None) -> Roof:
         bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s,
         dtype=dtype,
     )
-
-
-def __getattr__(name):
-    """``roofline.plot``: the drawing, now ``lab_utils.plots.roofline``, loaded when used."""
-    if name == "plot":
-        from lab_utils import plots
-
-        return plots.roofline
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

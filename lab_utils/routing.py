@@ -15,8 +15,7 @@ a mix of both does to average latency, tail latency and cost.
   traffic (the mixture of the routes' distributions) and the cost per request.
 
 Seconds, bytes, FLOPs and US dollars throughout. Pure arithmetic: no torch, no clock. Measuring
-per-request latencies is ``lab_utils.latency.request_latencies_s``, still reachable as
-``routing.request_latencies_s``.
+per-request latencies is ``lab_utils.latency.request_latencies_s`` (the measuring layer).
 """
 
 from __future__ import annotations
@@ -26,16 +25,15 @@ import math
 from dataclasses import dataclass
 
 from lab_utils import checks
+from lab_utils.interconnects import PCIE_TRANSFERS_PER_S_PER_LANE, pcie_bytes_per_s
 from lab_utils.prices import SECONDS_PER_HOUR
 
 __all__ = [
     "PCIE_TRANSFERS_PER_S_PER_LANE", "OffloadFloor", "Route", "Mix",
-    "crossover_batch", "mix", "offload_floor", "pcie_bytes_per_s", "request_latencies_s",
+    "crossover_batch", "mix", "offload_floor", "pcie_bytes_per_s",
 ]
-
-PCIE_TRANSFERS_PER_S_PER_LANE = {3: 8e9, 4: 16e9, 5: 32e9}
-"""Signalling rate of one PCI Express lane, transfers (bits) per second, by generation
-(PCI-SIG base specifications 3.0, 4.0, 5.0); all three encode 128 bits in 130."""
+# PCIE_TRANSFERS_PER_S_PER_LANE and pcie_bytes_per_s are data (lab_utils.interconnects), used here
+# to price offloading and listed so that notebooks find the host link beside it
 
 _SHARE_TOLERANCE = 1e-9
 
@@ -51,22 +49,6 @@ def _seconds_tuple(name: str, values) -> tuple[float, ...]:
 
 
 # --- the host link and the cost of offloading ------------------------------------------------
-
-def pcie_bytes_per_s(generation: int = 4, lanes: int = 16) -> float:
-    """Bytes per second in one direction of a PCI Express link: rate per lane x lanes x 128/130 / 8.
-
-    PCIe 4.0 x16: 16 GT/s x 16 x 128/130 / 8 = 31.5 GB/s. Packet headers and the driver take a
-    further share, so copies reach less (``torch`` copies from pinned memory come closest).
-    """
-    if isinstance(generation, bool) or not isinstance(generation, int):
-        raise TypeError(f"generation must be an int, one of {tuple(PCIE_TRANSFERS_PER_S_PER_LANE)}")
-    if generation not in PCIE_TRANSFERS_PER_S_PER_LANE:
-        raise ValueError(f"generation={generation!r}: allowed {tuple(PCIE_TRANSFERS_PER_S_PER_LANE)}")
-    lanes = checks.count("lanes", lanes, minimum=1)
-    if lanes not in (1, 2, 4, 8, 16):
-        raise ValueError(f"lanes={lanes!r}: a PCIe link has 1, 2, 4, 8 or 16 lanes")
-    return PCIE_TRANSFERS_PER_S_PER_LANE[generation] * lanes * 128 / 130 / 8
-
 
 @dataclass(frozen=True)
 class OffloadFloor:
@@ -156,35 +138,35 @@ def crossover_batch(batches, cpu_seconds, gpu_seconds) -> int | None:
 class Route:
     """A share of the requests and the workers that serve them.
 
-    name: e.g. "short on CPU"; share: fraction of all requests (0 to 1); seconds: per-request
-    latencies (measured samples, or one figure); price_per_hour: of one worker; concurrency:
+    name: e.g. "short on CPU"; share: fraction of all requests (0 to 1); latencies_s: per-request
+    latencies (measured samples, or one figure); usd_per_hour: of one worker; concurrency:
     requests one worker serves at once (batching). Workers are billed only while busy, so a
-    request costs its seconds x price / concurrency.
+    request costs its latency x price / concurrency.
     """
 
     name: str
     share: float
-    seconds: tuple[float, ...]
-    price_per_hour: float = 0.0
+    latencies_s: tuple[float, ...]
+    usd_per_hour: float = 0.0
     concurrency: int = 1
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
             raise ValueError(f"name={self.name!r}: give each route a non-empty name")
         object.__setattr__(self, "share", checks.number("share", self.share, maximum=1.0, strict=False))
-        object.__setattr__(self, "seconds", _seconds_tuple("seconds", self.seconds))
-        object.__setattr__(self, "price_per_hour",
-                           checks.number("price_per_hour", self.price_per_hour, strict=False))
+        object.__setattr__(self, "latencies_s", _seconds_tuple("latencies_s", self.latencies_s))
+        object.__setattr__(self, "usd_per_hour",
+                           checks.number("usd_per_hour", self.usd_per_hour, strict=False))
         checks.count("concurrency", self.concurrency, minimum=1)
 
     @property
     def mean_s(self) -> float:
-        return math.fsum(self.seconds) / len(self.seconds)
+        return math.fsum(self.latencies_s) / len(self.latencies_s)
 
     @property
     def cost_per_request(self) -> float:
         """Dollars: mean seconds x price per second / concurrency."""
-        return self.mean_s * self.price_per_hour / SECONDS_PER_HOUR / self.concurrency
+        return self.mean_s * self.usd_per_hour / SECONDS_PER_HOUR / self.concurrency
 
 
 @dataclass(frozen=True)
@@ -210,7 +192,7 @@ class Mix:
             shares = ", ".join(f"{r.name}: {r.share:g}" for r in routes)
             raise ValueError(f"the routes' shares must add up to 1, got {total:.12g} ({shares})")
         object.__setattr__(self, "routes", routes)
-        points = sorted((s, r.share / len(r.seconds)) for r in routes for s in r.seconds if r.share > 0)
+        points = sorted((s, r.share / len(r.latencies_s)) for r in routes for s in r.latencies_s if r.share > 0)
         cumulative, running = [], 0.0
         for _, weight in points:
             running += weight
@@ -270,12 +252,3 @@ def mix(routes) -> Mix:
     except TypeError:
         raise TypeError(f"routes must be an iterable of Route, got {type(routes).__name__}") from None
     return Mix(routes)
-
-
-def __getattr__(name):
-    """``routing.request_latencies_s``, loaded from ``lab_utils.latency`` when used."""
-    if name == "request_latencies_s":
-        from lab_utils import latency
-
-        return latency.request_latencies_s
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

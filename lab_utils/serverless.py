@@ -42,7 +42,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from lab_utils import assumptions, checks
+from lab_utils import assumptions, checks, prices
 
 
 @dataclass(frozen=True)
@@ -223,11 +223,11 @@ def _service_function(service_s, concurrency: int):
     return service_s
 
 
-def pod_cost(price_per_hour: float, duration_s: float) -> float:
+def pod_cost(usd_per_hour: float, duration_s: float) -> float:
     """Dollars for an always-on pod over ``duration_s``, billed per second (rounded up)."""
-    price_per_hour = checks.number("price_per_hour", price_per_hour, strict=False)
+    usd_per_hour = checks.number("usd_per_hour", usd_per_hour, strict=False)
     duration_s = checks.number("duration_s", duration_s, strict=False)
-    return math.ceil(duration_s) * price_per_hour / 3600
+    return math.ceil(duration_s) * usd_per_hour / prices.SECONDS_PER_HOUR
 
 
 def poisson_arrivals(rate_per_s: float, duration_s: float, seed: int = 0) -> tuple[float, ...]:
@@ -324,17 +324,16 @@ def cold_start(weight_bytes, *, image_pull_s=None, container_start_s=None, cuda_
     given = {"image_pull_s": image_pull_s, "container_start_s": container_start_s, "cuda_init_s": cuda_init_s,
              "weight_load_bytes_per_s": weight_load_bytes_per_s, "engine_start_s": engine_start_s,
              "model_cached": model_cached, "restore_s": restore_s, "restore_hit_rate": restore_hit_rate}
-    taken = {f"cold_start.{name}": assumptions.value(f"cold_start.{name}") for name, value in given.items()
-             if value is None}
-    values = {name: taken.get(f"cold_start.{name}", value) for name, value in given.items()}
+    resolved, taken = assumptions.resolve(**{f"cold_start__{name}": value for name, value in given.items()})
+    values = {name: resolved[f"cold_start.{name}"] for name in given}
     seconds = {name: checks.number(name, values[name], strict=False) for name in _COLD_START_SECONDS}
     if not isinstance(values["model_cached"], bool):
         raise TypeError(f"model_cached must be True or False, got {values['model_cached']!r}")
     parts = [(_COLD_START_SECONDS[name], seconds[name]) for name in ("image_pull_s", "container_start_s")]
     if not values["model_cached"]:
-        if download_bytes_per_s is None:
-            taken["cold_start.download_bytes_per_s"] = download_bytes_per_s = assumptions.value(
-                "cold_start.download_bytes_per_s")
+        download, downloaded = assumptions.resolve(cold_start__download_bytes_per_s=download_bytes_per_s)
+        download_bytes_per_s = download["cold_start.download_bytes_per_s"]
+        taken.update(downloaded)
         parts.append(("model download", weight_bytes / checks.number("download_bytes_per_s", download_bytes_per_s)))
     load_s = weight_bytes / checks.number("weight_load_bytes_per_s", values["weight_load_bytes_per_s"])
     parts += [("CUDA init", seconds["cuda_init_s"]), ("weight load", load_s),

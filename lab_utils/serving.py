@@ -15,6 +15,12 @@ bytes per sequence) x 1 sequence-token, and the memory left beside the weights c
 (:func:`max_batch`). Continuous batching (vLLM, TGI, SGLang) keeps that batch full: a finished
 sequence's place goes to the next request, whose prefill runs between decode steps.
 
+Precision: one ``precision=`` keyword ("bf16"/"fp16", "fp8", "int8", "int4"; default the
+``precision.inference`` assumption) sets the weights' bytes, the KV cache's bytes and the dtype the
+device computes in together (:func:`resolve_precision`): fp8 weights compute in FP8 where the
+device's catalog peak has fp8, else in 16 bits; int8 and int4 are weight-only (16-bit compute).
+``weight_bytes_per_param=`` and ``kv_bytes_per_value=`` override the bytes.
+
 All figures are lower bounds on time (upper bounds on throughput) from vendor specifications;
 ``efficiency`` (0 < e <= 1) scales them to what an engine reaches. Pure Python: no torch.
 
@@ -33,8 +39,13 @@ from dataclasses import dataclass
 
 from lab_utils import assumptions, checks, energy, engines, hardware, llms, memory, prices
 
-__all__ = ["ServingEstimate", "at_load", "batch_latency", "capacity", "decode_limit", "decode_step_s", "estimate",
-           "max_batch", "prefill_s", "replica"]
+__all__ = ["PRECISIONS", "Precision", "ServingEstimate", "at_load", "batch_latency", "capacity", "decode_limit",
+           "decode_step_s", "estimate", "kv_bytes_per_sequence", "max_batch", "prefill_s", "replica",
+           "resolve_precision", "sizable"]
+
+PRECISIONS = ("bf16", "fp16", "fp8", "int8", "int4")
+"""The precisions a model is served in: 16-bit, FP8 (weights and compute where the device has
+it) and weight-only int8 / int4 (16-bit compute)."""
 
 
 def _device(device) -> hardware.Spec:
@@ -57,16 +68,54 @@ def replica(device, n_devices: int) -> hardware.Spec:
                                tdp_watts=n_devices * spec.tdp_watts if spec.tdp_watts else spec.tdp_watts)
 
 
-def _peak_flops(spec: hardware.Spec) -> float:
-    return spec.peak_flops[assumptions.compute_dtype(spec)]
+@dataclass(frozen=True)
+class Precision:
+    """How a model is served on one device: ``name`` ("bf16", "fp8", "int4", ...), the weights'
+    bytes per parameter, the KV cache's bytes per value, and the dtype the device computes in
+    (a key of its catalog peaks)."""
+
+    name: str
+    weight_bytes_per_param: float
+    kv_bytes_per_value: float
+    compute_dtype: str
 
 
-def _kv_bytes_per_sequence(config: llms.LLMConfig, context_len: int, kv_bytes_per_value) -> float:
+def resolve_precision(precision=None, *, device, weight_bytes_per_param=None, kv_bytes_per_value=None) -> Precision:
+    """The :class:`Precision` of serving in ``precision`` (default: the ``precision.inference``
+    assumption) on ``device``. Weights: ``memory.BYTES_PER_VALUE``; KV cache: the
+    ``kv_bytes_per_value`` assumption (16 bits: engines keep the cache in the activations'
+    dtype unless told otherwise); compute: FP8 for "fp8" where the device has an fp8 peak,
+    else the dtype the device computes in (``assumptions.compute_dtype``): int8 and int4 are
+    weight-only. ``weight_bytes_per_param`` / ``kv_bytes_per_value`` override the bytes."""
+    spec = _device(device)
+    name = assumptions.precision_for("inference") if precision is None else precision
+    checks.choice("precision", name, PRECISIONS)
+    weight = memory.BYTES_PER_VALUE[name] if weight_bytes_per_param is None else weight_bytes_per_param
+    kv = assumptions.resolve(kv_bytes_per_value=kv_bytes_per_value)[0]["kv_bytes_per_value"]
+    compute = "fp8" if name == "fp8" and "fp8" in spec.peak_flops else assumptions.compute_dtype(spec)
+    return Precision(name, checks.number("weight_bytes_per_param", weight), checks.number("kv_bytes_per_value", kv),
+                     compute)
+
+
+def sizable(model) -> str | None:
+    """None when the catalog has what serving needs to size ``model``'s KV cache; else why not."""
+    config = llms.as_config(model)
     if config.n_kv_heads is None or config.head_dim is None:
-        raise ValueError(f"model={config.name!r}: its attention shape (n_heads, n_kv_heads) is not in "
-                         f"lab_utils/data/llm_configs.toml, so its KV cache cannot be sized")
+        return (f"cannot estimate: {config.name}'s attention shape (n_heads, n_kv_heads) is not in "
+                f"lab_utils/data/llm_configs.toml, so its KV cache cannot be sized")
+    return None
+
+
+def kv_bytes_per_sequence(model, *, context_len, kv_bytes_per_value=None) -> float:
+    """Bytes of one sequence's KV cache at ``context_len`` tokens (``memory.kv_cache_bytes`` of
+    the model's shape); ValueError naming the gap when the catalog lacks the attention shape."""
+    config = llms.as_config(model)
+    why = sizable(config)
+    if why:
+        raise ValueError(f"model={config.name!r}: {why}")
+    kv = assumptions.resolve(kv_bytes_per_value=kv_bytes_per_value)[0]["kv_bytes_per_value"]
     return memory.kv_cache_bytes(n_layers=config.n_layers, n_kv_heads=config.n_kv_heads, head_dim=config.head_dim,
-                                 seq_len=context_len, bytes_per_value=kv_bytes_per_value)
+                                 seq_len=checks.count("context_len", context_len), bytes_per_value=kv)
 
 
 def _weights_read(config: llms.LLMConfig, batch: int) -> float:
@@ -75,39 +124,41 @@ def _weights_read(config: llms.LLMConfig, batch: int) -> float:
     return min(config.n_params, batch * config.params_per_token)
 
 
-def _decode_parts(model, device, batch, context_len, weight_bytes_per_param, kv_bytes_per_value):
+def _decode_parts(model, device, batch, context_len, precision, weight_bytes_per_param, kv_bytes_per_value):
     """(compute_s, weights_s, kv_s) of one decode step, each a lower bound."""
     config, spec = llms.as_config(model), _device(device)
     batch = checks.count("batch", batch)
-    context_len = checks.count("context_len", context_len)
-    weight_bytes_per_param = checks.number("weight_bytes_per_param", weight_bytes_per_param)
-    kv = _kv_bytes_per_sequence(config, context_len, kv_bytes_per_value)
+    served = resolve_precision(precision, device=spec, weight_bytes_per_param=weight_bytes_per_param,
+                               kv_bytes_per_value=kv_bytes_per_value)
+    kv = kv_bytes_per_sequence(config, context_len=context_len, kv_bytes_per_value=served.kv_bytes_per_value)
     bandwidth = spec.bandwidth_bytes_per_s
-    return (2 * config.params_per_token * batch / _peak_flops(spec),
-            _weights_read(config, batch) * weight_bytes_per_param / bandwidth,
+    return (2 * config.params_per_token * batch / spec.peak_flops[served.compute_dtype],
+            _weights_read(config, batch) * served.weight_bytes_per_param / bandwidth,
             batch * kv / bandwidth)
 
 
-def decode_step_s(model, *, device, batch=1, context_len, weight_bytes_per_param=2.0, kv_bytes_per_value=2) -> float:
+def decode_step_s(model, *, device, batch=1, context_len, precision=None, weight_bytes_per_param=None,
+                  kv_bytes_per_value=None) -> float:
     """Seconds of one decode step at least: ``batch`` sequences, each with ``context_len`` tokens
     in its KV cache, make one token each. max(2 x active params x batch / peak, (weight bytes +
     batch x KV bytes) / bandwidth). Llama-3.1-8B, bf16, one H100 SXM, 4,096 tokens: 4.94 ms."""
-    compute_s, weights_s, kv_s = _decode_parts(model, device, batch, context_len, weight_bytes_per_param,
+    compute_s, weights_s, kv_s = _decode_parts(model, device, batch, context_len, precision, weight_bytes_per_param,
                                                kv_bytes_per_value)
     return max(compute_s, weights_s + kv_s)
 
 
-def decode_limit(model, *, device, batch=1, context_len, weight_bytes_per_param=2.0, kv_bytes_per_value=2) -> str:
+def decode_limit(model, *, device, batch=1, context_len, precision=None, weight_bytes_per_param=None,
+                 kv_bytes_per_value=None) -> str:
     """What bounds that decode step: "compute", "weights" (reading them dominates the bytes) or
     "kv cache" (the batch's caches outweigh the weights)."""
-    compute_s, weights_s, kv_s = _decode_parts(model, device, batch, context_len, weight_bytes_per_param,
+    compute_s, weights_s, kv_s = _decode_parts(model, device, batch, context_len, precision, weight_bytes_per_param,
                                                kv_bytes_per_value)
     if compute_s >= weights_s + kv_s:
         return "compute"
     return "weights" if weights_s >= kv_s else "kv cache"
 
 
-def prefill_s(model, *, device, prompt_len, batch=1, weight_bytes_per_param=2.0) -> float:
+def prefill_s(model, *, device, prompt_len, batch=1, precision=None, weight_bytes_per_param=None) -> float:
     """Seconds to prefill ``batch`` prompts of ``prompt_len`` tokens at least: compute bound,
     2 x active params per token plus causal attention (2 x layers x prompt_len² x heads x
     head_dim per prompt: QKᵀ and the product with V, half of the square), over the peak; never
@@ -115,24 +166,26 @@ def prefill_s(model, *, device, prompt_len, batch=1, weight_bytes_per_param=2.0)
     config, spec = llms.as_config(model), _device(device)
     prompt_len = checks.count("prompt_len", prompt_len)
     batch = checks.count("batch", batch)
-    weight_bytes_per_param = checks.number("weight_bytes_per_param", weight_bytes_per_param)
+    served = resolve_precision(precision, device=spec, weight_bytes_per_param=weight_bytes_per_param)
     attention_width = config.n_heads * config.head_dim if config.n_heads else config.hidden
     flops = batch * (2 * config.params_per_token * prompt_len + 2 * config.n_layers * prompt_len ** 2 * attention_width)
-    read_s = _weights_read(config, batch * prompt_len) * weight_bytes_per_param / spec.bandwidth_bytes_per_s
-    return max(flops / _peak_flops(spec), read_s)
+    read_s = _weights_read(config, batch * prompt_len) * served.weight_bytes_per_param / spec.bandwidth_bytes_per_s
+    return max(flops / spec.peak_flops[served.compute_dtype], read_s)
 
 
-def max_batch(model, *, device, context_len, weight_bytes_per_param=2.0, kv_bytes_per_value=2) -> int:
+def max_batch(model, *, device, context_len, precision=None, weight_bytes_per_param=None,
+              kv_bytes_per_value=None) -> int:
     """How many sequences of ``context_len`` tokens have room for their KV caches beside the
     weights: (memory - weights - CUDA context reserve) // KV bytes per sequence; 0 when the
     weights do not fit. The reserve is the ``cuda_context_bytes`` assumption."""
     config, spec = llms.as_config(model), _device(device)
-    context_len = checks.count("context_len", context_len)
-    weight_bytes_per_param = checks.number("weight_bytes_per_param", weight_bytes_per_param)
+    served = resolve_precision(precision, device=spec, weight_bytes_per_param=weight_bytes_per_param,
+                               kv_bytes_per_value=kv_bytes_per_value)
     if not spec.memory_bytes:
         raise ValueError(f"device={spec.name!r} has no memory size in the catalog")
-    free = spec.memory_bytes - assumptions.value("cuda_context_bytes") - config.n_params * weight_bytes_per_param
-    return max(0, math.floor(free / _kv_bytes_per_sequence(config, context_len, kv_bytes_per_value)))
+    free = spec.memory_bytes - assumptions.value("cuda_context_bytes") - config.n_params * served.weight_bytes_per_param
+    kv = kv_bytes_per_sequence(config, context_len=context_len, kv_bytes_per_value=served.kv_bytes_per_value)
+    return max(0, math.floor(free / kv))
 
 
 @dataclass(frozen=True)
@@ -145,10 +198,12 @@ class ServingEstimate:
     (= output_len x tpot_s); ``tokens_per_s``: prompt + output tokens served per second,
     ``output_tokens_per_s`` the generated ones; ``requests_per_s``; ``limit``: what bounds
     the decode step; ``usd_per_hour`` (None without a price), ``usd_per_million_tokens``
-    (prompt and output tokens alike; None without a price), ``price_source`` and ``engine``,
-    the profile applied to the bounds (``lab_utils.engines``; "bound": none); ``watts``: the
-    device's power while busy (TDP x ``power_share_of_tdp``; None without a TDP), from which
-    ``output_tokens_per_joule`` and ``joules_per_output_token`` (estimates, lab_utils.energy).
+    (prompt and output tokens alike; None without a price) and ``price_source``;
+    ``engine``: the profile applied to the bounds (``lab_utils.engines``; "bound": none);
+    ``watts``: the device's power while busy (TDP x ``power_share_of_tdp``; None without a
+    TDP), from which ``output_tokens_per_joule`` and ``joules_per_output_token`` (estimates,
+    lab_utils.energy); ``precision`` and ``compute_dtype``: how the model was served
+    (:func:`resolve_precision`).
     """
 
     model: str
@@ -167,6 +222,8 @@ class ServingEstimate:
     price_source: str
     engine: str
     watts: float | None = None
+    precision: str = "bf16"
+    compute_dtype: str = "bf16"
 
     @property
     def output_tokens_per_joule(self) -> float | None:
@@ -180,13 +237,13 @@ class ServingEstimate:
     def usd_per_million_tokens(self) -> float | None:
         if self.usd_per_hour is None:
             return None
-        return self.usd_per_hour / (self.tokens_per_s * prices.SECONDS_PER_HOUR) * 1e6
+        return prices.usd_per_million_tokens(self.usd_per_hour, self.tokens_per_s)
 
     @property
     def usd_per_million_output_tokens(self) -> float | None:
         if self.usd_per_hour is None:
             return None
-        return self.usd_per_hour / (self.output_tokens_per_s * prices.SECONDS_PER_HOUR) * 1e6
+        return prices.usd_per_million_tokens(self.usd_per_hour, self.output_tokens_per_s)
 
 
 def _price(spec: hardware.Spec, usd_per_hour) -> tuple[float | None, str]:
@@ -196,10 +253,10 @@ def _price(spec: hardware.Spec, usd_per_hour) -> tuple[float | None, str]:
     return price.usd_per_hour, f"{price.offer} ({price.source}, {price.date})"
 
 
-def estimate(model, *, device, prompt_len, output_len, batch=1, weight_bytes_per_param=2.0, kv_bytes_per_value=2,
-             efficiency=1.0, usd_per_hour=None, engine=None) -> ServingEstimate:
+def estimate(model, *, device, prompt_len, output_len, batch=1, precision=None, weight_bytes_per_param=None,
+             kv_bytes_per_value=None, efficiency=1.0, usd_per_hour=None, engine=None) -> ServingEstimate:
     """TTFT, TPOT, tokens/s and $ per 1M tokens of requests of ``prompt_len`` tokens in and
-    ``output_len`` out, ``batch`` at a time on one ``device``.
+    ``output_len`` out, ``batch`` at a time on one ``device``, served in ``precision``.
 
     In the time one request lives in the batch (a *cycle*), ``batch`` requests leave and
     ``batch`` newcomers are prefilled: cycle = :func:`prefill_s` (``batch`` prompts) +
@@ -214,19 +271,21 @@ def estimate(model, *, device, prompt_len, output_len, batch=1, weight_bytes_per
     output_len = checks.count("output_len", output_len)
     batch = checks.count("batch", batch)
     efficiency = checks.number("efficiency", efficiency, maximum=1.0)
-    room = max_batch(config, device=spec, context_len=prompt_len + output_len,
-                     weight_bytes_per_param=weight_bytes_per_param, kv_bytes_per_value=kv_bytes_per_value)
+    served = resolve_precision(precision, device=spec, weight_bytes_per_param=weight_bytes_per_param,
+                               kv_bytes_per_value=kv_bytes_per_value)
+    shape = dict(device=spec, precision=served.name, weight_bytes_per_param=served.weight_bytes_per_param)
+    kv = dict(kv_bytes_per_value=served.kv_bytes_per_value)
+    room = max_batch(config, context_len=prompt_len + output_len, **shape, **kv)
     if batch > room:
         raise ValueError(f"batch={batch}: {spec.name} has room for the KV caches of {room} sequences of "
-                         f"{prompt_len + output_len} tokens beside {config.name}'s weights (max_batch)")
+                         f"{prompt_len + output_len} tokens beside {config.name}'s weights in {served.name} "
+                         f"(max_batch)")
     context = prompt_len + max(1, output_len // 2)
-    shape = dict(device=spec, weight_bytes_per_param=weight_bytes_per_param)
     times = engines.apply(
-        engine, weight_bytes_per_param=weight_bytes_per_param,
+        engine, weight_bytes_per_param=served.weight_bytes_per_param,
         prefill_s=prefill_s(config, prompt_len=prompt_len, **shape) / efficiency,
         batch_prefill_s=prefill_s(config, prompt_len=prompt_len, batch=batch, **shape) / efficiency,
-        decode_step_s=decode_step_s(config, batch=batch, context_len=context, kv_bytes_per_value=kv_bytes_per_value,
-                                    **shape) / efficiency)
+        decode_step_s=decode_step_s(config, batch=batch, context_len=context, **shape, **kv) / efficiency)
     cycle_s = times.batch_prefill_s + output_len * times.decode_step_s
     usd_per_hour, source = _price(spec, usd_per_hour)
     return ServingEstimate(
@@ -235,9 +294,10 @@ def estimate(model, *, device, prompt_len, output_len, batch=1, weight_bytes_per
         tpot_s=cycle_s / output_len, latency_s=cycle_s,
         tokens_per_s=batch * (prompt_len + output_len) / cycle_s, output_tokens_per_s=batch * output_len / cycle_s,
         requests_per_s=batch / cycle_s,
-        limit=decode_limit(config, batch=batch, context_len=context, kv_bytes_per_value=kv_bytes_per_value, **shape),
+        limit=decode_limit(config, batch=batch, context_len=context, **shape, **kv),
         usd_per_hour=usd_per_hour, price_source=source, engine=times.engine,
-        watts=energy.device_watts(spec) if spec.tdp_watts else None)
+        watts=energy.device_watts(spec) if spec.tdp_watts else None,
+        precision=served.name, compute_dtype=served.compute_dtype)
 
 
 def _largest_batch(model, common, room, fits) -> int:
@@ -253,49 +313,49 @@ def _largest_batch(model, common, room, fits) -> int:
     return low
 
 
-def _common(model, device, prompt_len, output_len, weight_bytes_per_param, kv_bytes_per_value, efficiency,
-            usd_per_hour):
-    common = dict(device=device, prompt_len=prompt_len, output_len=output_len,
+def _common(model, device, prompt_len, output_len, precision, weight_bytes_per_param, kv_bytes_per_value,
+            efficiency, usd_per_hour):
+    common = dict(device=device, prompt_len=prompt_len, output_len=output_len, precision=precision,
                   weight_bytes_per_param=weight_bytes_per_param, kv_bytes_per_value=kv_bytes_per_value,
                   efficiency=efficiency, usd_per_hour=usd_per_hour)
     room = max_batch(model, device=device, context_len=checks.count("prompt_len", prompt_len)
-                     + checks.count("output_len", output_len), weight_bytes_per_param=weight_bytes_per_param,
-                     kv_bytes_per_value=kv_bytes_per_value)
+                     + checks.count("output_len", output_len), precision=precision,
+                     weight_bytes_per_param=weight_bytes_per_param, kv_bytes_per_value=kv_bytes_per_value)
     return common, room
 
 
-def capacity(model, *, device, prompt_len, output_len, latency_target_s, weight_bytes_per_param=2.0,
-             kv_bytes_per_value=2, efficiency=1.0, usd_per_hour=None) -> ServingEstimate | None:
+def capacity(model, *, device, prompt_len, output_len, latency_target_s, precision=None, weight_bytes_per_param=None,
+             kv_bytes_per_value=None, efficiency=1.0, usd_per_hour=None) -> ServingEstimate | None:
     """The batch that serves the most requests/s while each request finishes within
     ``latency_target_s`` (:func:`estimate` at the largest such batch, up to :func:`max_batch`);
     None when even one request alone takes longer, or the weights do not fit."""
     latency_target_s = checks.number("latency_target_s", latency_target_s)
-    common, room = _common(model, device, prompt_len, output_len, weight_bytes_per_param, kv_bytes_per_value,
-                           efficiency, usd_per_hour)
+    common, room = _common(model, device, prompt_len, output_len, precision, weight_bytes_per_param,
+                           kv_bytes_per_value, efficiency, usd_per_hour)
     best = _largest_batch(model, common, room, lambda e: e.latency_s <= latency_target_s)
     return estimate(model, batch=best, **common) if best else None
 
 
-def batch_latency(model, *, device, prompt_len, output_len, weight_bytes_per_param=2.0, kv_bytes_per_value=2,
-                  efficiency=1.0):
+def batch_latency(model, *, device, prompt_len, output_len, precision=None, weight_bytes_per_param=None,
+                  kv_bytes_per_value=None, efficiency=1.0):
     """A function of n: the seconds a request takes in a batch of n (:func:`estimate`'s
     ``latency_s``), each n computed once; what ``serverless.simulate`` takes as ``service_s``."""
     @functools.lru_cache(maxsize=None)
     def latency_s(batch: int) -> float:
         return estimate(model, device=device, prompt_len=prompt_len, output_len=output_len, batch=batch,
-                        weight_bytes_per_param=weight_bytes_per_param, kv_bytes_per_value=kv_bytes_per_value,
-                        efficiency=efficiency, usd_per_hour=0.0).latency_s
+                        precision=precision, weight_bytes_per_param=weight_bytes_per_param,
+                        kv_bytes_per_value=kv_bytes_per_value, efficiency=efficiency, usd_per_hour=0.0).latency_s
 
     return latency_s
 
 
-def at_load(model, *, device, prompt_len, output_len, requests_per_s, weight_bytes_per_param=2.0,
-            kv_bytes_per_value=2, efficiency=1.0, usd_per_hour=None) -> ServingEstimate | None:
+def at_load(model, *, device, prompt_len, output_len, requests_per_s, precision=None, weight_bytes_per_param=None,
+            kv_bytes_per_value=None, efficiency=1.0, usd_per_hour=None) -> ServingEstimate | None:
     """The server at a steady load of ``requests_per_s``: :func:`estimate` at the smallest batch
     whose requests/s keep up (a request waits for no more than that batch); None when no batch
     that fits (:func:`max_batch`) keeps up: the queue grows without end."""
     requests_per_s = checks.number("requests_per_s", requests_per_s)
-    common, room = _common(model, device, prompt_len, output_len, weight_bytes_per_param, kv_bytes_per_value,
-                           efficiency, usd_per_hour)
+    common, room = _common(model, device, prompt_len, output_len, precision, weight_bytes_per_param,
+                           kv_bytes_per_value, efficiency, usd_per_hour)
     too_slow = _largest_batch(model, common, room, lambda e: e.requests_per_s < requests_per_s)
     return estimate(model, batch=too_slow + 1, **common) if too_slow < room else None

@@ -220,15 +220,12 @@ def cluster_plan(model, gpu, gpus_per_node: int = 8, nodes: int = 4, *, batch: i
     if spec.kind != "gpu" or not spec.memory_bytes:
         raise ValueError(f"gpu={spec.name!r}: must be a catalog GPU with its memory")
     gpus_per_node, nodes = checks.count("gpus_per_node", gpus_per_node), checks.count("nodes", nodes)
-    taken = {}
-    for name, given in (("batch", batch), ("seq_len", seq_len), ("pipeline_microbatches", microbatches),
-                        ("inter_node_bytes_per_s", network_bytes_per_s)):
-        if given is None:
-            taken[name] = assumptions.value(name)
-    batch = checks.count("batch", taken.get("batch", batch))
-    seq_len = checks.count("seq_len", taken.get("seq_len", seq_len))
-    m = checks.count("microbatches", taken.get("pipeline_microbatches", microbatches))
-    network = checks.number("network_bytes_per_s", taken.get("inter_node_bytes_per_s", network_bytes_per_s))
+    values, taken = assumptions.resolve(batch=batch, seq_len=seq_len, pipeline_microbatches=microbatches,
+                                        inter_node_bytes_per_s=network_bytes_per_s)
+    batch = checks.count("batch", values["batch"])
+    seq_len = checks.count("seq_len", values["seq_len"])
+    m = checks.count("microbatches", values["pipeline_microbatches"])
+    network = checks.number("network_bytes_per_s", values["inter_node_bytes_per_s"])
     precision = assumptions.precision_for("full")
     taken["precision.full"] = precision
     links = interconnects.get(spec.name)

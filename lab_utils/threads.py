@@ -25,20 +25,20 @@ MANY_CORES = 8
 class ThreadScaling:
     """One function timed on the CPU with 1, 2, ... torch threads.
 
-    threads: the thread counts measured, ascending, starting at 1; seconds and iqr_seconds:
+    threads: the thread counts measured, ascending, starting at 1; median_s and iqr_s:
     median and interquartile range of the time per call at each; skipped: the thread counts
     left out because the time budget ran out.
     """
 
     threads: tuple[int, ...]
-    seconds: tuple[float, ...]
-    iqr_seconds: tuple[float, ...]
+    median_s: tuple[float, ...]
+    iqr_s: tuple[float, ...]
     skipped: tuple[int, ...] = ()
 
     @property
     def speedups(self) -> tuple[float, ...]:
         """Time on one thread divided by the time on each thread count."""
-        return tuple(self.seconds[0] / s for s in self.seconds)
+        return tuple(self.median_s[0] / s for s in self.median_s)
 
     def fit(self) -> AmdahlFit:
         """Amdahl's parallel fraction fitted to these speed-ups (needs two thread counts)."""
@@ -102,7 +102,7 @@ def thread_scaling(fn, *, threads=None, min_run_time: float = 0.1, time_budget_s
         iqrs.append(result.iqr_s)
     return ThreadScaling(
         threads=tuple(measured),
-        seconds=tuple(medians),
-        iqr_seconds=tuple(iqrs),
+        median_s=tuple(medians),
+        iqr_s=tuple(iqrs),
         skipped=tuple(counts[len(measured):]),
     )

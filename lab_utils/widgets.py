@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from itertools import accumulate
 
-from lab_utils import advisor, assumptions, economics, hardware, llms, memory, plots
+from lab_utils import advisor, assumptions, economics, hardware, llms, memory, plots, prices
 from lab_utils.units import format_bytes, format_rate
 
 _BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -87,7 +87,7 @@ def _memory_figure(model, method, precision, batch, seq_len, recompute):
     ax.set_yticks(range(len(rows)), rows)
     ax.invert_yaxis()
     ax.legend(title="parts of the job", loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9)
-    note = (f"fits: estimate <= nominal memory - {format_bytes(reserve)} for the CUDA context. "
+    note = (f"fits: estimate <= nominal memory - {format_bytes(reserve, binary=False)} for the CUDA context. "
             f"'N+ GPUs': the fewest if the job split evenly.")
     if estimate.left_out:
         note += f" Not counted (no data): {', '.join(estimate.left_out)}."
@@ -150,20 +150,20 @@ def _cost_figure(model, gpu, api, batch, output_share, method, fine_tune_tokens,
     (always on) workers, fine-tune included (priced as ``economics.fine_tune_estimate`` prices
     it: the GPU's cheapest rentable offer), with the break-even volumes marked."""
     setup = economics.serverless_setup(model, gpu, batch=batch, output_share=output_share, efficiency=efficiency)
-    api_price = economics.api_price(api)
+    api_price = prices.api_price(api)
     api_per_million = economics.blended_price_per_million(
         api_price.input_per_million, api_price.output_per_million, output_share)
     fine_tune = economics.fine_tune_estimate(model, fine_tune_tokens, method=method, gpu=gpu, mfu=mfu)
-    kwargs = {"api_cost_per_million": api_per_million, "price_per_hour": setup.price_per_hour,
+    kwargs = {"api_cost_per_million": api_per_million, "usd_per_hour": setup.usd_per_hour,
               "tokens_per_s": setup.tokens_per_s, "fine_tune_cost": fine_tune.cost_usd or 0.0,
-              "amortize_months": amortize_months, "always_on_price_per_hour": setup.always_on_price_per_hour}
+              "amortize_months": amortize_months, "always_on_usd_per_hour": setup.always_on_usd_per_hour}
     costs = [economics.serving_costs(volume, **kwargs) for volume in _TOKEN_VOLUMES]
     fig, ax = plots.figure(
         f"{setup.model} on {setup.gpus_per_replica} x {setup.gpu} (Runpod serverless, {setup.price.date}) "
         f"vs {api_price.name} ({api_price.date})",
         "tokens per month (tokens)", "cost per month (US dollars)", figsize=(9.0, 5.0))
-    lines = (("API", "api_per_month", "blue"), ("self-hosted, pay per use (flex)", "pay_per_use_per_month", "orange"),
-             ("self-hosted, always on (active)", "always_on_per_month", "green"))
+    lines = (("API", "api_per_month_usd", "blue"), ("self-hosted, pay per use (flex)", "pay_per_use_per_month_usd", "orange"),
+             ("self-hosted, always on (active)", "always_on_per_month_usd", "green"))
     for label, field, colour in lines:
         ax.plot(_TOKEN_VOLUMES, [getattr(c, field) for c in costs], label=label, color=plots.PALETTE[colour])
     for always_on, colour in ((False, "orange"), (True, "green")):
@@ -192,7 +192,7 @@ def cost_calculator(model: str = "Llama-3.1-8B", gpu: str = "H100 SXM", api: str
     """API or self-hosted? Monthly cost against monthly tokens, from ``lab_utils.economics``.
 
     Controls: model (``llms.catalog()``), GPU (the catalog GPUs with a Runpod serverless price),
-    API (``economics.api_prices()``), batch, share of generated tokens, fine-tune method and
+    API (``prices.api_prices()``), batch, share of generated tokens, fine-tune method and
     tokens, MFU, and the fraction of the decode bandwidth bound reached. Left None: batch,
     output_share, efficiency and amortize_months are the assumptions ``serve_batch``,
     ``output_share``, ``decode_efficiency`` and ``amortize_months``, mfu the fine-tune's regime
@@ -201,12 +201,12 @@ def cost_calculator(model: str = "Llama-3.1-8B", gpu: str = "H100 SXM", api: str
     """
     if not isinstance(static, bool):
         raise TypeError(f"static must be True or False, got {static!r}")
-    batch = assumptions.value("serve_batch") if batch is None else batch
-    output_share = assumptions.value("output_share") if output_share is None else output_share
+    values, _ = assumptions.resolve(serve_batch=batch, output_share=output_share,
+                                    decode_efficiency=efficiency, amortize_months=amortize_months)
+    batch, output_share = values["serve_batch"], values["output_share"]
+    efficiency, amortize_months = values["decode_efficiency"], values["amortize_months"]
     if mfu is None:  # the MFU of the fine-tune's regime (economics.mfu_assumption)
         mfu = economics.fine_tune_estimate(model, fine_tune_tokens, method=method, gpu=gpu).mfu
-    efficiency = assumptions.value("decode_efficiency") if efficiency is None else efficiency
-    amortize_months = assumptions.value("amortize_months") if amortize_months is None else amortize_months
     values = {"model": model, "gpu": gpu, "api": api, "batch": batch, "output_share": output_share,
               "method": method, "fine_tune_tokens": fine_tune_tokens, "mfu": mfu, "efficiency": efficiency,
               "amortize_months": amortize_months}
@@ -217,13 +217,13 @@ def cost_calculator(model: str = "Llama-3.1-8B", gpu: str = "H100 SXM", api: str
     import matplotlib.pyplot as plt
 
     plt.close(_cost_figure(**values))  # bad starting values fail here, naming the parameter
-    gpus = [name for price in economics.serverless_prices() for name in price.gpus]
+    gpus = [name for price in prices.serverless_prices() for name in price.gpus]
     controls = {
         "model": w.Dropdown(options=[config.name for config in llms.catalog()], value=llms.get(model).name,
                             description="model"),
         "gpu": w.Dropdown(options=gpus, value=hardware.get(gpu).name, description="GPU"),
-        "api": w.Dropdown(options=[price.name for price in economics.api_prices()],
-                          value=economics.api_price(api).name, description="API"),
+        "api": w.Dropdown(options=[price.name for price in prices.api_prices()],
+                          value=prices.api_price(api).name, description="API"),
         "batch": w.SelectionSlider(options=sorted({*_BATCHES, batch}), value=batch, description="batch"),
         "output_share": w.FloatSlider(value=output_share, min=0.05, max=1.0, step=0.05, description="generated"),
         "method": w.Dropdown(options=("full", "lora", "qlora"), value=method, description="fine-tune"),

@@ -137,14 +137,14 @@ def timing_pitfall(device, min_run_time: float) -> dict:
 
 def step_memory(device) -> dict:
     import torch
-    from lab_utils import memory, models
+    from lab_utils import memory, memory_measure, models
 
     config = model_config(device)
     batch = 16
     torch.manual_seed(0)
     model = models.TinyGPT(config).to(device)
     tokens = models.random_tokens(config, batch).to(device)
-    measured = memory.measure_training_step(model, tokens)
+    measured = memory_measure.measure_training_step(model, tokens)
     state = memory.training_state_bytes(config.n_params, precision="fp32", optimizer="adamw")
     return {
         "measured": dataclasses.asdict(measured),

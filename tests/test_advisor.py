@@ -2,10 +2,10 @@
 
 import pytest
 
-from lab_utils import advisor, assumptions, economics, hardware, llms, memory
+from lab_utils import advisor, assumptions, economics, hardware, llms, memory, plots, prices
 
-H100_POD = economics.hourly_price("Runpod H100 SXM pod")
-SONNET = economics.api_price("Claude Sonnet 4.5")
+H100_POD = prices.hourly_price("Runpod H100 SXM pod")
+SONNET = prices.api_price("Claude Sonnet 4.5")
 IN, OUT = 500, 200  # tokens per request in the serving tests
 
 
@@ -22,15 +22,15 @@ def _cheap_serverless(**kwargs):
 def test_a_model_that_fits_no_24_gb_card_is_never_offered_on_one():
     job = memory.job_estimate("Llama-3.1-70B", method="lora", precision="bf16", seq_len=4096, recompute="full")
     small = [s for s in hardware.catalog("gpu") if s.memory_bytes == 24e9]
-    assert small and not any(memory.fits(job.total, s) for s in small)  # the premise, from memory.fits
+    assert small and not any(memory.fits(job.total_bytes, s) for s in small)  # the premise, from memory.fits
     advice = advisor.fine_tune("Llama-3.1-70B", 1e7, method="lora")
     for option in advice.options:
         device = option.name.removesuffix(" always on").split(" x ")[-1]
         for spec in small:
             if option.name in (spec.name, f"{spec.name} always on"):
-                pytest.fail(f"{option.name} offered alone for a job of {job.total:.3g} bytes")
+                pytest.fail(f"{option.name} offered alone for a job of {job.total_bytes:.3g} bytes")
             if device == spec.name and option.works:
-                assert option.n_devices >= memory.gpus_needed(job.total, spec) > 1
+                assert option.n_devices >= memory.gpus_needed(job.total_bytes, spec) > 1
 
 
 def test_serving_a_70b_model_puts_it_on_several_24_gb_gpus_or_none():
@@ -49,7 +49,7 @@ def test_fine_tune_hours_and_cost_are_the_economics_formulas():
     flops = (4 * config.n_params + 3 * 4 * 32 * 4096 * 2048) * 1e8
     hours = flops / (hardware.get("H100 SXM").peak_flops["bf16"] * 0.5) / 3600
     assert h100.hours == pytest.approx(hours)
-    assert h100.cost_usd == pytest.approx(hours * H100_POD.price_per_hour)
+    assert h100.cost_usd == pytest.approx(hours * H100_POD.usd_per_hour)
     assert (h100.price_date, h100.bound, h100.n_devices) == (H100_POD.date, "compute", 1)
 
 
@@ -70,7 +70,7 @@ def test_options_are_ranked_working_first_then_by_cost():
 
 
 def test_a_gpu_without_any_price_in_the_data_is_listed_without_one():
-    priced = {p.gpu for p in economics.hourly_prices()} | {g for p in economics.serverless_prices() for g in p.gpus}
+    priced = {p.gpu for p in prices.hourly_prices()} | {g for p in prices.serverless_prices() for g in p.gpus}
     unpriced = [s.name for s in hardware.catalog("gpu") if s.name not in priced]
     assert unpriced  # e.g. the A10 and the H100 PCIe
     advice = advisor.fine_tune("Llama-3.1-8B", 1e7, include_cpus=False)
@@ -82,7 +82,7 @@ def test_a_gpu_without_any_price_in_the_data_is_listed_without_one():
 def test_gpus_without_an_hourly_offer_are_priced_at_the_serverless_active_rate():
     advice = advisor.fine_tune("Llama-3.1-8B", 1e7, include_cpus=False)
     l40s = advice.option("L40S")
-    assert l40s.price_usd_per_hour == pytest.approx(economics.serverless_price("L40S").active_per_s * 3600)
+    assert l40s.usd_per_hour == pytest.approx(prices.serverless_price("L40S").active_per_s * 3600)
     assert "active rate x 3600" in l40s.price_source
 
 
@@ -92,15 +92,20 @@ def test_a_million_tokens_a_month_is_cheaper_on_an_api_than_on_an_always_on_h100
     advice = advisor.serve("Llama-3.1-8B", _requests_per_day(1e6), input_tokens=IN, output_tokens=OUT,
                            **_cheap_serverless())
     h100 = advice.option("H100 SXM always on")
-    assert h100.cost_usd == pytest.approx(H100_POD.price_per_hour * economics.HOURS_PER_MONTH)
-    for api in economics.api_prices():
-        assert advice.option(f"API: {api.name}").cost_usd < h100.cost_usd
-    assert advice.best.kind == "api" and "an API" in advice.verdict
+    assert h100.cost_usd == pytest.approx(H100_POD.usd_per_hour * economics.HOURS_PER_MONTH)
+    for api in prices.api_prices():
+        prefix = "per token" if api.model else "API"
+        if api.model in (None, "Llama-3.1-8B"):
+            assert advice.option(f"{prefix}: {api.name}").cost_usd < h100.cost_usd
+    # the same open model bought per token is the answer; a closed model never is (another product)
+    assert advice.best.kind == "hosted" and "bought per token" in advice.verdict
+    assert all(not o.works and "different product" in o.why for o in advice.options if o.kind == "api")
+    assert "different product" in advice.verdict
 
 
 def test_above_the_break_even_volume_the_h100_beats_the_api():
     blended = (IN * SONNET.input_per_million + OUT * SONNET.output_per_million) / (IN + OUT)  # $ per 1M
-    pod_month = H100_POD.price_per_hour * economics.HOURS_PER_MONTH
+    pod_month = H100_POD.usd_per_hour * economics.HOURS_PER_MONTH
     break_even = pod_month / blended * 1e6  # tokens a month at which Sonnet costs one pod-month
     below = advisor.serve("Llama-3.1-8B", _requests_per_day(break_even / 2), input_tokens=IN, output_tokens=OUT,
                           **_cheap_serverless())
@@ -134,11 +139,11 @@ def test_serverless_workers_batch_as_the_pod_does(monkeypatch):
 
     monkeypatch.setattr(serverless, "simulate", spy)
     advisor.serve("Llama-3.1-8B", 20_000, input_tokens=IN, output_tokens=OUT, latency_target_s=10.0,
-                  efficiency=0.7, **_cheap_serverless())
+                  efficiency=0.7, precision="bf16", **_cheap_serverless())
     h100 = hardware.get("H100 SXM")
     shape = dict(prompt_len=IN, output_len=OUT, weight_bytes_per_param=2, efficiency=0.7, usd_per_hour=0.0)
     capacity = serving.capacity("Llama-3.1-8B", device=h100, latency_target_s=10.0, **shape)
-    price = economics.serverless_price("H100")
+    price = prices.serverless_price("H100")
     (h100_call,) = [c for c in calls if c["price_per_worker_s"] == pytest.approx(price.flex_per_s)]
     assert capacity.batch > 1 and h100_call["concurrency"] == capacity.batch
     for batch in (1, 7, capacity.batch):
@@ -218,7 +223,7 @@ def test_chart_marks_every_working_option():
     import matplotlib.pyplot as plt
 
     advice = advisor.fine_tune("Llama-3.1-8B", 1e7)
-    fig, ax = advisor.chart(advice)
+    fig, ax = plots.advice_chart(advice)
     points = sum(len(c.get_offsets()) for c in ax.collections)
     assert points == sum(o.works for o in advice.options)
     assert ax.get_xscale() == "log" and "(h)" in ax.get_xlabel()
@@ -250,7 +255,7 @@ def test_pick_prints_the_ranking_and_json():
     served = _pick("serve", "--model", "llama-3.1-8b", "--requests-per-day", "47", "--json")
     assert served.returncode == 0, served.stderr
     data = json.loads(served.stdout)
-    assert data["period"] == "month" and data["options"][0]["kind"] == "api"
+    assert data["period"] == "month" and data["options"][0]["kind"] == "hosted"
 
 
 def test_pick_refuses_a_bad_job_in_one_line():

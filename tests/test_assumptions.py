@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from lab_utils import advisor, assumptions, cli, economics, hardware, memory
+from lab_utils import advisor, assumptions, cli, economics, hardware, memory, prices
 
 
 def test_every_assumption_has_a_value_and_a_short_why():
@@ -31,7 +31,7 @@ def test_the_dtype_a_device_computes_in(device, dtype):
 
 def test_a_device_price_is_never_a_notebook_tier_or_zero():
     excluded = assumptions.value("price_excluded_kinds")
-    offers = {p.name: p for p in economics.hourly_prices()}
+    offers = {p.name: p for p in prices.hourly_prices()}
     for spec in hardware.catalog("gpu"):
         price = assumptions.device_price(spec)
         if price.usd_per_hour is not None:
@@ -76,7 +76,7 @@ def test_the_cli_the_advisor_and_the_widgets_agree_on_one_job(method, capsys):
 
     shown = _cli_out(["memory", "--model", "llama-3.1-8b", "--method", method], capsys)
     total = re.search(r"^total\s+(.+)$", shown, re.MULTILINE).group(1).strip()
-    assert total == format_bytes(option.memory_bytes)
+    assert total == format_bytes(option.memory_bytes, binary=False)
 
     figure = widgets.memory_calculator("llama-3.1-8b", method=method, static=True)
     assert figure.axes[0].get_title().endswith(format_bytes(option.memory_bytes, binary=False))
@@ -87,3 +87,29 @@ def test_the_cli_the_advisor_and_the_widgets_agree_on_one_job(method, capsys):
     note = " ".join(text.get_text() for text in calculator.texts)
     assert f"${option.cost_usd:,.2f}" in note
     plt.close(calculator)
+
+
+def test_every_assumption_has_a_source_and_a_date(monkeypatch):
+    """A record without a source or a YYYY-MM date fails to load: every default says where it
+    comes from (a citation or "course choice") and when."""
+    from lab_utils import catalogs
+
+    for entry in assumptions.catalog():
+        assert entry.source.strip() and len(entry.date) == 7, entry.name
+    undated = {"mfu": {"value": 0.4, "why": "a reason", "source": "course choice"}}
+    monkeypatch.setattr(catalogs, "read", lambda name: undated)
+    assumptions._load.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="date"):
+            assumptions.catalog()
+        undated["mfu"]["date"] = "2026"
+        with pytest.raises(ValueError, match="YYYY-MM"):
+            assumptions.catalog()
+    finally:
+        assumptions._load.cache_clear()
+
+
+def test_resolve_takes_the_assumption_for_none_and_records_it():
+    values, taken = assumptions.resolve(mfu=None, seq_len=2048, precision__inference=None)
+    assert values == {"mfu": 0.4, "seq_len": 2048, "precision.inference": "bf16"}
+    assert taken == {"mfu": 0.4, "precision.inference": "bf16"}

@@ -68,7 +68,7 @@ def test_rows_count_flops_and_bytes_as_the_roofline_does():
         assert row.flops_per_s == pytest.approx(row.flops_per_call / row.median_s)
         assert row.bytes_per_s == pytest.approx(row.bytes_per_call / row.median_s)
         assert row.intensity == pytest.approx(n / 6 if row.dtype == "fp32" else n / 3)
-        assert row.median_s > 0 and row.seconds == row.median_s and row.iqr_s >= 0 and row.device == "cpu"
+        assert row.median_s > 0 and not hasattr(row, "seconds") and row.iqr_s >= 0 and row.device == "cpu"
     copy = table.best("copy")
     assert copy.bytes_per_call == 2 * 2**20 and copy.flops_per_s == 0 and copy.intensity == 0
     assert copy.array_bytes == 2**20 and table.best("triad").array_bytes == 2**20

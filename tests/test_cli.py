@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lab_utils import bench, cli, machine
+from lab_utils import advisor, bench, cli, machine, memory
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -94,7 +94,6 @@ def test_doctor_findings_say_what_to_fix():
     (["memory", "--params", "8e9", "--precision", "fp9"], ["--precision", "'fp9'", "bf16"]),
     (["memory", "--model", "llama-3.1-8b", "--method", "full", "--precision", "int4"],
      ["--precision", "'int4'", "mixed"]),
-    (["memory", "--params", "8e9", "--method", "lora"], ["--method", "--model"]),
     (["memory", "--model", "llama-3.1-8b", "--batch", "0"], ["--batch", ">= 1"]),
     (["cost"], ["fine-tune", "serve", "breakeven"]),
     (["cost", "fine-tune", "--model", "llama-3.1-8b"], ["--tokens"]),
@@ -155,13 +154,13 @@ def test_cost_commands_agree_with_economics():
     assert f"${economics.cost_per_million_tokens(2.5, 1500):,.2f} per 1M tokens" in serve.stdout
     even = run("cost", "breakeven", "--api-per-million", "0.6", "--price-per-hour", "2.5",
                "--tokens-per-s", "1500", "--fine-tune-cost", "500")
-    tokens = economics.breakeven_tokens_per_month(api_cost_per_million=0.6, price_per_hour=2.5,
+    tokens = economics.breakeven_tokens_per_month(api_cost_per_million=0.6, usd_per_hour=2.5,
                                                   tokens_per_s=1500, fine_tune_cost=500)
     assert even.returncode == 0 and f"{tokens:,.0f} tokens per month" in even.stdout
     never = run("cost", "breakeven", "--api-per-million", "0.01", "--price-per-hour", "2.5", "--tokens-per-s", "10")
     assert "never" in never.stdout
     fine = run("cost", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--price-per-gpu-hour", "2")
-    estimate = economics.fine_tune_estimate("llama-3.1-8b", 1e8, price_per_gpu_hour=2)
+    estimate = economics.fine_tune_estimate("llama-3.1-8b", 1e8, usd_per_gpu_hour=2)
     assert fine.returncode == 0 and f"${estimate.cost_usd:,.2f}" in fine.stdout
 
 
@@ -266,7 +265,7 @@ def test_pick_fine_tune_of_70b_in_full_rents_whole_servers(capsys):
     assert cli.main(["pick", "fine-tune", "--model", "llama-3.1-70b", "--tokens", "1e7", "--method", "full",
                      "--limit", "3"]) == 0
     out = capsys.readouterr().out
-    assert "x H100 SXM (2 servers)" in out and "max_devices = 8" in out
+    assert "24 x H100 SXM (3 servers)" in out and "max_devices = 8" in out  # ZeRO-3 as DeepSpeed reserves it
 
 
 @pytest.mark.parametrize("command", [
@@ -302,3 +301,10 @@ def test_memory_max_seq_len_is_the_calculator_answer():
     assert_bad_usage(run("memory", "--model", "llama-3.1-8b", "--max-seq-len"), "--max-seq-len", "--gpu")
     assert_bad_usage(run("memory", "--model", "llama-3.1-8b", "--gpu", "T4", "--seq-len", "10", "--max-seq-len"),
                      "--seq-len")
+def test_a_bare_parameter_count_gives_the_lower_bound_the_advisor_uses():
+    """memory --params and advisor.fine_tune of a bare count share memory.param_count_parts."""
+    result = run("memory", "--params", "8e9", "--method", "lora", "--json")
+    assert result.returncode == 0, result.stderr
+    total = json.loads(result.stdout)["total_bytes"]
+    assert total == memory.weight_bytes(8e9, "bf16")
+    assert dict(advisor.fine_tune(8e9, 1e8, method="lora").assumptions)["memory_bytes"] == total

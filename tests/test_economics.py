@@ -69,41 +69,41 @@ def test_decode_bound_grows_with_batch_until_compute_caps_it():
 
 def test_serving_costs_by_hand():
     # 1e9 tokens at 1000 tokens/s = 277.8 GPU-hours: one always-on GPU (730 h), $2/h.
-    costs = economics.serving_costs(1e9, api_cost_per_million=1.0, price_per_hour=2.0, tokens_per_s=1000,
+    costs = economics.serving_costs(1e9, api_cost_per_million=1.0, usd_per_hour=2.0, tokens_per_s=1000,
                                     fine_tune_cost=120.0, amortize_months=12)
-    assert costs.api_per_month == pytest.approx(1000.0)
+    assert costs.api_per_month_usd == pytest.approx(1000.0)
     assert costs.gpu_hours_per_month == pytest.approx(1e6 / 3600)
-    assert costs.pay_per_use_per_month == pytest.approx(10.0 + 2.0 * 1e6 / 3600)
+    assert costs.pay_per_use_per_month_usd == pytest.approx(10.0 + 2.0 * 1e6 / 3600)
     assert costs.always_on_gpus == 1
-    assert costs.always_on_per_month == pytest.approx(10.0 + 2.0 * 730)
+    assert costs.always_on_per_month_usd == pytest.approx(10.0 + 2.0 * 730)
     assert costs.cheapest == "pay per use"
-    assert economics.serving_costs(3e9, api_cost_per_million=1.0, price_per_hour=2.0,
+    assert economics.serving_costs(3e9, api_cost_per_million=1.0, usd_per_hour=2.0,
                                    tokens_per_s=1000).always_on_gpus == 2  # 833 GPU-hours
 
 
 def test_pay_per_use_breakeven_is_where_the_costs_meet():
-    kwargs = {"api_cost_per_million": 1.0, "price_per_hour": 2.0, "tokens_per_s": 1000, "fine_tune_cost": 120.0}
+    kwargs = {"api_cost_per_million": 1.0, "usd_per_hour": 2.0, "tokens_per_s": 1000, "fine_tune_cost": 120.0}
     volume = economics.breakeven_tokens_per_month(**kwargs)
     self_per_million = economics.cost_per_million_tokens(2.0, 1000)
     assert volume == pytest.approx(10.0 / (1.0 - self_per_million) * 1e6)
     at = economics.serving_costs(volume, **kwargs)
-    assert at.pay_per_use_per_month == pytest.approx(at.api_per_month)
+    assert at.pay_per_use_per_month_usd == pytest.approx(at.api_per_month_usd)
     below = economics.serving_costs(0.9 * volume, **kwargs)
-    assert below.api_per_month < below.pay_per_use_per_month
+    assert below.api_per_month_usd < below.pay_per_use_per_month_usd
 
 
 def test_always_on_breakeven_is_where_the_costs_meet():
-    kwargs = {"api_cost_per_million": 1.0, "price_per_hour": 2.0, "tokens_per_s": 1000, "fine_tune_cost": 120.0}
+    kwargs = {"api_cost_per_million": 1.0, "usd_per_hour": 2.0, "tokens_per_s": 1000, "fine_tune_cost": 120.0}
     volume = economics.breakeven_tokens_per_month(always_on=True, **kwargs)
     assert volume == pytest.approx((10.0 + 2.0 * 730) * 1e6)
     at = economics.serving_costs(volume, **kwargs)
-    assert at.always_on_per_month == pytest.approx(at.api_per_month)
+    assert at.always_on_per_month_usd == pytest.approx(at.api_per_month_usd)
     assert economics.serving_costs(0.99 * volume, **kwargs).cheapest != "always on"
 
 
 def test_always_on_breakeven_beyond_one_gpu():
     # One GPU makes 1e9 tokens a month and costs $1000 a month; the API charges $1.5 per 1M.
-    kwargs = {"api_cost_per_million": 1.5, "price_per_hour": 1000 / 730, "tokens_per_s": 1e9 / (3600 * 730),
+    kwargs = {"api_cost_per_million": 1.5, "usd_per_hour": 1000 / 730, "tokens_per_s": 1e9 / (3600 * 730),
               "amortize_months": 12, "always_on": True}
     # fine-tune $400 a month: one GPU, (400 + 1000) / 1.5 = 933M tokens, within its capacity.
     assert economics.breakeven_tokens_per_month(fine_tune_cost=4800.0, **kwargs) == pytest.approx(1.4e9 / 1.5)
@@ -112,7 +112,7 @@ def test_always_on_breakeven_beyond_one_gpu():
 
 
 def test_never_breaks_even_when_a_busy_gpu_costs_more_than_the_api():
-    kwargs = {"api_cost_per_million": 0.1, "price_per_hour": 4.0, "tokens_per_s": 100, "fine_tune_cost": 50.0}
+    kwargs = {"api_cost_per_million": 0.1, "usd_per_hour": 4.0, "tokens_per_s": 100, "fine_tune_cost": 50.0}
     assert economics.breakeven_tokens_per_month(**kwargs) == math.inf
     assert economics.breakeven_tokens_per_month(always_on=True, **kwargs) == math.inf
 
@@ -122,7 +122,7 @@ def test_never_breaks_even_when_a_busy_gpu_costs_more_than_the_api():
 def test_fine_tune_estimate_combines_flops_memory_and_price():
     n_params = llms.get("Llama-3.1-8B").n_params  # an input: the catalog's count
     estimate = economics.fine_tune_estimate("Llama-3.1-8B", 10e6, method="lora", gpu="H100",
-                                            mfu=0.4, price_per_gpu_hour=2.69)
+                                            mfu=0.4, usd_per_gpu_hour=2.69)
     assert estimate.gpu == "H100 SXM" and estimate.n_gpus == 1 and estimate.dtype == "bf16"
     # by hand: 4 N D FLOPs plus the causal attention at 4,096 tokens, 3 passes of 4 x 32 layers x
     # 4,096 (heads x head_dim) x 2,048 keys per token, at 40% of 989 TFLOP/s (H100 SXM dense bf16:
@@ -144,22 +144,24 @@ def test_fine_tune_estimate_takes_its_defaults_from_the_assumptions():
     assert estimate.mfu == assumptions.value(regime) == taken[regime]
     assert taken["attention_term"] == "causal"
     price = assumptions.device_price(hardware.get("T4"))
-    assert estimate.price_usd_per_gpu_hour == price.usd_per_hour > 0  # never Colab's free tier
+    assert estimate.usd_per_gpu_hour == price.usd_per_hour > 0  # never Colab's free tier
     assert taken["precision.lora"] == assumptions.precision_for("lora")
 
 
 def test_no_price_in_the_data_gives_no_cost():
-    priced = {p.gpu for p in economics.hourly_prices()} | {g for p in economics.serverless_prices() for g in p.gpus}
+    priced = {p.gpu for p in price_data.hourly_prices()} | {g for p in price_data.serverless_prices() for g in p.gpus}
     unpriced = [spec for spec in hardware.catalog("gpu") if spec.name not in priced]
     for spec in unpriced:
         assert economics.fine_tune_estimate("GPT-2 small", 1e6, gpu=spec).cost_usd is None
 
 
 def test_full_fine_tune_of_8b_needs_more_than_one_80gb_gpu():
-    estimate = economics.fine_tune_estimate("Llama-3.1-8B", 1e6, method="full", gpu="H100", price_per_gpu_hour=1.0)
+    estimate = economics.fine_tune_estimate("Llama-3.1-8B", 1e6, method="full", gpu="H100", usd_per_gpu_hour=1.0)
     assert estimate.memory_bytes > 16 * 8e9  # 16 bytes per parameter, plus activations
-    assert estimate.n_gpus == memory.gpus_needed(estimate.memory_bytes, "H100") >= 2
-    two_gpus = economics.fine_tune_estimate("Llama-3.1-8B", 1e6, method="full", gpu="H100", price_per_gpu_hour=1.0,
+    assert memory.gpus_needed(estimate.memory_bytes, "H100") == 2  # split evenly, ZeRO's 16 bytes
+    # planned with DeepSpeed's ZeRO-3 figure (18 bytes per parameter + the embedding gathered): 3
+    assert estimate.n_gpus == 3
+    two_gpus = economics.fine_tune_estimate("Llama-3.1-8B", 1e6, method="full", gpu="H100", usd_per_gpu_hour=1.0,
                                             n_gpus=4)
     assert two_gpus.hours == pytest.approx(estimate.hours * estimate.n_gpus / 4)
 
@@ -170,7 +172,7 @@ def test_qlora_of_a_70b_model_needs_more_than_48gb_and_fits_80gb():
     (The QLoRA paper's 65B on 48 GB had a 32k vocabulary and paged its optimizer to the CPU.)"""
     def gpus(gpu):
         return economics.fine_tune_estimate("Llama-3.1-70B", 1e6, method="qlora", gpu=gpu,
-                                            price_per_gpu_hour=1.0, seq_len=2048).n_gpus
+                                            usd_per_gpu_hour=1.0, seq_len=2048).n_gpus
     assert gpus("RTX A6000") == 2
     assert gpus("A100 80GB SXM") == 1
 
@@ -178,26 +180,26 @@ def test_qlora_of_a_70b_model_needs_more_than_48gb_and_fits_80gb():
 def test_full_recomputation_adds_one_forward_pass_to_the_hardware_flops():
     n_params = llms.get("Llama-3.1-8B").n_params
     estimate = economics.fine_tune_estimate("Llama-3.1-8B", 1e6, method="full", gpu="H100", mfu=0.4,
-                                            price_per_gpu_hour=1.0, recompute="full", attention_term="none")
+                                            usd_per_gpu_hour=1.0, recompute="full", attention_term="none")
     # model FLOPs 6·N·D; the GPUs also redo the forward pass, 2·N·D: 8·N·D, so 40% MFU is 53% HFU
     assert estimate.flops == pytest.approx(6 * n_params * 1e6)
     assert estimate.hardware_flops == pytest.approx(8 * n_params * 1e6)
     assert estimate.hfu == pytest.approx(0.4 * 8 / 6)
     kept = economics.fine_tune_estimate("Llama-3.1-8B", 1e6, method="full", gpu="H100", mfu=0.4,
-                                        price_per_gpu_hour=1.0, recompute="none", n_gpus=8)
+                                        usd_per_gpu_hour=1.0, recompute="none", n_gpus=8)
     assert kept.hardware_flops == kept.flops
     with pytest.raises(ValueError, match="mfu=0.8"):
         economics.fine_tune_estimate("Llama-3.1-8B", 1e6, method="full", gpu="H100", mfu=0.8,
-                                     price_per_gpu_hour=1.0, recompute="full")
+                                     usd_per_gpu_hour=1.0, recompute="full", attention_term="none")
 
 
 def test_a_job_beyond_one_server_rents_whole_8_gpu_servers_at_a_server_price():
     per_node = assumptions.value("max_devices")
     nine = economics.fine_tune_estimate("Llama-3.1-8B", 1e6, method="full", gpu="H100", n_gpus=per_node + 1)
     assert (nine.n_gpus, nine.n_nodes) == (2 * per_node, 2)
-    node = min((p for p in economics.hourly_prices() if p.gpu == "H100 SXM" and p.n_gpus == per_node),
-               key=lambda p: p.price_per_gpu_hour)
-    assert nine.price_usd_per_gpu_hour == node.price_per_gpu_hour
+    node = min((p for p in price_data.hourly_prices() if p.gpu == "H100 SXM" and p.n_gpus == per_node),
+               key=lambda p: p.usd_per_gpu_hour)
+    assert nine.usd_per_gpu_hour == node.usd_per_gpu_hour
     assert node.name in nine.price_source
     one_server = economics.fine_tune_estimate("Llama-3.1-8B", 1e6, method="full", gpu="H100", n_gpus=per_node)
     assert (one_server.n_gpus, one_server.n_nodes) == (per_node, 1)
@@ -219,52 +221,52 @@ def test_range_verdict(claimed, low, high, verdict):
 
 def test_prices_checked_by_hand():
     # Runpod's GPU pod pricing page, secure cloud, 2026-05: H100 SXM about $2.69 an hour.
-    assert economics.hourly_price("Runpod H100 SXM pod").price_per_hour == 2.69
+    assert price_data.hourly_price("Runpod H100 SXM pod").usd_per_hour == 2.69
     # AWS p5.48xlarge (8 x H100) at launch, 2023-07: $98.32 an hour, cut by up to 45% in 2025-06.
-    p5 = economics.hourly_price("aws p5.48xlarge")
-    assert p5.price_per_gpu_hour == pytest.approx(98.32 / 8)
-    assert p5.lowest_price_per_hour == pytest.approx(98.32 * 0.55)
+    p5 = price_data.hourly_price("aws p5.48xlarge")
+    assert p5.usd_per_gpu_hour == pytest.approx(98.32 / 8)
+    assert p5.lowest_usd_per_hour == pytest.approx(98.32 * 0.55)
     # Runpod serverless pricing page, 2025-08: H100 flex $0.00116/s = $4.18/h.
-    assert round(economics.serverless_price("H100").flex_per_hour, 2) == 4.18
+    assert round(price_data.serverless_price("H100").flex_per_hour, 2) == 4.18
 
 
 def test_price_invariants():
-    for price in economics.api_prices():
+    for price in price_data.api_prices():
         assert 0 < price.input_per_million <= price.output_per_million  # writing costs more than reading
-    for price in economics.serverless_prices():
+    for price in price_data.serverless_prices():
         assert 0 < price.active_per_s < price.flex_per_s  # always-on workers are discounted
         assert price.flex_per_hour == pytest.approx(price.flex_per_s * 3600)
-    for price in economics.hourly_prices():
-        assert price.price_per_hour >= 0 and (price.n_gpus > 0) != (price.cpu_cores is not None)
-        assert price.price_per_hour > 0 or price.kind in assumptions.value("price_excluded_kinds")
-    pods = sorted(economics.serverless_prices(), key=lambda p: p.flex_per_s)
-    assert [p.flex_per_s for p in pods] == [p.flex_per_s for p in economics.serverless_prices()]  # cheapest first
+    for price in price_data.hourly_prices():
+        assert price.usd_per_hour >= 0 and (price.n_gpus > 0) != (price.cpu_cores is not None)
+        assert price.usd_per_hour > 0 or price.kind in assumptions.value("price_excluded_kinds")
+    pods = sorted(price_data.serverless_prices(), key=lambda p: p.flex_per_s)
+    assert [p.flex_per_s for p in pods] == [p.flex_per_s for p in price_data.serverless_prices()]  # cheapest first
 
 
 def test_every_price_names_catalog_gpus_and_carries_a_source():
-    records = (*economics.api_prices(), *economics.hourly_prices(), *economics.serverless_prices())
+    records = (*price_data.api_prices(), *price_data.hourly_prices(), *price_data.serverless_prices())
     assert all(r.source.strip() and r.date for r in records)
-    for record in (*economics.hourly_prices(), *economics.serverless_prices()):
+    for record in (*price_data.hourly_prices(), *price_data.serverless_prices()):
         for gpu in (*getattr(record, "gpus", ()), *([record.gpu] if getattr(record, "gpu", None) else [])):
             assert hardware.get(gpu).name == gpu
 
 
 def test_serverless_price_by_class_or_by_gpu():
-    assert economics.serverless_price("rtx-4090").label == "RTX 4090"
-    assert economics.serverless_price("3090").label == "L4 / A5000 / RTX 3090"
-    assert economics.serverless_price("H100").name == "Runpod serverless H100"
-    assert economics.serverless_price("Runpod serverless H200").gpus == ("H200 SXM",)
+    assert price_data.serverless_price("rtx-4090").label == "RTX 4090"
+    assert price_data.serverless_price("3090").label == "L4 / A5000 / RTX 3090"
+    assert price_data.serverless_price("H100").name == "Runpod serverless H100"
+    assert price_data.serverless_price("Runpod serverless H200").gpus == ("H200 SXM",)
     with pytest.raises(ValueError, match="no serverless price lists the T4"):
-        economics.serverless_price("T4")
+        price_data.serverless_price("T4")
     with pytest.raises(ValueError, match="nowhere"):
-        economics.serverless_price("nowhere")
+        price_data.serverless_price("nowhere")
 
 
 def test_lookups_forgive_spelling():
-    haiku = economics.api_price("haiku")
-    assert economics.api_price("Claude-Haiku-4.5") is haiku
+    haiku = price_data.api_price("haiku")
+    assert price_data.api_price("Claude-Haiku-4.5") is haiku
     with pytest.raises(ValueError, match="gpt-9"):
-        economics.api_price("gpt-9")
+        price_data.api_price("gpt-9")
 
 
 def test_a_malformed_price_row_is_refused():
@@ -290,18 +292,18 @@ def test_a_malformed_price_row_is_refused():
     (lambda: economics.training_hours(1e18, peak_flops=0, mfu=0.4), ValueError, "peak_flops"),
     (lambda: economics.training_hours(1e18, peak_flops=1e15, mfu=0.4, n_devices=0), ValueError, "n_devices"),
     (lambda: economics.cost_per_million_tokens(1.0, 0), ValueError, "tokens_per_s"),
-    (lambda: economics.cost_per_million_tokens(-1.0, 10), ValueError, "price_per_hour"),
+    (lambda: economics.cost_per_million_tokens(-1.0, 10), ValueError, "usd_per_hour"),
     (lambda: economics.api_cost(-5, 1, price_in_per_million=1, price_out_per_million=1), ValueError, "input_tokens"),
     (lambda: economics.blended_price_per_million(1, 1, output_share=2), ValueError, "output_share"),
     (lambda: economics.decode_tokens_per_s_bound(7e9, bytes_per_param=0, bandwidth_bytes_per_s=1e12), ValueError,
      "bytes_per_param"),
     (lambda: economics.decode_tokens_per_s_bound(7e9, bytes_per_param=2, bandwidth_bytes_per_s=1e12, batch=1.5),
      TypeError, "batch"),
-    (lambda: economics.serving_costs(1e6, api_cost_per_million=1, price_per_hour=1, tokens_per_s=10,
+    (lambda: economics.serving_costs(1e6, api_cost_per_million=1, usd_per_hour=1, tokens_per_s=10,
                                      amortize_months=0), ValueError, "amortize_months"),
-    (lambda: economics.fine_tune_estimate("Llama-3.1-8B", 1e6, method="dpo", price_per_gpu_hour=1), ValueError,
+    (lambda: economics.fine_tune_estimate("Llama-3.1-8B", 1e6, method="dpo", usd_per_gpu_hour=1), ValueError,
      "method"),
-    (lambda: economics.fine_tune_estimate("Llama-3.1-8B", 1e6, gpu="T4", dtype="bf16", price_per_gpu_hour=1),
+    (lambda: economics.fine_tune_estimate("Llama-3.1-8B", 1e6, gpu="T4", dtype="bf16", usd_per_gpu_hour=1),
      ValueError, "dtype"),
     (lambda: economics.fine_tune_estimate("Llama-3.1-8B", 1e6, mfu=0), ValueError, "mfu"),
     (lambda: economics.range_verdict(1, 5, 2), ValueError, "high"),
@@ -326,17 +328,17 @@ def test_a_higher_price_never_costs_less(price, more, tokens_per_s):
 @given(api=st.floats(min_value=0.05, max_value=50), price=prices, tokens_per_s=rates,
        fine_tune=st.floats(min_value=1.0, max_value=1e5), always_on=st.booleans())
 def test_breakeven_is_where_self_hosting_stops_costing_more(api, price, tokens_per_s, fine_tune, always_on):
-    kwargs = {"api_cost_per_million": api, "price_per_hour": price, "tokens_per_s": tokens_per_s,
+    kwargs = {"api_cost_per_million": api, "usd_per_hour": price, "tokens_per_s": tokens_per_s,
               "fine_tune_cost": fine_tune}
     volume = economics.breakeven_tokens_per_month(always_on=always_on, **kwargs)
     if math.isfinite(volume):
         for factor in (1.0, 0.999):
             costs = economics.serving_costs(volume * factor, **kwargs)
-            self_hosted = costs.always_on_per_month if always_on else costs.pay_per_use_per_month
+            self_hosted = costs.always_on_per_month_usd if always_on else costs.pay_per_use_per_month_usd
             if factor == 1.0:  # at the volume: no dearer than the API
-                assert self_hosted <= costs.api_per_month * (1 + 1e-9)
+                assert self_hosted <= costs.api_per_month_usd * (1 + 1e-9)
             else:  # just below it: dearer
-                assert costs.api_per_month < self_hosted
+                assert costs.api_per_month_usd < self_hosted
 
 
 # --- the calculator (lab_utils.widgets.cost_calculator) ---------------------------------------
@@ -436,7 +438,7 @@ def test_each_mfu_regime_lies_within_the_published_runs_it_cites():
 
 def test_fine_tune_estimate_takes_the_mfu_of_its_regime():
     def taken(**job):
-        estimate = economics.fine_tune_estimate(price_per_gpu_hour=1.0, **job)
+        estimate = economics.fine_tune_estimate(usd_per_gpu_hour=1.0, **job)
         return estimate, dict(estimate.assumptions)
 
     one, names = taken(model="llama-3.1-8b", n_tokens=1e6, method="lora", gpu="H100")
@@ -455,10 +457,10 @@ def test_fine_tune_estimate_takes_the_mfu_of_its_regime():
 def test_model_and_hardware_flops_with_full_recomputation_and_attention():
     n = llms.get("llama-3.1-8b").n_params
     estimate = economics.fine_tune_estimate("llama-3.1-8b", 1e6, method="lora", gpu="H100", seq_len=8192,
-                                            recompute="full", price_per_gpu_hour=1.0)
+                                            recompute="full", usd_per_gpu_hour=1.0)
     # model: 4·N + 3 attention passes; executed: one more forward pass, 2·N + 1 attention pass
     assert estimate.flops == pytest.approx((4 * n + 3 * LLAMA8_ATTENTION_8K) * 1e6)
     assert estimate.hardware_flops == pytest.approx((6 * n + 4 * LLAMA8_ATTENTION_8K) * 1e6)
     assert estimate.hfu == pytest.approx(estimate.mfu * estimate.hardware_flops / estimate.flops)
-    moe = economics.fine_tune_estimate("Kimi K2", 1e6, method="qlora", gpu="H100", price_per_gpu_hour=1.0)
+    moe = economics.fine_tune_estimate("Kimi K2", 1e6, method="qlora", gpu="H100", usd_per_gpu_hour=1.0)
     assert moe.attention_flops == 0 and "attention_term" not in dict(moe.assumptions)  # no shape: 6ND's count

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from alternating import median_ratio
-from lab_utils import bench, distributed, hardware, machine, memory, models, reference, timing, training
+from lab_utils import bench, distributed, hardware, machine, memory, memory_measure, models, reference, timing, training
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
@@ -115,9 +115,9 @@ def test_sweep_handles_dtypes_by_compute_capability_and_restores_precision():
 
 def test_budget_counts_only_what_the_block_creates():
     held = torch.empty(256 * 2**20, dtype=torch.uint8, device="cuda")  # an earlier cell's 256 MiB
-    with memory.budget(64 * 2**20, device="cuda"):
+    with memory_measure.budget(64 * 2**20, device="cuda"):
         kept = torch.empty(32 * 2**20, dtype=torch.uint8, device="cuda")
-        with pytest.raises(memory.BudgetExceeded) as caught:
+        with pytest.raises(memory_measure.BudgetExceeded) as caught:
             torch.empty(48 * 2**20, dtype=torch.uint8, device="cuda")
     assert caught.value.live_bytes == 80 * 2**20
     del held, kept
@@ -128,7 +128,7 @@ def test_cuda_step_peak_leaves_out_tensors_of_earlier_cells():
     held = torch.empty(2**30, dtype=torch.uint8, device="cuda")  # 1 GiB that is not the step's
     torch.manual_seed(0)
     model = models.TinyGPT(config).cuda()
-    measured = memory.measure_training_step(model, models.random_tokens(config, 16).cuda())
+    measured = memory_measure.measure_training_step(model, models.random_tokens(config, 16).cuda())
     state = memory.training_state_bytes(config.n_params, precision="fp32", optimizer="adamw")
     assert measured.params_bytes == state.params_bytes and measured.grads_bytes == state.grads_bytes
     assert measured.optimizer_states_bytes == state.optimizer_states_bytes

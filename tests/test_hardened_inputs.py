@@ -6,7 +6,7 @@ import math
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from lab_utils import checks, economics, hardware, memory, parallel, roofline, serverless, serving
+from lab_utils import checks, economics, hardware, memory, parallel, prices, roofline, serverless, serving
 
 settings.register_profile("hardened", max_examples=40, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
@@ -47,18 +47,18 @@ POSITIVE_INPUTS = {
     "economics.training_flops n_params": (lambda v: economics.training_flops(v, 1e9), "n_params"),
     "economics.training_flops n_tokens": (lambda v: economics.training_flops(1e9, v), "n_tokens"),
     "economics.training_hours mfu": (lambda v: economics.training_hours(1e20, peak_flops=1e15, mfu=v), "mfu"),
-    "economics.cost_per_million price": (lambda v: economics.cost_per_million_tokens(v, 100), "price_per_hour"),
+    "economics.cost_per_million price": (lambda v: economics.cost_per_million_tokens(v, 100), "usd_per_hour"),
     "economics.cost_per_million tokens/s": (lambda v: economics.cost_per_million_tokens(2, v), "tokens_per_s"),
     "economics.api_cost input": (lambda v: economics.api_cost(v, 1, price_in_per_million=1,
                                                               price_out_per_million=1), "input_tokens"),
     "economics.decode bound bandwidth": (lambda v: economics.decode_tokens_per_s_bound(
         8e9, bytes_per_param=2, bandwidth_bytes_per_s=v), "bandwidth_bytes_per_s"),
     "economics.serving_costs tokens": (lambda v: economics.serving_costs(
-        v, api_cost_per_million=1, price_per_hour=2, tokens_per_s=100), "tokens_per_month"),
+        v, api_cost_per_million=1, usd_per_hour=2, tokens_per_s=100), "tokens_per_month"),
     "economics.breakeven api": (lambda v: economics.breakeven_tokens_per_month(
-        api_cost_per_million=v, price_per_hour=2, tokens_per_s=100), "api_cost_per_million"),
+        api_cost_per_million=v, usd_per_hour=2, tokens_per_s=100), "api_cost_per_million"),
     "economics.fine_tune_estimate price": (lambda v: economics.fine_tune_estimate(  # None: the default price
-        "llama-3.1-8b", 1e8, price_per_gpu_hour=_given(v)), "price_per_gpu_hour"),
+        "llama-3.1-8b", 1e8, usd_per_gpu_hour=_given(v)), "usd_per_gpu_hour"),
     "economics.range_verdict claimed": (lambda v: economics.range_verdict(v, 1, 2), "claimed"),
     "memory.weight_bytes": (lambda v: memory.weight_bytes(v), "n_params"),
     "memory.training_state_bytes": (lambda v: memory.training_state_bytes(v), "n_params"),
@@ -72,7 +72,7 @@ POSITIVE_INPUTS = {
     "roofline.attainable bandwidth": (lambda v: roofline.attainable_flops(1e12, v, 1), "bandwidth_bytes_per_s"),
     "roofline.matmul_bytes": (lambda v: roofline.matmul_bytes(8, 8, 8, v), "bytes_per_element"),
     "roofline.Point": (lambda v: roofline.Point("x", 1.0, v), "flops_per_s"),
-    "serverless.pod_cost price": (lambda v: serverless.pod_cost(v, 10), "price_per_hour"),
+    "serverless.pod_cost price": (lambda v: serverless.pod_cost(v, 10), "usd_per_hour"),
     "serverless.pod_cost duration": (lambda v: serverless.pod_cost(1, v), "duration_s"),
     "serverless.poisson rate": (lambda v: serverless.poisson_arrivals(v, 10), "rate_per_s"),
     "serverless.simulate service": (lambda v: serverless.simulate(
@@ -118,15 +118,15 @@ def test_counts_refuse_zero_negatives_and_non_integers(case, value):
 NAME_INPUTS = {
     "hardware.get": (hardware.get, "name"),
     "roofline.roof_of": (roofline.roof_of, "name"),
-    "economics.api_price": (economics.api_price, "name"),
-    "economics.hourly_price": (economics.hourly_price, "name"),
-    "economics.serverless_price": (economics.serverless_price, "name"),
+    "prices.api_price": (prices.api_price, "name"),
+    "prices.hourly_price": (prices.hourly_price, "name"),
+    "prices.serverless_price": (prices.serverless_price, "name"),
     "memory.job_estimate model": (lambda v: memory.job_estimate(v), "name"),
     "memory.job_estimate method": (lambda v: memory.job_estimate("llama-3.1-8b", v), "method"),
     "memory.weight_bytes precision": (lambda v: memory.weight_bytes(1e9, v), "precision"),
     "economics.training_flops method": (lambda v: economics.training_flops(1e9, 1e9, v), "method"),
-    "economics.fine_tune_estimate gpu": (lambda v: economics.fine_tune_estimate(
-        "llama-3.1-8b", 1e8, gpu=v, price_per_gpu_hour=1), "name"),
+    "economics.fine_tune_estimate gpu": (lambda v: economics.fine_tune_estimate(  # None: the default_gpu assumption
+        "llama-3.1-8b", 1e8, gpu="Z80" if v is None else v, usd_per_gpu_hour=1), "name"),
     "hardware.catalog kind": (lambda v: hardware.catalog("tpu" if v is None else v), "kind"),  # None: all
 }
 
@@ -154,7 +154,7 @@ ANY_CALLS = {
     "serving.decode_step_s": lambda a, b: serving.decode_step_s("llama-3.1-8b", device="T4", batch=a,
                                                                 context_len=b),
     "economics.breakeven": lambda a, b: economics.breakeven_tokens_per_month(
-        api_cost_per_million=a, price_per_hour=b, tokens_per_s=a, fine_tune_cost=b, always_on=True),
+        api_cost_per_million=a, usd_per_hour=b, tokens_per_s=a, fine_tune_cost=b, always_on=True),
     "economics.range_verdict": lambda a, b: economics.range_verdict(a, 1, 2, tolerance=b),
     "serverless.percentile": lambda a, b: serverless.percentile([1.0, 2.0], a),
     "serverless.pod_cost": lambda a, b: serverless.pod_cost(a, b),
@@ -181,8 +181,8 @@ def test_only_value_and_type_errors_escape(case, a, b):
 def test_more_parameters_never_need_less_memory(small, extra, precision):
     big = small + extra
     assert at_most(memory.weight_bytes(small, "bf16"), memory.weight_bytes(big, "bf16"))
-    assert at_most(memory.training_state_bytes(small, precision).total,
-                   memory.training_state_bytes(big, precision).total)
+    assert at_most(memory.training_state_bytes(small, precision).total_bytes,
+                   memory.training_state_bytes(big, precision).total_bytes)
     assert memory.gpus_needed(small, "H100 SXM") <= memory.gpus_needed(big, "H100 SXM")
 
 
@@ -190,11 +190,11 @@ def test_more_parameters_never_need_less_memory(small, extra, precision):
        method=st.sampled_from(["inference", "full", "lora", "qlora"]))
 def test_bigger_batches_and_contexts_never_need_less_memory(batch, more, seq, method):
     precision = memory.precisions_for(method)[0]
-    base = memory.job_estimate("llama-3.1-8b", method, precision, batch=batch, seq_len=seq).total
+    base = memory.job_estimate("llama-3.1-8b", method, precision, batch=batch, seq_len=seq).total_bytes
     assert at_most(base, memory.job_estimate("llama-3.1-8b", method, precision, batch=batch + more,
-                                             seq_len=seq).total)
+                                             seq_len=seq).total_bytes)
     assert at_most(base, memory.job_estimate("llama-3.1-8b", method, precision, batch=batch,
-                                             seq_len=seq + more).total)
+                                             seq_len=seq + more).total_bytes)
 
 
 @given(price=st.floats(0, 1e4), raise_by=st.floats(0, 1e4), tokens_per_s=POSITIVE)
@@ -202,8 +202,8 @@ def test_a_higher_price_never_costs_less(price, raise_by, tokens_per_s):
     assert at_most(economics.cost_per_million_tokens(price, tokens_per_s),
                    economics.cost_per_million_tokens(price + raise_by, tokens_per_s))
     assert at_most(serverless.pod_cost(price, 3600), serverless.pod_cost(price + raise_by, 3600))
-    assert at_most(economics.fine_tune_estimate("llama-3.1-8b", 1e8, price_per_gpu_hour=price).cost_usd,
-                   economics.fine_tune_estimate("llama-3.1-8b", 1e8, price_per_gpu_hour=price + raise_by).cost_usd)
+    assert at_most(economics.fine_tune_estimate("llama-3.1-8b", 1e8, usd_per_gpu_hour=price).cost_usd,
+                   economics.fine_tune_estimate("llama-3.1-8b", 1e8, usd_per_gpu_hour=price + raise_by).cost_usd)
 
 
 @given(tokens=st.floats(0, 1e12), more=st.floats(0, 1e12), price=st.floats(0, 100))
@@ -211,9 +211,9 @@ def test_more_tokens_never_cost_less(tokens, more, price):
     assert at_most(economics.api_cost(tokens, tokens, price_in_per_million=price, price_out_per_million=price),
                    economics.api_cost(tokens + more, tokens, price_in_per_million=price,
                                       price_out_per_million=price))
-    low = economics.serving_costs(tokens, api_cost_per_million=price, price_per_hour=2, tokens_per_s=500)
-    high = economics.serving_costs(tokens + more, api_cost_per_million=price, price_per_hour=2, tokens_per_s=500)
-    for field in ("api_per_month", "pay_per_use_per_month", "always_on_per_month"):
+    low = economics.serving_costs(tokens, api_cost_per_million=price, usd_per_hour=2, tokens_per_s=500)
+    high = economics.serving_costs(tokens + more, api_cost_per_million=price, usd_per_hour=2, tokens_per_s=500)
+    for field in ("api_per_month_usd", "pay_per_use_per_month_usd", "always_on_per_month_usd"):
         assert at_most(getattr(low, field), getattr(high, field))
 
 

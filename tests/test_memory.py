@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from lab_utils import cli, hardware, llms, memory, models, widgets
+from lab_utils import cli, hardware, llms, memory, memory_measure, models, widgets
 from lab_utils.units import format_bytes
 
 CONFIGS = [  # (config, batch): three shapes of the tiny GPT
@@ -23,7 +23,7 @@ SMALL = models.GPTConfig(vocab_size=64, seq_len=32, n_layers=2, hidden=32, n_hea
 def measured(config, batch, dtype=torch.float32, **kwargs):
     torch.manual_seed(0)
     model = models.TinyGPT(config).to(dtype)
-    return memory.measure_training_step(model, models.random_tokens(config, batch), **kwargs)
+    return memory_measure.measure_training_step(model, models.random_tokens(config, batch), **kwargs)
 
 
 # --- formulas --------------------------------------------------------------------------------
@@ -32,24 +32,24 @@ def measured(config, batch, dtype=torch.float32, **kwargs):
 def test_zero_paper_figure_1(stage, gigabytes):
     """Rajbhandari et al., Fig. 1: Ψ = 7.5B, N_d = 64, mixed-precision Adam (K = 12)."""
     state = memory.training_state_bytes(7.5e9, zero_stage=stage, data_parallel=64)
-    assert round(state.total / 1e9, 1) == gigabytes
+    assert round(state.total_bytes / 1e9, 1) == gigabytes
 
 
 def test_mixed_precision_adam_is_16_bytes_per_parameter_and_fp32_accumulation_adds_4():
     state = memory.training_state_bytes(1e9)
-    assert (state.params, state.grads, state.optimizer_states) == (2e9, 2e9, 12e9)
-    assert memory.training_state_bytes(1e9, fp32_grad_accum=True).total == 20e9
-    assert memory.training_state_bytes(1e9, precision="fp32").total == 16e9  # 4 + 4 + 8
-    assert memory.training_state_bytes(1e9, precision="fp32", optimizer="sgd").total == 8e9
+    assert (state.params_bytes, state.grads_bytes, state.optimizer_states_bytes) == (2e9, 2e9, 12e9)
+    assert memory.training_state_bytes(1e9, fp32_grad_accum=True).total_bytes == 20e9
+    assert memory.training_state_bytes(1e9, precision="fp32").total_bytes == 16e9  # 4 + 4 + 8
+    assert memory.training_state_bytes(1e9, precision="fp32", optimizer="sgd").total_bytes == 8e9
 
 
 @given(n_params=st.integers(1, 10**12), data_parallel=st.integers(2, 4096))
 def test_each_zero_stage_saves_memory_and_one_rank_saves_nothing(n_params, data_parallel):
-    totals = [memory.training_state_bytes(n_params, zero_stage=s, data_parallel=data_parallel).total
+    totals = [memory.training_state_bytes(n_params, zero_stage=s, data_parallel=data_parallel).total_bytes
               for s in range(4)]
     assert totals == sorted(totals, reverse=True) and totals[0] > totals[3]
     assert math.isclose(totals[3] * data_parallel, totals[0])
-    single = {memory.training_state_bytes(n_params, zero_stage=s).total for s in range(4)}
+    single = {memory.training_state_bytes(n_params, zero_stage=s).total_bytes for s in range(4)}
     assert single == {16 * n_params}
 
 
@@ -91,10 +91,10 @@ def test_weights_lora_and_job_estimates():
     assert inference.part("KV cache") == 8192 * 128 * 1024
     full = memory.job_estimate(llama, "full", "mixed", batch=1, seq_len=2048, recompute="full")
     # the saved log-probabilities (4 bytes per logit) counted once more, in the Hugging Face loss's 12
-    assert full.total == (16 * llama.n_params + memory.llm_activation_bytes(llama, seq_len=2048, recompute="full")
-                          + 8 * 2048 * llama.vocab_size)
+    assert full.total_bytes == (16 * llama.n_params + memory.llm_activation_bytes(llama, seq_len=2048, recompute="full")
+                                + 8 * 2048 * llama.vocab_size)
     kimi = memory.job_estimate("Kimi K2", "inference", "int4")
-    assert kimi.left_out == ("KV cache",) and kimi.total == 0.5 * 1.04e12
+    assert kimi.left_out == ("KV cache",) and kimi.total_bytes == 0.5 * 1.04e12
 
 
 def test_qlora_keeps_embeddings_and_head_in_bf16_as_bitsandbytes_does():
@@ -120,7 +120,7 @@ def test_both_mixed_precision_layouts_hold_16_bytes_of_state_and_autocast_keeps_
     assert (autocast.part("weights"), autocast.part("gradients"), autocast.part("optimizer states")) == \
         (4 * n, 4 * n, 8 * n)
     assert autocast.part("bf16 weight copies (autocast)") == 2 * n
-    assert autocast.total - megatron.total == 2 * n
+    assert autocast.total_bytes - megatron.total_bytes == 2 * n
 
 
 def test_llama_3_1_8b_activations_worked_by_hand():
@@ -156,7 +156,7 @@ def test_fits_and_gpus_needed_use_the_catalog_and_reserve_the_cuda_context():
     assert memory.fits(h100.memory_bytes - reserve, h100)
     assert not memory.fits(h100.memory_bytes - reserve + 1, "H100 SXM")
     assert memory.fits(h100.memory_bytes, h100, reserve_bytes=0)
-    seventy_b = memory.job_estimate("Llama-3.1-70B", "inference", "bf16", seq_len=1).total
+    seventy_b = memory.job_estimate("Llama-3.1-70B", "inference", "bf16", seq_len=1).total_bytes
     assert memory.gpus_needed(seventy_b, "H100 SXM") == 2
     assert memory.gpus_needed(1, "T4") == 1
 
@@ -165,7 +165,7 @@ def test_accelerate_reports_the_largest_part_not_the_sum():
     n = 8e9
     assert memory.accelerate_training_bytes(n, "float16") == 8 * n
     assert memory.accelerate_training_bytes(n, "float32") == 16 * n
-    assert memory.accelerate_training_bytes(n) == memory.training_state_bytes(n).total / 2
+    assert memory.accelerate_training_bytes(n) == memory.training_state_bytes(n).total_bytes / 2
 
 
 @pytest.mark.parametrize("call, error, words", [
@@ -193,8 +193,8 @@ def test_accelerate_reports_the_largest_part_not_the_sum():
     (lambda: memory.fits(1e9, "EPYC 9684X"), ValueError, "gpu="),
     (lambda: memory.fits(1e9, "T4", reserve_bytes=-1), ValueError, "reserve_bytes=-1"),
     (lambda: memory.tiny_gpt_activation_bytes(object(), 1), TypeError, "config"),
-    (lambda: memory.measure_training_step("model", torch.zeros(1)), TypeError, "model"),
-    (lambda: memory.measure_training_step(nn.Linear(2, 2), [torch.zeros(2)]), TypeError, "batch"),
+    (lambda: memory_measure.measure_training_step("model", torch.zeros(1)), TypeError, "model"),
+    (lambda: memory_measure.measure_training_step(nn.Linear(2, 2), [torch.zeros(2)]), TypeError, "batch"),
 ])
 def test_bad_arguments_name_the_parameter(call, error, words):
     with pytest.raises(error, match=words.replace("(", r"\(").replace(")", r"\)")):
@@ -207,14 +207,14 @@ def test_bad_arguments_name_the_parameter(call, error, words):
 def test_measured_state_equals_the_formula_and_activations_the_estimate(config, batch):
     step = measured(config, batch)
     formula = memory.training_state_bytes(config.n_params, precision="fp32", optimizer="adamw")
-    assert (step.params, step.grads, step.optimizer_states) == \
-        (formula.params, formula.grads, formula.optimizer_states)
-    assert step.optimizer_scalars == 4 * len(list(models.TinyGPT(config).parameters()))  # step counts
+    assert (step.params_bytes, step.grads_bytes, step.optimizer_states_bytes) == \
+        (formula.params_bytes, formula.grads_bytes, formula.optimizer_states_bytes)
+    assert step.optimizer_scalars_bytes == 4 * len(list(models.TinyGPT(config).parameters()))  # step counts
     estimate = memory.tiny_gpt_activation_bytes(config, batch)
-    assert step.activations == pytest.approx(estimate, rel=0.15)
-    assert step.activations >= estimate  # the estimate leaves out only small tensors
-    assert step.params + step.activations <= step.peak <= step.params + step.grads + \
-        step.optimizer_states + step.activations + 4 * batch * config.seq_len * config.vocab_size
+    assert step.activations_bytes == pytest.approx(estimate, rel=0.15)
+    assert step.activations_bytes >= estimate  # the estimate leaves out only small tensors
+    assert step.params_bytes + step.activations_bytes <= step.peak_bytes <= step.params_bytes + step.grads_bytes + \
+        step.optimizer_states_bytes + step.activations_bytes + 4 * batch * config.seq_len * config.vocab_size
     assert step.peak_method == "tracked tensor lifetimes" and step.device == "cpu"
 
 
@@ -222,10 +222,10 @@ def test_bf16_training_state_and_activations_follow_the_dtype():
     config, batch = CONFIGS[0]
     step = measured(config, batch, dtype=torch.bfloat16)
     formula = memory.training_state_bytes(config.n_params, precision="bf16")
-    assert (step.params, step.grads, step.optimizer_states) == \
-        (formula.params, formula.grads, formula.optimizer_states)
+    assert (step.params_bytes, step.grads_bytes, step.optimizer_states_bytes) == \
+        (formula.params_bytes, formula.grads_bytes, formula.optimizer_states_bytes)
     estimate = memory.tiny_gpt_activation_bytes(config, batch, bytes_per_value=2)
-    assert step.activations == pytest.approx(estimate, rel=0.15)
+    assert step.activations_bytes == pytest.approx(estimate, rel=0.15)
 
 
 @pytest.mark.parametrize("momentum, optimizer", [(0.0, "sgd"), (0.9, "sgd_momentum")])
@@ -233,9 +233,9 @@ def test_sgd_state_matches_the_formula(momentum, optimizer):
     torch.manual_seed(0)
     model = models.TinyGPT(SMALL)
     sgd = torch.optim.SGD(model.parameters(), lr=0.1, momentum=momentum)
-    step = memory.measure_training_step(model, models.random_tokens(SMALL, 2), optimizer=sgd)
+    step = memory_measure.measure_training_step(model, models.random_tokens(SMALL, 2), optimizer=sgd)
     formula = memory.training_state_bytes(SMALL.n_params, precision="fp32", optimizer=optimizer)
-    assert step.optimizer_states == formula.optimizer_states
+    assert step.optimizer_states_bytes == formula.optimizer_states_bytes
 
 
 def test_optimizer_state_from_the_first_step_raises_the_second_steps_peak():
@@ -243,9 +243,9 @@ def test_optimizer_state_from_the_first_step_raises_the_second_steps_peak():
     model = models.TinyGPT(SMALL)
     adamw = torch.optim.AdamW(model.parameters())
     tokens = models.random_tokens(SMALL, 4)
-    first = memory.measure_training_step(model, tokens, optimizer=adamw)
-    second = memory.measure_training_step(model, tokens, optimizer=adamw)
-    assert second.peak - first.peak == first.optimizer_states + first.optimizer_scalars
+    first = memory_measure.measure_training_step(model, tokens, optimizer=adamw)
+    second = memory_measure.measure_training_step(model, tokens, optimizer=adamw)
+    assert second.peak_bytes - first.peak_bytes == first.optimizer_states_bytes + first.optimizer_scalars_bytes
 
 
 class Checkpointed(nn.Module):
@@ -262,17 +262,17 @@ def test_full_recomputation_keeps_only_each_block_input():
     torch.manual_seed(0)
     model = models.TinyGPT(config)
     tokens = models.random_tokens(config, batch)
-    plain = memory.measure_training_step(model, tokens)
+    plain = memory_measure.measure_training_step(model, tokens)
     model.blocks = nn.ModuleList(Checkpointed(block) for block in model.blocks)
-    recomputed = memory.measure_training_step(model, tokens)
+    recomputed = memory_measure.measure_training_step(model, tokens)
     # Korthikanti, full recomputation: the layer input, 2·s·b·h bytes per layer in 16 bit,
     # i.e. s·b·h values; plus the final LayerNorm's input and output (2·s·b·h values).
     korthikanti_values = memory.activation_bytes(
         n_layers=config.n_layers, hidden=config.hidden, n_heads=config.n_heads,
         seq_len=config.seq_len, batch=batch, recompute="full") / 2
     expected = 4 * (korthikanti_values + 2 * config.seq_len * batch * config.hidden)
-    assert recomputed.activations == pytest.approx(expected, rel=0.15)
-    assert recomputed.peak < plain.peak
+    assert recomputed.activations_bytes == pytest.approx(expected, rel=0.15)
+    assert recomputed.peak_bytes < plain.peak_bytes
 
 
 def test_peak_agrees_with_torch_memtracker():
@@ -288,7 +288,7 @@ def test_peak_agrees_with_torch_memtracker():
         model(models.random_tokens(config, batch)).sum().backward()
         adamw.step()
     theirs = tracker.get_tracker_snapshot("peak")[torch.device("cpu")]["Total"]
-    assert ours.peak == pytest.approx(theirs, rel=0.05)
+    assert ours.peak_bytes == pytest.approx(theirs, rel=0.05)
 
 
 def test_meta_device_measures_what_the_cpu_measures_without_allocating():
@@ -296,8 +296,8 @@ def test_meta_device_measures_what_the_cpu_measures_without_allocating():
     on_cpu = measured(config, batch)
     torch.manual_seed(0)
     model = models.TinyGPT(config).to("meta")
-    on_meta = memory.measure_training_step(model, models.random_tokens(config, batch).to("meta"))
-    for field in ("params", "grads", "optimizer_states", "activations", "peak"):
+    on_meta = memory_measure.measure_training_step(model, models.random_tokens(config, batch).to("meta"))
+    for field in ("params_bytes", "grads_bytes", "optimizer_states_bytes", "activations_bytes", "peak_bytes"):
         assert getattr(on_meta, field) == getattr(on_cpu, field), field
     assert on_meta.device == "meta"
 
@@ -305,31 +305,31 @@ def test_meta_device_measures_what_the_cpu_measures_without_allocating():
 def test_tuple_batch_and_custom_loss():
     model = nn.Bilinear(8, 8, 4)
     batch = (torch.randn(16, 8), torch.randn(16, 8))
-    step = memory.measure_training_step(model, batch, loss_fn=lambda out: (out ** 2).mean())
-    assert step.params == 4 * (8 * 8 * 4 + 4)
-    assert step.activations > 0  # pow saves the output of the bilinear layer
+    step = memory_measure.measure_training_step(model, batch, loss_fn=lambda out: (out ** 2).mean())
+    assert step.params_bytes == 4 * (8 * 8 * 4 + 4)
+    assert step.activations_bytes > 0  # pow saves the output of the bilinear layer
 
 
 def test_budget_stops_a_step_that_outgrows_it_and_the_next_step_still_runs():
     from torch.utils._python_dispatch import _get_current_dispatch_mode
 
     limit = 4 * 2**20
-    with pytest.raises(memory.BudgetExceeded) as caught:
-        with memory.budget(limit, device="cpu"):
+    with pytest.raises(memory_measure.BudgetExceeded) as caught:
+        with memory_measure.budget(limit, device="cpu"):
             model = models.TinyGPT(CONFIGS[2][0])
-            memory.measure_training_step(model, models.random_tokens(CONFIGS[2][0], 8))
+            memory_measure.measure_training_step(model, models.random_tokens(CONFIGS[2][0], 8))
     assert caught.value.budget_bytes == limit and caught.value.live_bytes > limit
     assert isinstance(caught.value, MemoryError)
     assert _get_current_dispatch_mode() is None  # the tracker is gone
-    with memory.budget(64 * 2**20, device="cpu"):
+    with memory_measure.budget(64 * 2**20, device="cpu"):
         model = models.TinyGPT(SMALL)
-        step = memory.measure_training_step(model, models.random_tokens(SMALL, 2))
-    assert step.peak < 64 * 2**20
+        step = memory_measure.measure_training_step(model, models.random_tokens(SMALL, 2))
+    assert step.peak_bytes < 64 * 2**20
 
 
 def test_budget_refuses_a_bad_limit():
     with pytest.raises(ValueError, match="limit_bytes=0"):
-        with memory.budget(0, device="cpu"):
+        with memory_measure.budget(0, device="cpu"):
             pass
 
 
@@ -365,7 +365,7 @@ def test_the_command_line_gives_the_estimate_with_its_attention_and_layout(capsy
     estimate = memory.job_estimate("Llama-3.1-8B", "lora", seq_len=4096, attention="eager", recompute="none",
                                    lora_targets="attention")
     total_line = next(line for line in printed.splitlines() if line.startswith("total"))
-    assert total_line.split()[1:] == format_bytes(estimate.total_bytes).split()
+    assert total_line.split()[1:] == format_bytes(estimate.total_bytes, binary=False).split()
     assert "none recompute, eager attention" in printed
     assert cli.main(["memory", "--model", "llama-3.1-8b", "--method", "qlora"]) == 0
     printed = capsys.readouterr().out

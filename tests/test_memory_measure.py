@@ -15,16 +15,16 @@ class FakeAllocator:
     """torch.cuda's allocated/peak counters over bytes that a test allocates and frees."""
 
     def __init__(self, allocated):
-        self.allocated = self.peak = allocated
+        self.allocated = self.peak_bytes = allocated
 
     def allocate(self, n_bytes):
         self.allocated += n_bytes
-        self.peak = max(self.peak, self.allocated)
+        self.peak_bytes = max(self.peak_bytes, self.allocated)
 
     def patch(self, monkeypatch):
         monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
         monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: self.allocated)
-        monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: self.peak)
+        monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: self.peak_bytes)
         monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats",
                             lambda device=None: setattr(self, "peak", self.allocated))
 
@@ -52,18 +52,18 @@ def test_a_cuda_budget_counts_tensors_not_the_allocator_cap(monkeypatch):
         raise AssertionError("budget must not cap the caching allocator")
 
     monkeypatch.setattr(torch.cuda, "set_per_process_memory_fraction", no_cap)
-    with memory.budget(10 * MB, device="cuda"):
+    with memory_measure.budget(10 * MB, device="cuda"):
         torch.zeros(4 * MB)  # a CPU tensor: not on the budgeted device
     with pytest.raises(ValueError, match="limit_bytes"):
-        with memory.budget(17 * 10**9, device="cuda"):
+        with memory_measure.budget(17 * 10**9, device="cuda"):
             pass
 
 
 def test_what_existed_before_the_budget_stays_outside_it():
     held = torch.zeros(8 * MB // 4)  # 8 MB that an earlier cell keeps alive
-    with memory.budget(4 * MB, device="cpu"):
+    with memory_measure.budget(4 * MB, device="cpu"):
         kept = torch.zeros(3 * MB // 4)
-        with pytest.raises(memory.BudgetExceeded) as caught:
+        with pytest.raises(memory_measure.BudgetExceeded) as caught:
             torch.zeros(2 * MB // 4)
     assert caught.value.budget_bytes == 4 * MB
     assert caught.value.live_bytes == 5 * MB  # 3 + 2 MB created inside; the 8 MB held before do not count

@@ -1,5 +1,5 @@
 """lab_utils.roofline: counts, intensity and the roofline on known values, over NumPy arrays too;
-the figure (lab_utils.plots.roofline, also roofline.plot); bad input."""
+the figure (lab_utils.plots.roofline, also plots.roofline); bad input."""
 
 import math
 
@@ -122,11 +122,11 @@ def test_plot_draws_every_roof_and_point():
     plt.close(fig)
 
 
-def test_plot_with_the_default_devices_through_the_old_name():
+def test_plot_with_the_default_devices():
     import matplotlib.pyplot as plt
 
-    assert roofline.plot is plots.roofline
-    fig, ax = roofline.plot()
+    assert not hasattr(roofline, "plot")  # drawing is a face: lab_utils.plots
+    fig, ax = plots.roofline()
     assert len(ax.get_lines()) == len(roofline.DEFAULT_DEVICES)
     plt.close(fig)
 

@@ -119,18 +119,18 @@ def test_the_seeds_hybrid_cluster():
 
 
 def test_route_normalises_and_costs():
-    route = routing.Route("short on CPU", 0.5, [0.001, 0.003], price_per_hour=3.6, concurrency=2)
-    assert route.seconds == (0.001, 0.003)
+    route = routing.Route("short on CPU", 0.5, [0.001, 0.003], usd_per_hour=3.6, concurrency=2)
+    assert route.latencies_s == (0.001, 0.003)
     assert route.mean_s == pytest.approx(0.002)
     assert route.cost_per_request == pytest.approx(0.002 * 3.6 / 3600 / 2)
     single = routing.Route("one", 1.0, 0.25)
-    assert single.seconds == (0.25,) and single.cost_per_request == 0.0
+    assert single.latencies_s == (0.25,) and single.cost_per_request == 0.0
 
 
 def test_mix_cost_is_the_share_weighted_route_cost():
     # a: 0.01 s at $36/h ($0.01/s) = $1e-4; b: 0.10 s at $7.2/h ($0.002/s) = $2e-4
-    m = routing.mix([routing.Route("a", 0.25, 0.01, price_per_hour=36.0),
-                     routing.Route("b", 0.75, 0.10, price_per_hour=7.2)])
+    m = routing.mix([routing.Route("a", 0.25, 0.01, usd_per_hour=36.0),
+                     routing.Route("b", 0.75, 0.10, usd_per_hour=7.2)])
     assert m.cost_per_request == pytest.approx(0.25 * 1e-4 + 0.75 * 2e-4)  # $1.75e-4
     assert m.cost_per_million_requests == pytest.approx(175.0)
 
@@ -170,14 +170,14 @@ def test_a_route_with_no_share_does_not_move_the_percentiles():
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
-    ({"name": "", "share": 0.5, "seconds": 1.0}, ValueError, "name"),
-    ({"name": "r", "share": 1.5, "seconds": 1.0}, ValueError, "share=1.5"),
-    ({"name": "r", "share": -0.1, "seconds": 1.0}, ValueError, "share"),
-    ({"name": "r", "share": 0.5, "seconds": []}, ValueError, "seconds is empty"),
-    ({"name": "r", "share": 0.5, "seconds": [0.1, 0.0]}, ValueError, r"seconds\[1\]"),
-    ({"name": "r", "share": 0.5, "seconds": "fast"}, TypeError, "seconds"),
-    ({"name": "r", "share": 0.5, "seconds": 1.0, "price_per_hour": -1.0}, ValueError, "price_per_hour"),
-    ({"name": "r", "share": 0.5, "seconds": 1.0, "concurrency": 0}, ValueError, "concurrency=0"),
+    ({"name": "", "share": 0.5, "latencies_s": 1.0}, ValueError, "name"),
+    ({"name": "r", "share": 1.5, "latencies_s": 1.0}, ValueError, "share=1.5"),
+    ({"name": "r", "share": -0.1, "latencies_s": 1.0}, ValueError, "share"),
+    ({"name": "r", "share": 0.5, "latencies_s": []}, ValueError, "latencies_s is empty"),
+    ({"name": "r", "share": 0.5, "latencies_s": [0.1, 0.0]}, ValueError, r"latencies_s\[1\]"),
+    ({"name": "r", "share": 0.5, "latencies_s": "fast"}, TypeError, "latencies_s"),
+    ({"name": "r", "share": 0.5, "latencies_s": 1.0, "usd_per_hour": -1.0}, ValueError, "usd_per_hour"),
+    ({"name": "r", "share": 0.5, "latencies_s": 1.0, "concurrency": 0}, ValueError, "concurrency=0"),
 ])
 def test_route_refuses_bad_input(kwargs, error, match):
     with pytest.raises(error, match=match):
@@ -225,7 +225,5 @@ def test_request_latencies_refuse_bad_input():
         latency.request_latencies_s(lambda: None, device="cpu", max_seconds=0)
 
 
-def test_request_latencies_are_still_reachable_from_routing():
-    assert routing.request_latencies_s is latency.request_latencies_s
-    with pytest.raises(AttributeError, match="no_such_name"):
-        routing.no_such_name
+def test_routing_re_exports_no_measuring_name():
+    assert not hasattr(routing, "request_latencies_s")  # measuring lives in lab_utils.latency

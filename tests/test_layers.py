@@ -1,0 +1,118 @@
+"""The package's four layers, enforced: data, calculators, measuring, faces (CONTRIBUTING.md).
+
+Each module imports only from its own layer or the layers below it, and the imports between
+modules form no cycle. Every import counts, those inside functions included (a lazy import is
+still a dependency: it only moves the moment it breaks). A new module must be given a layer here
+and in CONTRIBUTING.md's layer map."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "lab_utils"
+
+LAYERS = {
+    "data": ("assumptions", "catalogs", "checks", "course", "course_files", "hardware", "interconnects", "llms",
+             "lookup", "prices", "reference", "units"),
+    "calculators": ("advisor", "comms", "economics", "energy", "engines", "memory", "parallel", "published",
+                    "roofline", "routing", "serverless", "serving", "splits"),
+    "measuring": ("bench", "distributed", "energy_measure", "latency", "llm_measure", "local_worker", "machine",
+                  "memory_measure", "models", "profiling", "threads", "timing", "torch_compat", "training"),
+    "faces": ("__main__", "cli", "plots", "widgets"),
+}
+"""Layer of every module, lowest first. Data: the catalogs in lab_utils/data and the modules that
+read them, with the checks and formatting everything shares. Calculators: pure arithmetic. Measuring:
+torch and the clock, imported inside functions. Faces: what people see (command line, widgets, plots)."""
+
+RANK = {module: rank for rank, modules in enumerate(LAYERS.values()) for module in modules}
+NAMES = tuple(LAYERS)
+
+
+def imports_of(source: str) -> set[str]:
+    """The lab_utils modules ``source`` imports, anywhere in it (functions included)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if node.module == "lab_utils":
+                found |= {alias.name for alias in node.names}
+            elif node.module.startswith("lab_utils."):
+                found.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[1] for alias in node.names if alias.name.startswith("lab_utils.")}
+    return found
+
+
+def graph(sources: dict[str, str]) -> dict[str, set[str]]:
+    return {module: imports_of(source) - {module} for module, source in sources.items()}
+
+
+def upward(edges: dict[str, set[str]]) -> list[str]:
+    """Each import from a lower layer to a higher one, as 'a (layer) imports b (layer)'."""
+    return sorted(f"{a} ({NAMES[RANK[a]]}) imports {b} ({NAMES[RANK[b]]})"
+                  for a, targets in edges.items() for b in targets if b in RANK and RANK[b] > RANK[a])
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle per strongly connected set of modules that import each other (Tarjan)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in edges.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            members = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                members.append(member)
+                if member == node:
+                    break
+            if len(members) > 1:
+                found.append(sorted(members))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def _package_sources() -> dict[str, str]:
+    return {path.stem: path.read_text(encoding="utf-8") for path in sorted(PACKAGE.glob("*.py"))
+            if path.stem != "__init__"}
+
+
+def test_every_module_has_a_layer():
+    missing = sorted(set(_package_sources()) - set(RANK))
+    assert not missing, f"give these modules a layer in tests/test_layers.py and CONTRIBUTING.md: {missing}"
+
+
+def test_no_module_imports_a_higher_layer():
+    crossings = upward(graph(_package_sources()))
+    assert not crossings, "imports across layers, upward:\n  " + "\n  ".join(crossings)
+
+
+def test_the_modules_import_each_other_in_no_cycle():
+    found = cycles(graph(_package_sources()))
+    assert not found, f"import cycles: {found}"
+
+
+@pytest.mark.parametrize("planted, expected", [
+    # an upward import hidden in a function, as the lazy re-exports were
+    ({"serving": "def f():\n    from lab_utils import plots\n", "plots": ""}, "serving (calculators) imports plots"),
+    ({"hardware": "import lab_utils.memory_measure\n", "memory_measure": ""}, "hardware (data) imports memory_measure"),
+])
+def test_the_checks_catch_a_planted_upward_import(planted, expected):
+    assert expected in upward(graph(planted))[0]
+
+
+def test_the_checks_catch_a_planted_cycle():
+    planted = {"parallel": "def f():\n    from lab_utils import routing\n", "routing": "from lab_utils import parallel\n"}
+    assert cycles(graph(planted)) == [["parallel", "routing"]]

@@ -1,0 +1,105 @@
+"""One engine behind every answer: five questions asked of every face give the same figures.
+
+Each question goes through the Python calculators, `lab-utils ... --json`, the advisor and the
+widgets' functions (the figure a widget draws); each face must report the calculators' figure,
+never one of its own."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from lab_utils import advisor, assumptions, economics, hardware, memory, serving, widgets
+
+TOKENS = 1e8
+
+
+def lab_utils_json(*args: str) -> dict:
+    done = subprocess.run([sys.executable, "-m", "lab_utils.cli", *args, "--json"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def figure_text(fig) -> str:
+    import matplotlib.pyplot as plt
+
+    text = " ".join([fig.axes[0].get_title(), *(t.get_text() for t in fig.texts)])
+    plt.close(fig)
+    return text
+
+
+@pytest.mark.parametrize("model, method, option", [
+    ("Llama-3.1-8B", "lora", "H100 SXM"),                       # 1. an 8B LoRA fine-tune on an H100
+    ("Llama-3.1-70B", "full", "24 x H100 SXM (3 servers)"),     # 2. a 70B full fine-tune on H100s
+])
+def test_a_fine_tune_costs_the_same_everywhere(model, method, option):
+    estimate = economics.fine_tune_estimate(model, TOKENS, method=method, gpu="H100 SXM")
+    face = lab_utils_json("cost", "fine-tune", "--model", model, "--tokens", str(TOKENS), "--method", method,
+                          "--gpu", "H100 SXM")
+    advice = advisor.fine_tune(model, TOKENS, method=method)
+    chosen = advice.option(option)
+    assert estimate.n_gpus == face["n_gpus"] == chosen.n_devices
+    assert estimate.cost_usd == pytest.approx(face["cost_usd"]) == pytest.approx(chosen.cost_usd)
+    assert estimate.hours == pytest.approx(face["hours"]) == pytest.approx(chosen.hours)
+    assert advice.best.name == option  # the H100s are the cheapest here: the widget's verdict names them
+    text = figure_text(widgets.job_advisor(job="fine-tune", model=model, method=method, n_tokens=TOKENS, static=True))
+    assert f"{option}, ${estimate.cost_usd:,.2f}" in text
+
+
+def test_the_70b_full_fine_tune_plans_with_deepspeeds_zero3_figure():
+    """Notebook 03's rule (18 bytes per parameter over the GPUs plus the largest module gathered)
+    is the one every face plans with: 16 H100s do not hold it, 24 do."""
+    usable = memory.usable_bytes("H100 SXM")
+    activations = memory.job_estimate("Llama-3.1-70B", "full").part("activations")
+    assert memory.zero3_bytes_per_gpu("Llama-3.1-70B", 16) + activations > usable
+    assert memory.zero3_bytes_per_gpu("Llama-3.1-70B", 24) + activations <= usable
+    assert economics.fine_tune_estimate("Llama-3.1-70B", TOKENS, method="full", gpu="H100 SXM").n_gpus == 24
+
+
+@pytest.mark.parametrize("requests_per_day", [1_000, 100_000])  # 3. and 4.: serving 8B
+def test_serving_gets_one_verdict_from_every_face(requests_per_day):
+    advice = advisor.serve("Llama-3.1-8B", requests_per_day)
+    picked = lab_utils_json("pick", "serve", "--model", "llama-3.1-8b", "--requests-per-day", str(requests_per_day))
+    costed = lab_utils_json("cost", "serve", "--model", "llama-3.1-8b", "--requests-per-day", str(requests_per_day))
+    for face in (picked, costed["at_load"]):
+        assert face["verdict"] == advice.verdict
+        assert [(o["name"], o["cost_usd"]) for o in face["options"]] == \
+            [(o.name, pytest.approx(o.cost_usd) if o.cost_usd is not None else None) for o in advice.options]
+    text = figure_text(widgets.job_advisor(job="serve", model="Llama-3.1-8B", requests_per_day=requests_per_day,
+                                           static=True))
+    assert advice.verdict in " ".join(text.split())
+    # the H100 pod's month is its hourly price billed every hour, from the same price rule
+    h100 = advice.option("H100 SXM always on")
+    price = assumptions.device_price(hardware.get("H100 SXM")).usd_per_hour
+    assert h100.cost_usd == pytest.approx(h100.n_devices * price * economics.HOURS_PER_MONTH)
+
+
+def test_qlora_memory_is_the_same_everywhere():  # 5. an 8B QLoRA fine-tune's memory
+    total = memory.job_estimate("Llama-3.1-8B", method="qlora").total_bytes
+    face = lab_utils_json("memory", "--model", "llama-3.1-8b", "--method", "qlora")
+    advice = advisor.fine_tune("Llama-3.1-8B", TOKENS, method="qlora")
+    assert face["total_bytes"] == pytest.approx(total)
+    assert dict(advice.assumptions)["memory_bytes"] == pytest.approx(total)
+    assert advice.option("H100 SXM").memory_bytes == pytest.approx(total)
+    text = figure_text(widgets.memory_calculator(model="Llama-3.1-8B", method="qlora", static=True))
+    assert f"{total / 1e9:.1f} GB" in text
+
+
+def test_a_7b_model_served_in_int4_on_a_t4_is_the_same_everywhere():  # 6. 7B in int4 on a T4
+    shape = dict(device="T4", prompt_len=assumptions.value("input_tokens"),
+                 output_len=assumptions.value("output_tokens"), efficiency=assumptions.value("decode_efficiency"))
+    estimate = serving.estimate("Mistral-7B-v0.1", batch=assumptions.value("serve_batch"), precision="int4", **shape)
+    face = lab_utils_json("cost", "serve", "--model", "mistral-7b-v0.1", "--gpu", "T4", "--precision", "int4",
+                          "--requests-per-day", "1000")
+    assert (face["precision"], face["compute_dtype"]) == ("int4", "fp16")
+    assert face["tokens_per_s"] == pytest.approx(estimate.tokens_per_s)
+    assert face["usd_per_million_tokens"] == pytest.approx(estimate.usd_per_million_tokens)
+    advice = advisor.serve("Mistral-7B-v0.1", 1000, precision="int4")
+    t4 = advice.option("T4 always on")
+    assert (t4.n_devices, t4.precision, t4.works) == (1, "int4", True)  # in bf16 it needs two T4s
+    assert {o["name"]: o["cost_usd"] for o in face["at_load"]["options"]}["T4 always on"] == pytest.approx(t4.cost_usd)
+    assert advisor.serve("Mistral-7B-v0.1", 1000, precision="bf16").option("2 x T4 always on").n_devices == 2
+    # the advisor left to choose ranks the T4 at the precisions that fit it, and says which it kept
+    assert advisor.serve("Mistral-7B-v0.1", 1000).option("T4 always on").precision in ("fp8", "int8", "int4")
