@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 from lab_utils import catalogs, checks, hardware, prices
 
-__all__ = ["FINE_TUNE_METHODS", "METHODS", "Assumption", "DevicePrice", "catalog", "compute_dtype", "device_price", "get",
+__all__ = ["FINE_TUNE_METHODS", "METHODS", "Assumption", "DevicePrice", "catalog", "compute_dtype", "device_price",
+           "get",
            "lines", "precision_for", "resolve", "value"]
 
 METHODS = ("inference", "full", "lora", "qlora")

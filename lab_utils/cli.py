@@ -551,7 +551,8 @@ def _memory(args: argparse.Namespace) -> int:
                           "gpus_needed": {spec.name: n for spec, n in gpus}}, indent=2, default=str))
         return 0
     print(_table([*((label, format_bytes(value, binary=False)) for label, value in parts),
-                  ("total", format_bytes(total, binary=False))], ("part", "memory (GB = 1e9 bytes)"), ("left", "right")))
+                  ("total", format_bytes(total, binary=False))],
+                 ("part", "memory (GB = 1e9 bytes)"), ("left", "right")))
     rows = [(spec.name, format_bytes(spec.memory_bytes, binary=False),
              format_bytes(memory.usable_bytes(spec), binary=False),
              "fits on one" if n == 1 else f"needs at least {n} (split evenly)") for spec, n in gpus]

@@ -15,7 +15,8 @@ Formulas (sources in each docstring):
   what the API costs.
 
 Prices live in ``lab_utils/data/prices.toml``, each with its date and source, read by
-``lab_utils.prices`` (import it where a cell reads a price). Money in US dollars, time in seconds or hours as the names say. Pure Python: no torch.
+``lab_utils.prices`` (import it where a cell reads a price). Money in US dollars, time in
+seconds or hours as the names say. Pure Python: no torch.
 """
 
 from __future__ import annotations
@@ -173,12 +174,11 @@ def decode_tokens_per_s_bound(n_params, *, bytes_per_param, bandwidth_bytes_per_
     """
     n_params = checks.number("n_params", n_params)
     bytes_per_param = checks.number("bytes_per_param", bytes_per_param)
-    bandwidth = checks.number("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
     batch = checks.count("batch", batch)
-    bound = batch * bandwidth / (n_params * bytes_per_param)
-    if peak_flops is not None:
-        bound = min(bound, checks.number("peak_flops", peak_flops) / (FLOPS_PER_PARAM_PER_TOKEN["inference"] * n_params))
-    return bound
+    step_s = serving.step_bound_s(flops=FLOPS_PER_PARAM_PER_TOKEN["inference"] * n_params * batch,
+                                  bytes_read=n_params * bytes_per_param, peak_flops=peak_flops,
+                                  bandwidth_bytes_per_s=bandwidth_bytes_per_s)
+    return batch / step_s
 
 
 def _peak_flops(spec: hardware.Spec, dtype) -> tuple[str, float]:

@@ -41,7 +41,7 @@ from lab_utils import assumptions, checks, energy, engines, hardware, llms, memo
 
 __all__ = ["PRECISIONS", "Precision", "ServingEstimate", "at_load", "batch_latency", "capacity", "decode_limit",
            "decode_step_s", "estimate", "kv_bytes_per_sequence", "max_batch", "prefill_s", "replica",
-           "resolve_precision", "sizable"]
+           "resolve_precision", "sizable", "step_bound_s"]
 
 PRECISIONS = ("bf16", "fp16", "fp8", "int8", "int4")
 """The precisions a model is served in: 16-bit, FP8 (weights and compute where the device has
@@ -118,6 +118,16 @@ def kv_bytes_per_sequence(model, *, context_len, kv_bytes_per_value=None) -> flo
                                  seq_len=checks.count("context_len", context_len), bytes_per_value=kv)
 
 
+def step_bound_s(*, flops, bytes_read, peak_flops, bandwidth_bytes_per_s) -> float:
+    """Seconds of one step at least (the roofline): max(flops / peak, bytes read / bandwidth).
+    ``peak_flops`` None leaves the compute bound out (a bandwidth-only bound)."""
+    flops = checks.number("flops", flops, strict=False)
+    bytes_read = checks.number("bytes_read", bytes_read, strict=False)
+    bandwidth = checks.number("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    compute_s = 0.0 if peak_flops is None else flops / checks.number("peak_flops", peak_flops)
+    return max(compute_s, bytes_read / bandwidth)
+
+
 def _weights_read(config: llms.LLMConfig, batch: int) -> float:
     """Parameters one decode step reads: all of a dense model; for a mixture of experts the
     experts the batch touches, at most all of them (batch x active parameters, capped)."""
@@ -125,16 +135,15 @@ def _weights_read(config: llms.LLMConfig, batch: int) -> float:
 
 
 def _decode_parts(model, device, batch, context_len, precision, weight_bytes_per_param, kv_bytes_per_value):
-    """(compute_s, weights_s, kv_s) of one decode step, each a lower bound."""
+    """One decode step's work: dict(flops, weight_bytes, kv_bytes, peak_flops, bandwidth_bytes_per_s)."""
     config, spec = llms.as_config(model), _device(device)
     batch = checks.count("batch", batch)
     served = resolve_precision(precision, device=spec, weight_bytes_per_param=weight_bytes_per_param,
                                kv_bytes_per_value=kv_bytes_per_value)
     kv = kv_bytes_per_sequence(config, context_len=context_len, kv_bytes_per_value=served.kv_bytes_per_value)
-    bandwidth = spec.bandwidth_bytes_per_s
-    return (2 * config.params_per_token * batch / spec.peak_flops[served.compute_dtype],
-            _weights_read(config, batch) * served.weight_bytes_per_param / bandwidth,
-            batch * kv / bandwidth)
+    return dict(flops=2 * config.params_per_token * batch,
+                weight_bytes=_weights_read(config, batch) * served.weight_bytes_per_param, kv_bytes=batch * kv,
+                peak_flops=spec.peak_flops[served.compute_dtype], bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s)
 
 
 def decode_step_s(model, *, device, batch=1, context_len, precision=None, weight_bytes_per_param=None,
@@ -142,20 +151,19 @@ def decode_step_s(model, *, device, batch=1, context_len, precision=None, weight
     """Seconds of one decode step at least: ``batch`` sequences, each with ``context_len`` tokens
     in its KV cache, make one token each. max(2 x active params x batch / peak, (weight bytes +
     batch x KV bytes) / bandwidth). Llama-3.1-8B, bf16, one H100 SXM, 4,096 tokens: 4.94 ms."""
-    compute_s, weights_s, kv_s = _decode_parts(model, device, batch, context_len, precision, weight_bytes_per_param,
-                                               kv_bytes_per_value)
-    return max(compute_s, weights_s + kv_s)
+    step = _decode_parts(model, device, batch, context_len, precision, weight_bytes_per_param, kv_bytes_per_value)
+    return step_bound_s(flops=step["flops"], bytes_read=step["weight_bytes"] + step["kv_bytes"],
+                        peak_flops=step["peak_flops"], bandwidth_bytes_per_s=step["bandwidth_bytes_per_s"])
 
 
 def decode_limit(model, *, device, batch=1, context_len, precision=None, weight_bytes_per_param=None,
                  kv_bytes_per_value=None) -> str:
     """What bounds that decode step: "compute", "weights" (reading them dominates the bytes) or
     "kv cache" (the batch's caches outweigh the weights)."""
-    compute_s, weights_s, kv_s = _decode_parts(model, device, batch, context_len, precision, weight_bytes_per_param,
-                                               kv_bytes_per_value)
-    if compute_s >= weights_s + kv_s:
+    step = _decode_parts(model, device, batch, context_len, precision, weight_bytes_per_param, kv_bytes_per_value)
+    if step["flops"] / step["peak_flops"] >= (step["weight_bytes"] + step["kv_bytes"]) / step["bandwidth_bytes_per_s"]:
         return "compute"
-    return "weights" if weights_s >= kv_s else "kv cache"
+    return "weights" if step["weight_bytes"] >= step["kv_bytes"] else "kv cache"
 
 
 def prefill_s(model, *, device, prompt_len, batch=1, precision=None, weight_bytes_per_param=None) -> float:
@@ -169,8 +177,9 @@ def prefill_s(model, *, device, prompt_len, batch=1, precision=None, weight_byte
     served = resolve_precision(precision, device=spec, weight_bytes_per_param=weight_bytes_per_param)
     attention_width = config.n_heads * config.head_dim if config.n_heads else config.hidden
     flops = batch * (2 * config.params_per_token * prompt_len + 2 * config.n_layers * prompt_len ** 2 * attention_width)
-    read_s = _weights_read(config, batch * prompt_len) * served.weight_bytes_per_param / spec.bandwidth_bytes_per_s
-    return max(flops / spec.peak_flops[served.compute_dtype], read_s)
+    return step_bound_s(flops=flops, bytes_read=_weights_read(config, batch * prompt_len) * served.weight_bytes_per_param,
+                        peak_flops=spec.peak_flops[served.compute_dtype],
+                        bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s)
 
 
 def max_batch(model, *, device, context_len, precision=None, weight_bytes_per_param=None,
