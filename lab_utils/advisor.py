@@ -66,7 +66,7 @@ class Option:
     why: str | None = None
     latency_s: float | None = None
     memory_bytes: float | None = None
-    energy_kwh: float | None = None  # the devices at their TDP over the job or month (lab_utils.energy); None: per token
+    energy_kwh: float | None = None  # devices at their TDP over the job or month (lab_utils.energy); None: per token
     emissions_kg: float | None = None  # CO2e of energy_kwh at the assumed grid intensity
     device_hours: float | None = None
     precision: str | None = None
