@@ -548,6 +548,14 @@ class _ServeJob:
     def tokens_per_request(self) -> int:
         return self.input_tokens + self.output_tokens
 
+    def precisions_for(self, spec) -> tuple[str, ...]:
+        """The precisions tried on ``spec``: a CPU's first one; a GPU's all, but fp8 only where it
+        has FP8 units (a T4 or an A100 serves 8-bit weights as int8), unless fp8 was all asked."""
+        if spec.kind != "gpu":
+            return self.precisions[:1]
+        usable = tuple(p for p in self.precisions if p != "fp8" or "fp8" in spec.peak_flops)
+        return usable or self.precisions
+
     def shape(self, precision: str) -> dict:
         """The keywords ``serving.estimate`` and friends take for this job in ``precision``."""
         return dict(prompt_len=max(1, self.input_tokens), output_len=self.output_tokens, precision=precision,
@@ -595,8 +603,7 @@ def _always_on(job: _ServeJob, specs, cpu_offer: str) -> list[Option]:
     options = []
     for spec in specs:
         price = assumptions.device_price(spec, cpu_offer=cpu_offer)
-        precisions = job.precisions if spec.kind == "gpu" else job.precisions[:1]
-        options.append(_best_precision([_always_on_at(job, spec, price, p) for p in precisions]))
+        options.append(_best_precision([_always_on_at(job, spec, price, p) for p in job.precisions_for(spec)]))
     return options
 
 
@@ -658,7 +665,7 @@ def _serverless(job: _ServeJob, cold_start_s, taken: dict, *, idle_timeout_s, ma
             continue
         spec = min(specs, key=lambda s: s.bandwidth_bytes_per_s)  # the slowest GPU of the class
         candidates = []
-        for precision in job.precisions:
+        for precision in job.precisions_for(spec):
             start = serverless.cold_start(job.config.n_params * memory.BYTES_PER_VALUE[precision])
             if cold_start_s is None:
                 taken.update(start.assumptions)
