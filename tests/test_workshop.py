@@ -127,13 +127,19 @@ def test_settings_refuse_a_start_that_is_not_a_clock_time(tmp_path):
 
 # --- Makefile: Python 3.10 or newer ----------------------------------------------------------
 
+def learners_make(*args, **options):
+    """``make`` as a learner types it: not nested in another make (make test runs these tests
+    under make -j2, whose MAKEFLAGS and MAKELEVEL would add jobserver warnings and make[N] lines)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    return subprocess.run(["make", *args], cwd=ROOT, capture_output=True, text=True, env=env, **options)
+
+
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_make_refuses_an_old_python_in_one_line(tmp_path):
     old = tmp_path / "python3.9"
     old.write_text("#!/bin/sh\n[ \"$1\" = --version ] && echo 'Python 3.9.6' && exit 0\nexit 1\n")
     old.chmod(0o755)
-    result = subprocess.run(["make", "-s", "setup-lab", f"PYTHON={old}", f"VENV={tmp_path / 'venv'}"],
-                            cwd=ROOT, capture_output=True, text=True, timeout=60)
+    result = learners_make("-s", "setup-lab", f"PYTHON={old}", f"VENV={tmp_path / 'venv'}", timeout=60)
     assert result.returncode != 0 and not (tmp_path / "venv").exists()
     message = [line for line in result.stderr.splitlines() if not line.startswith("make:")]
     assert len(message) == 1 and "Python 3.10 or newer" in message[0] and "Python 3.9.6" in message[0]
@@ -298,8 +304,7 @@ exit 0
     venv = tmp_path / "venv"
     fake_python(venv / "bin" / "python", "Python 3.9.6", ok=False)  # a .venv an old python3 made
     fake_python(tmp_path / "python3.12", "Python 3.12.4", ok=True)
-    result = subprocess.run(["make", "-s", "setup-lab", f"PYTHON={tmp_path / 'python3.12'}", f"VENV={venv}"],
-                            cwd=ROOT, capture_output=True, text=True, timeout=60)
+    result = learners_make("-s", "setup-lab", f"PYTHON={tmp_path / 'python3.12'}", f"VENV={venv}", timeout=60)
     assert result.returncode == 0, result.stderr
     assert "made by Python 3.9.6, too old: making it again" in result.stdout
     assert "Python 3.12.4" in (venv / "bin" / "python").read_text() and (venv / ".installed-lab").exists()
