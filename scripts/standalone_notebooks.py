@@ -34,9 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # What a Colab runtime has before the setup cell runs (ipywidgets 7.7: Colab's own; a current pip,
 # which reads "name @ git+file:///..." as Colab's reads git+https), plus the Jupyter kernel and
-# nbclient that execute the notebook. torch==2.13.0: the course's tested pin. ipykernel<7, as on
-# Colab: with ipykernel 7 a notebook's execution stalled here for 10+ minutes, kernel and client
-# both idle (as reported in microsoft/vscode-jupyter#17410); constraints.txt pins 6.x likewise.
+# nbclient that execute the notebook. torch==2.13.0: the course's tested pin. ipykernel<7, as
+# Colab runs (constraints.txt pins 6.x likewise).
 PREINSTALLED = ("pip>=24.1", "torch==2.13.0", "numpy", "matplotlib", "ipywidgets==7.7.1", "ipykernel<7", "nbclient",
                 "nbformat")
 KEPT = ("torch", "ipywidgets")  # must keep their versions through every notebook
