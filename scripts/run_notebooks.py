@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 
 import execution_cache  # noqa: E402  (book/_ext, shared with the website build)
+import shell_poll  # noqa: E402  (book/_ext: nbclient's missed replies)
 
 COURSE_TARGET_S = 100  # the whole course, one notebook after another, on a 2-core CPU
 NOTEBOOK_TARGET_S = 20  # each notebook
@@ -41,6 +42,7 @@ def execute(path: str, timeout_s: int) -> tuple[str, float, str | None]:
     import nbformat
     from jupyter_cache.executors.utils import single_nb_execution
 
+    shell_poll.install()
     notebook = nbformat.read(path, as_version=4)
     result = single_nb_execution(notebook, cwd=str(Path(path).parent), timeout=timeout_s, allow_errors=False,
                                  meta_override=True)

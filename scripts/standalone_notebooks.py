@@ -57,8 +57,10 @@ assert not missing, "files the notebooks need are not in the installed package: 
 print("lab_utils installed at", package)
 """
 
-# Runs inside the environment: execute one notebook in its folder, every cell, no errors allowed.
-EXECUTE = """
+# Runs inside the environment: execute one notebook in its folder, every cell, no errors allowed
+# (after book/_ext/shell_poll.py, which keeps nbclient from missing a kernel's reply).
+EXECUTE = (ROOT / "book" / "_ext" / "shell_poll.py").read_text(encoding="utf-8") + """
+install()
 import sys, nbformat
 from nbclient import NotebookClient
 path = sys.argv[1]

@@ -40,6 +40,7 @@ from sphinx.config import Config
 from sphinx.util import logging
 
 import execution_cache
+import shell_poll
 import exercises
 import live_calculators
 import web_assets
@@ -194,6 +195,7 @@ def check_execution_cache(app: Sphinx, config: Config) -> None:
 
 
 def setup(app: Sphinx) -> dict:
+    shell_poll.install()  # a notebook the cache lacks is executed by myst-nb's nbclient
     app.connect("config-inited", check_execution_cache)
     live_calculators.setup(app)  # the live calculators page: Pyodide and the course's wheel
     app.connect("config-inited", use_local_assets)
