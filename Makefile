@@ -22,7 +22,7 @@ UNIT_JOBS ?= 2
 SITE_HTML := _build/strict/_build/html
 CHROMIUM ?= chromium
 
-.PHONY: setup lab book test test-fast test-unit test-notebooks test-colab test-standalone test-book test-site \
+.PHONY: setup lab book test test-fast test-unit-then-colab test-notebooks-then-site test-unit test-notebooks test-colab test-standalone test-book test-site \
 	site-deps web-assets linkcheck clean
 
 setup: $(INSTALLED)
@@ -47,13 +47,20 @@ book: $(INSTALLED) web-assets
 	$(BIN)/jupyter-book build --all .
 	@echo "Website: _build/html/index.html"
 
-# The unit tests and the notebooks run side by side (make -j2: the unit tests are mostly
-# single-threaded, while a notebook waits on kernels and subprocesses); then the Colab check,
-# the website from the same execution, and the browser test. Any failure stops make test.
+# Two lines of work side by side (make -j2), each printed when it ends: the unit tests, then the
+# Colab check; and the notebooks, then the strict website from their execution and the browser
+# test. Chromium and npm are installed first when missing. Any failure fails make test.
 test:
 	$(MAKE) --no-print-directory $(INSTALLED)
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-notebooks
-	$(MAKE) --no-print-directory test-colab test-site
+	$(MAKE) --no-print-directory -j2 --output-sync=target site-deps test-unit-then-colab test-notebooks-then-site
+
+test-unit-then-colab:
+	$(MAKE) --no-print-directory test-unit
+	$(MAKE) --no-print-directory test-colab
+
+test-notebooks-then-site:
+	$(MAKE) --no-print-directory test-notebooks
+	$(MAKE) --no-print-directory test-site
 
 test-fast:
 	$(MAKE) --no-print-directory $(INSTALLED)

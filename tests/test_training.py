@@ -1,6 +1,9 @@
 """training and the LoRA layer of models: the tiny fine-tune really trains, LoRA merges to
 W + scale·B·A, frozen weights get no gradients, and the FLOP count matches its formula."""
 
+import copy
+import functools
+
 import pytest
 import torch
 from torch import nn
@@ -30,10 +33,16 @@ def test_corpus_is_reproducible_ascii_of_the_asked_length():
 
 # --- the fine-tune ----------------------------------------------------------------------------
 
-def pretrained_model(config=SMALL):
-    """A base model trained briefly on general text, as LoRA fine-tunes a pretrained model."""
+@functools.cache
+def _pretrained_base(config):
     return training.fine_tune(fresh_model(config), training.corpus("general", 16_384), method="full",
                               steps=40, batch=8, lr=3e-3).model
+
+
+def pretrained_model(config=SMALL):
+    """A base model trained briefly on general text, as LoRA fine-tunes a pretrained model (trained
+    once per test session; each caller gets its own copy)."""
+    return copy.deepcopy(_pretrained_base(config))
 
 
 # Full fine-tuning from scratch learns the byte statistics fast; LoRA's few adapter weights move

@@ -72,9 +72,9 @@ def test_test_input_mode_exits_0_on_success_and_1_on_bad_input():
 
 
 @pytest.mark.slow
-def test_local_api_answers_100_requests_at_concurrency_10_and_leaves_no_process(handler_module):
+def test_local_api_answers_30_requests_at_concurrency_10_and_leaves_no_process(handler_module):
     pytest.importorskip("runpod")
-    jobs = [{"prompt": f"request {i}", "max_new_tokens": 3} for i in range(100)]
+    jobs = [{"prompt": f"request {i}", "max_new_tokens": 3} for i in range(30)]
     expected = [handler_module.handler({"input": job})["completion"] for job in jobs]
     with local_worker.serve(HANDLER_PATH) as worker:
         assert 0 < worker.cold_start_s < 60
@@ -84,7 +84,7 @@ def test_local_api_answers_100_requests_at_concurrency_10_and_leaves_no_process(
         failed = worker.runsync({"prompt": ""})
         job_id = worker.run(jobs[0])
         queued = worker.status(job_id)
-    assert [a["status"] for a in answers] == ["COMPLETED"] * 100
+    assert [a["status"] for a in answers] == ["COMPLETED"] * len(jobs)
     assert [a["output"]["completion"] for a in answers] == expected
     assert failed["status"] == "FAILED" and "prompt" in failed["error"]
     assert queued["status"] == "COMPLETED" and queued["output"]["completion"] == expected[0]
