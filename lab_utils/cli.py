@@ -25,7 +25,7 @@ import lab_utils
 DISTRIBUTION = "cpu-vs-gpu-course"  # pip's name for the course (PyPI's "lab-utils" is another project)
 JSON_FORMAT = "lab-utils-bench"
 JSON_VERSION = 1
-MIN_RAM_BYTES = 4 * 2**30
+MIN_RAM_BYTES = 4e9
 """Below this the larger notebook experiments may not fit (Colab's CPU runtime has ~12.7 GB)."""
 MIN_FREE_DISK_BYTES = 1.5e9
 """The README's disk need for the course and its environment."""
