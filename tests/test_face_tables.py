@@ -55,6 +55,16 @@ def test_rows_that_do_not_fit_show_no_price_date(seventy_b_full):
     assert any(row["price date"] not in ("-", "") for row in rows if row["fits"] == "yes")
 
 
+def test_an_unfit_row_hides_a_price_date_it_carries(seventy_b_full):
+    """The table, not only the advisor, keeps a price date off a row that does not fit."""
+    import dataclasses
+
+    unfit = next(o for o in seventy_b_full.options if not o.fits)
+    dated = dataclasses.replace(unfit, price_date="2025-08", price_source="a price list")
+    table = dataclasses.replace(seventy_b_full, options=(dated,)).table()
+    assert table_rows(table)[0]["price date"] == "-" and "2025-08" not in table
+
+
 def test_options_that_tie_sort_by_device_count_not_by_text(seventy_b_full):
     """'116 x T4' once came before '12 x H200': rows with no cost and no time go by n, numerically."""
     rows = [row for row in table_rows(seventy_b_full.table()) if row["$ per job"] == "-"]
