@@ -23,7 +23,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from lab_utils import catalogs, checks, hardware, prices
+from lab_utils import catalogs, checks, hardware, prices, units
 
 __all__ = ["FINE_TUNE_METHODS", "METHODS", "Assumption", "DevicePrice", "catalog", "compute_dtype", "device_price",
            "get",
@@ -57,6 +57,10 @@ class Assumption:
         """'name = value: why', with ``taken`` as the value where a rule chose it (a dtype, an offer)."""
         shown = self.value if taken is None else taken
         shown = ", ".join(map(str, shown)) if isinstance(shown, list) else shown
+        if self.name.endswith("_bytes") and isinstance(shown, (int, float)):
+            shown = units.format_bytes(shown)
+        elif self.name.endswith("_bytes_per_s") and isinstance(shown, (int, float)):
+            shown = units.format_rate(shown, "B/s")
         return f"{self.name} = {shown}: {self.why}"
 
 

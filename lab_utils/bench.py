@@ -106,7 +106,7 @@ class BenchRow:
 
 
 def _size_label(kind: str, size: int, dtype: str) -> str:
-    """'n=1024' for a product, the bytes of one array (e.g. '256.0 MiB') for a copy or triad."""
+    """'n=1024' for a product, the bytes of one array (e.g. '268.4 MB') for a copy or triad."""
     return f"n={size}" if kind == "matmul" else format_bytes(size * _torch_dtype(dtype).itemsize)
 
 
@@ -571,7 +571,7 @@ def _run_case(case, device, min_run_time, seconds_per_work, remaining_s):
 def _probe(kind, size, dtype, device) -> tuple[float, float]:
     """(seconds per unit of work, seconds spent) from small cases of one kind and dtype.
 
-    A copy is probed once at a few MiB. Products are probed at n = 64, 128, ... below ``size``
+    A copy is probed once at a few MB. Products are probed at n = 64, 128, ... below ``size``
     until doubling n makes a call at least 4x longer (8x the FLOPs): the time is then the
     work's, not fixed costs' (threads, launches, a busy machine). Small products run slower per
     FLOP, so the estimate errs long.

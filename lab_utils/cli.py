@@ -25,7 +25,7 @@ import lab_utils
 DISTRIBUTION = "cpu-vs-gpu-course"  # pip's name for the course (PyPI's "lab-utils" is another project)
 JSON_FORMAT = "lab-utils-bench"
 JSON_VERSION = 1
-MIN_RAM_BYTES = 4 * 2**30
+MIN_RAM_BYTES = 4e9
 """Below this the larger notebook experiments may not fit (Colab's CPU runtime has ~12.7 GB)."""
 MIN_FREE_DISK_BYTES = 1.5e9
 """The README's disk need for the course and its environment."""
@@ -204,6 +204,8 @@ def _progress_bar(stream=None):
     """A function for ``bench.sweep(progress=...)`` drawing one updating bar (tqdm) on stderr."""
     from tqdm import tqdm
 
+    from lab_utils.units import format_bytes
+
     bar = None
 
     def draw(progress) -> None:
@@ -211,7 +213,7 @@ def _progress_bar(stream=None):
         if bar is None:
             bar = tqdm(total=progress.total, file=stream or sys.stderr, unit="case", leave=True,
                        bar_format="{l_bar}{bar}| {n}/{total} cases, {elapsed} {postfix}")
-        size = f"{progress.size * 4 / 2**20:g} MiB" if progress.kind != "matmul" else f"n={progress.size}"
+        size = format_bytes(progress.size * 4) if progress.kind != "matmul" else f"n={progress.size}"
         bar.set_postfix_str(f"{progress.kind} {size} {progress.dtype}", refresh=False)
         bar.update(progress.done - bar.n)
         if progress.done == progress.total:
@@ -412,15 +414,15 @@ def _add_compare(commands) -> None:
 
 def _hardware(args: argparse.Namespace) -> int:
     from lab_utils import hardware
-    from lab_utils.units import format_bytes, format_rate
+    from lab_utils.units import GB_DEFINITION, format_bytes, format_rate
 
     if args.name is None:
-        rows = [(spec.name, spec.kind, format_bytes(spec.memory_bytes, binary=False) if spec.memory_bytes else "-",
+        rows = [(spec.name, spec.kind, format_bytes(spec.memory_bytes) if spec.memory_bytes else "-",
                  format_rate(spec.bandwidth_bytes_per_s, "B/s") if spec.bandwidth_bytes_per_s else "-",
                  spec.source_date) for spec in hardware.catalog(args.kind)]
         print(_table(rows, ("name", "kind", "memory", "bandwidth", "source date"),
                      ("left", "left", "right", "right", "left")))
-        print("vendor specifications (memory in GB = 1e9 bytes); `lab-utils hardware NAME` shows one device "
+        print(f"vendor specifications (memory in {GB_DEFINITION}); `lab-utils hardware NAME` shows one device "
               "with its source")
         return 0
     spec = hardware.get(args.name)
@@ -429,14 +431,17 @@ def _hardware(args: argparse.Namespace) -> int:
         value = getattr(spec, field.name)
         if field.name == "peak_flops":
             value = ", ".join(f"{k} {format_rate(v, 'FLOP/s')}" for k, v in value.items()) or None
+        elif field.name == "l2_bytes" and value:  # whitepapers give caches in binary units
+            value = f"{format_bytes(value)} ({format_bytes(value, binary=True)}, the whitepaper's \"MB\")"
         elif field.name.endswith("_bytes") and value:
-            value = format_bytes(value, binary=False)
+            value = format_bytes(value)
         elif field.name == "bandwidth_bytes_per_s" and value:
             value = format_rate(value, "B/s")
         elif field.name == "aliases":
             value = ", ".join(value) or None
         rows.append((field.name, "-" if value is None else value))
     print(_table(rows))
+    print(f"memory in {GB_DEFINITION}")
     return 0
 
 
@@ -517,7 +522,7 @@ def _table(rows, headers=(), colalign=None) -> str:
 
 def _memory(args: argparse.Namespace) -> int:
     from lab_utils import assumptions, hardware, memory
-    from lab_utils.units import format_bytes
+    from lab_utils.units import bytes_label, format_bytes
 
     precision = args.precision or assumptions.precision_for(args.method)
     if precision not in memory.precisions_for(args.method):
@@ -550,11 +555,9 @@ def _memory(args: argparse.Namespace) -> int:
         print(json.dumps({"parts_bytes": dict(parts), "total_bytes": total, "assumptions": dict(taken),
                           "gpus_needed": {spec.name: n for spec, n in gpus}}, indent=2, default=str))
         return 0
-    print(_table([*((label, format_bytes(value, binary=False)) for label, value in parts),
-                  ("total", format_bytes(total, binary=False))],
-                 ("part", "memory (GB = 1e9 bytes)"), ("left", "right")))
-    rows = [(spec.name, format_bytes(spec.memory_bytes, binary=False),
-             format_bytes(memory.usable_bytes(spec), binary=False),
+    print(_table([*((label, format_bytes(value)) for label, value in parts), ("total", format_bytes(total))],
+                 ("part", bytes_label("memory")), ("left", "right")))
+    rows = [(spec.name, format_bytes(spec.memory_bytes), format_bytes(memory.usable_bytes(spec)),
              "fits on one" if n == 1 else f"needs at least {n} (split evenly)") for spec, n in gpus]
     print("\nCatalog GPUs (usable: the vendor's memory less the CUDA context reserve, cuda_context_bytes):")
     print(_table(rows, ("GPU", "vendor memory", "usable", "verdict"), ("left", "right", "right", "left")))
@@ -565,7 +568,7 @@ def _memory(args: argparse.Namespace) -> int:
 def _memory_longest(args: argparse.Namespace, job: dict, taken: dict) -> int:
     """``lab-utils memory --max-seq-len``: the longest sequence of the job that fits ``--gpu``."""
     from lab_utils import memory
-    from lab_utils.units import format_bytes
+    from lab_utils.units import bytes_label, format_bytes
 
     if args.model is None or args.gpu is None:
         raise UsageError("argument --max-seq-len: needs --model and --gpu")
@@ -587,9 +590,8 @@ def _memory_longest(args: argparse.Namespace, job: dict, taken: dict) -> int:
     print(f"{estimate.model}, {estimate.method} in {estimate.precision}, batch {estimate.batch}, "
           f"on one {fit.gpu} (less a CUDA context): at most {fit.seq_len:,} tokens per sequence "
           f"(limited by {fit.limited_by})")
-    print(_table([*((label, format_bytes(value, binary=False)) for label, value in estimate.parts),
-                  ("total", format_bytes(estimate.total_bytes, binary=False))], ("part", "memory (GB = 1e9 bytes)"),
-                 ("left", "right")))
+    print(_table([*((label, format_bytes(value)) for label, value in estimate.parts),
+                  ("total", format_bytes(estimate.total_bytes))], ("part", bytes_label("memory")), ("left", "right")))
     _print_assumptions(taken, args)
     return 0
 

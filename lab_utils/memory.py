@@ -63,8 +63,8 @@ JOB_METHODS = assumptions.METHODS
 
 CUDA_CONTEXT_BYTES = (assumptions.value("cuda_context_low_bytes"), assumptions.value("cuda_context_bytes"))
 """Memory a GPU process holds beyond its tensors (CUDA context, kernels, allocator slack):
-300 MiB to 2 GiB depending on the GPU and libraries (Hugging Face accelerate's estimate-memory
-documentation). :func:`fits` reserves the upper end by default (the ``cuda_context_bytes``
+0.3 to 2.1 GB (300 MiB to 2 GiB as nvidia-smi counts) depending on the GPU and libraries
+(Hugging Face accelerate's estimate-memory documentation). :func:`fits` reserves the upper end by default (the ``cuda_context_bytes``
 assumption)."""
 
 
@@ -362,7 +362,7 @@ def kv_cache_bytes(*, n_layers, n_kv_heads, head_dim, seq_len, batch=1, bytes_pe
     """Bytes of the key/value cache: 2 (K and V) x layers x KV heads x head_dim x tokens x bytes.
 
     ``seq_len`` tokens for each of ``batch`` sequences. Llama-3.1-8B in bf16 (32 layers,
-    8 KV heads of 128): 2·32·8·128·2 = 131,072 bytes = 128 KiB per token.
+    8 KV heads of 128): 2·32·8·128·2 = 131,072 bytes = 131 kB per token.
     """
     n_layers, n_kv_heads, head_dim, seq_len, batch = (
         checks.count(name, value) for name, value in

@@ -1,6 +1,11 @@
 """Formatting of SI quantities for people: used only at the edge (tables, labels, the CLI).
 
 Inside the package every quantity is a plain float in SI units (bytes, seconds, FLOP/s).
+
+Memory is shown in decimal units, as GPU datasheets and price lists count it ("H100 80 GB"):
+1 GB = 10^9 bytes (:data:`GB_DEFINITION`). Binary units (GiB = 2^30 bytes) only where a tool
+the learner runs counts that way (nvidia-smi's MiB, PyTorch's memory summary, Linux's cache
+sizes), with ``binary=True`` and a word saying which tool.
 """
 
 import math
@@ -18,13 +23,43 @@ def _scaled(value: float, base: float, prefixes: tuple) -> tuple:
     return value / base**exponent, prefixes[exponent]
 
 
-def format_bytes(n_bytes: float, binary: bool = True, digits: int = 1) -> str:
-    """'80.0 GiB' (binary, as PyTorch and nvidia-smi count) or '80.0 GB' (decimal, as datasheets)."""
+GB_DEFINITION = "GB = 10^9 bytes, as GPU datasheets count"
+_DECIMAL_BYTES = {"B": 1.0, "kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
+
+
+def format_bytes(n_bytes: float, binary: bool = False, digits: int = 1) -> str:
+    """'80.0 GB' (decimal, as datasheets count: the course's unit) or, with ``binary=True``,
+    '74.5 GiB' (as nvidia-smi and PyTorch's memory summary count).
+
+    >>> format_bytes(80e9), format_bytes(80e9, binary=True), format_bytes(131072)
+    ('80.0 GB', '74.5 GiB', '131.1 kB')
+    """
     if binary:
         mantissa, prefix = _scaled(n_bytes, 1024.0, _BINARY_PREFIXES)
     else:
         mantissa, prefix = _scaled(n_bytes, 1000.0, _DECIMAL_PREFIXES)
     return f"{mantissa:.{digits}f} {prefix}B"
+
+
+def _unit_bytes(unit: str) -> float:
+    if unit not in _DECIMAL_BYTES:
+        raise ValueError(f"unit={unit!r} is not a decimal byte unit; use one of {', '.join(_DECIMAL_BYTES)}")
+    return _DECIMAL_BYTES[unit]
+
+
+def bytes_in(n_bytes: float, unit: str = "GB") -> float:
+    """``n_bytes`` in a decimal ``unit`` ("B", "kB", "MB", "GB", "TB"): a plot's axis values.
+
+    >>> bytes_in(80e9), bytes_in(32 * 2**20, "MB")
+    (80.0, 33.554432)
+    """
+    return n_bytes / _unit_bytes(unit)
+
+
+def bytes_label(quantity: str, unit: str = "GB") -> str:
+    """An axis or column label with the unit defined: bytes_label("memory") -> 'memory (GB = 10^9 bytes)'."""
+    exponent = round(math.log10(_unit_bytes(unit)))
+    return f"{quantity} ({unit})" if exponent == 0 else f"{quantity} ({unit} = 10^{exponent} bytes)"
 
 
 def format_rate(per_s: float, unit: str, digits: int = 1) -> str:

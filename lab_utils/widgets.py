@@ -11,11 +11,10 @@ from __future__ import annotations
 from itertools import accumulate
 
 from lab_utils import advisor, assumptions, economics, hardware, llms, memory, plots, prices
-from lab_utils.units import format_bytes, format_rate
+from lab_utils.units import bytes_in, bytes_label, format_bytes, format_rate
 
 _BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 _SEQ_LENS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
-_GB = 1e9  # decimal, as GPU datasheets count
 _PART_COLOURS = ("blue", "orange", "purple", "vermillion", "sky", "yellow")  # green means "fits"
 
 
@@ -62,32 +61,32 @@ def _memory_figure(model, method, precision, batch, seq_len, recompute):
     recomputed = "" if method == "inference" else f", {recompute} recompute"
     fig, ax = plots.figure(
         f"{estimate.model}, {method} in {precision}, batch {batch} x {seq_len} tokens{recomputed}: "
-        f"{format_bytes(estimate.total_bytes, binary=False)}{lower_bound}",
-        "memory (GB = 1e9 bytes)", "this job, then each GPU (vendor spec memory)",
+        f"{format_bytes(estimate.total_bytes)}{lower_bound}",
+        bytes_label("memory"), "this job, then each GPU (vendor spec memory)",
         figsize=(9.0, 5.4),
     )
     labels, values = zip(*estimate.parts)
     starts = [0.0, *accumulate(values)][:-1]
     for index, (label, value, start) in enumerate(zip(labels, values, starts)):
         colour = plots.PALETTE[_PART_COLOURS[index % len(_PART_COLOURS)]]
-        ax.barh(0, value / _GB, left=start / _GB, color=colour, label=label)
+        ax.barh(0, bytes_in(value), left=bytes_in(start), color=colour, label=label)
     rows = ["this job (estimate)"]
     for row, spec in enumerate(gpus, start=1):
         fits = memory.fits(estimate.total_bytes, spec)
-        ax.barh(row, spec.memory_bytes / _GB, color=plots.PALETTE["green"] if fits else "white",
+        ax.barh(row, bytes_in(spec.memory_bytes), color=plots.PALETTE["green"] if fits else "white",
                 edgecolor=plots.PALETTE["green"] if fits else plots.PALETTE["vermillion"],
                 hatch=None if fits else "//")
         verdict = "fits" if fits else f"no: {memory.gpus_needed(estimate.total_bytes, spec)}+ GPUs"
-        ax.annotate(verdict, (spec.memory_bytes / _GB, row), xytext=(4, 0),
+        ax.annotate(verdict, (bytes_in(spec.memory_bytes), row), xytext=(4, 0),
                     textcoords="offset points", va="center", fontsize=9,
                     bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5})
         rows.append(spec.name)
-    ax.axvline(estimate.total_bytes / _GB, color=plots.PALETTE["black"], linestyle="--", linewidth=1)
-    ax.set_xlim(0, max(estimate.total_bytes, gpus[-1].memory_bytes) / _GB * 1.22)
+    ax.axvline(bytes_in(estimate.total_bytes), color=plots.PALETTE["black"], linestyle="--", linewidth=1)
+    ax.set_xlim(0, bytes_in(max(estimate.total_bytes, gpus[-1].memory_bytes)) * 1.22)
     ax.set_yticks(range(len(rows)), rows)
     ax.invert_yaxis()
     ax.legend(title="parts of the job", loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9)
-    note = (f"fits: estimate <= nominal memory - {format_bytes(reserve, binary=False)} for the CUDA context. "
+    note = (f"fits: estimate <= nominal memory - {format_bytes(reserve)} for the CUDA context. "
             f"'N+ GPUs': the fewest if the job split evenly.")
     if estimate.left_out:
         note += f" Not counted (no data): {', '.join(estimate.left_out)}."

@@ -31,7 +31,7 @@ def test_cli_help_does_not_import_torch():
 
 
 def test_submodules_load_on_attribute_access():
-    assert lab_utils.units.format_bytes(1024) == "1.0 KiB"
+    assert lab_utils.units.format_bytes(1024) == "1.0 kB"
 
 
 def test_unknown_attribute_is_an_attribute_error():

@@ -60,7 +60,7 @@ def test_report_reads_the_gpu_when_torch_sees_one(monkeypatch):
     assert report.device_name == "NVIDIA H200"
     assert report.gpu_memory_bytes == 150_000_000_000
     assert report.gpu_compute_capability == "9.0"
-    assert "NVIDIA H200 x 1, 139.7 GiB, compute capability 9.0" in str(report)
+    assert "NVIDIA H200 x 1, 150.0 GB, compute capability 9.0" in str(report)
 
 
 @pytest.mark.parametrize(
@@ -100,7 +100,7 @@ def test_report_reads_an_apple_gpu_through_torch_mps(monkeypatch):
     report = machine.describe()
     assert report.mps_available and not report.cuda_available
     assert report.gpu_memory_bytes == 48 * 2**30 and report.device_name == "Apple M1 Max"
-    assert "Apple M1 Max GPU via MPS, up to 48.0 GiB of unified memory" in str(report)
+    assert "Apple M1 Max GPU via MPS, up to 51.5 GB of unified memory" in str(report)
 
 
 def test_synchronize_waits_on_mps(monkeypatch):

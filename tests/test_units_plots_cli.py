@@ -9,8 +9,11 @@ from lab_utils import cli, plots, units
 @pytest.mark.parametrize(
     "call, expected",
     [
-        (lambda: units.format_bytes(80e9, binary=False), "80.0 GB"),
-        (lambda: units.format_bytes(2**30), "1.0 GiB"),
+        (lambda: units.format_bytes(80e9), "80.0 GB"),
+        (lambda: units.format_bytes(2**30), "1.1 GB"),
+        (lambda: units.format_bytes(2**30, binary=True), "1.0 GiB"),
+        (lambda: units.bytes_in(14.5e9), 14.5),
+        (lambda: units.bytes_label("memory", "MB"), "memory (MB = 10^6 bytes)"),
         (lambda: units.format_bytes(512), "512.0 B"),
         (lambda: units.format_bytes(0), "0.0 B"),
         (lambda: units.format_rate(9.89e14, "FLOP/s"), "989.0 TFLOP/s"),

@@ -139,7 +139,8 @@ def test_each_answer_is_what_the_cli_prints(opened, values):
         if section["name"] == "memory" and cli.returncode == 0:  # the chosen GPU's row of the CLI's table
             gpu = section["gpu"]
             row = next(line for line in cli.stdout.splitlines() if line.startswith(gpu + "  "))
-            assert section["headline"] == f"{gpu}: " + ", ".join(re.split(r"\s{2,}", row[len(gpu):].strip()))
+            vendor, usable, verdict = re.split(r"\s{2,}", row[len(gpu):].strip())
+            assert section["headline"] == f"{gpu}: {verdict}; usable {usable} of the vendor's {vendor}"
         if section["name"] == "pick" and cli.returncode == 0:
             expected = json.loads(lab_utils_cli([*argv, "--json"]).stdout)
             assert json.loads(section["json"]) == expected

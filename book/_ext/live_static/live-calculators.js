@@ -82,10 +82,14 @@ def _run_lab_utils(argv_json):
       headline.textContent = "";
       delete section.dataset.json;
       if (name === "memory" && result.status === 0) {
-        // the chosen GPU's row of the command's own table: "T4   14.9 GiB  needs at least 2 ..."
+        // the chosen GPU's row of the command's own table: "T4   16.0 GB   13.9 GB  needs at least 2 ..."
+        // (vendor memory, usable memory less the CUDA context reserve, verdict)
         const gpu = value("gpu");
         const row = result.stdout.split("\n").find((line) => line.startsWith(gpu + "  "));
-        if (row) headline.textContent = `${gpu}: ${row.slice(gpu.length).trim().replace(/\s{2,}/g, ", ")}`;
+        if (row) {
+          const [vendor, usable, verdict] = row.slice(gpu.length).trim().split(/\s{2,}/);
+          headline.textContent = `${gpu}: ${verdict}; usable ${usable} of the vendor's ${vendor}`;
+        }
       }
       if (name === "pick" && result.status === 0) {
         const json = python([...argv, "--json"]);
