@@ -63,16 +63,17 @@ def decode_tokens_per_s(*, model, device, context_len, **options):
     return 1.0 / serving.decode_step_s(model, device=device, context_len=context_len, **options)
 
 
-def server_output_tokens_per_s(*, model, device, prompt_len, output_len, n_devices=1, **options):
+def server_output_tokens_per_s(*, model, device, prompt_len, output_len, n_devices=1, engine="bound", **options):
     """Generated tokens/s of a server kept full (continuous batching at the largest batch whose
     KV caches fit, :func:`serving.max_batch`), on ``n_devices`` of ``device`` as one replica;
+    ``engine`` (default "bound": the roofline itself) turns it into an engine's estimate;
     ``options`` (weight_bytes_per_param, kv_bytes_per_value, ...) go to both as they are."""
     spec = serving.replica(device, n_devices)
     batch = serving.max_batch(model, device=spec, context_len=prompt_len + output_len, **options)
     if batch < 1:
         raise ValueError(f"model={llms.as_config(model).name!r} does not fit {spec.name}")
     return serving.estimate(model, device=spec, prompt_len=prompt_len, output_len=output_len, batch=batch,
-                            usd_per_hour=0.0, **options).output_tokens_per_s
+                            usd_per_hour=0.0, engine=engine, **options).output_tokens_per_s
 
 
 def request_output_tokens_per_s(*, model, device, prompt_len, output_len, **options):
@@ -124,8 +125,7 @@ def cold_start_s(*, weight_bytes, **options):
 def serving_joules_per_output_token(*, model, device, prompt_len, output_len, batch, **options):
     """Joules per generated token of ``device`` serving ``batch`` requests at once:
     :func:`serving.estimate`'s ``joules_per_output_token`` (the device's power from its TDP, the
-    ``decode_efficiency`` assumption applied to the bound); ``options`` go to it as they are."""
-    options["efficiency"] = assumptions.resolve(decode_efficiency=options.get("efficiency"))[0]["decode_efficiency"]
+    device's default engine applied to the bound); ``options`` go to it as they are."""
     return serving.estimate(model, device=device, prompt_len=prompt_len, output_len=output_len, batch=batch,
                             usd_per_hour=0.0, **options).joules_per_output_token
 

@@ -89,7 +89,7 @@ def test_qlora_memory_is_the_same_everywhere():  # 5. an 8B QLoRA fine-tune's me
 
 def test_a_7b_model_served_in_int4_on_a_t4_is_the_same_everywhere():  # 6. 7B in int4 on a T4
     shape = dict(device="T4", prompt_len=assumptions.value("input_tokens"),
-                 output_len=assumptions.value("output_tokens"), efficiency=assumptions.value("decode_efficiency"))
+                 output_len=assumptions.value("output_tokens"))  # the T4's default engine, vLLM, on every face
     estimate = serving.estimate("Mistral-7B-v0.1", batch=assumptions.value("serve_batch"), precision="int4", **shape)
     face = lab_utils_json("cost", "serve", "--model", "mistral-7b-v0.1", "--gpu", "T4", "--precision", "int4",
                           "--requests-per-day", "1000")
