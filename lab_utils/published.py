@@ -26,12 +26,12 @@ import functools
 import math
 from dataclasses import dataclass
 
-from lab_utils import (assumptions, catalogs, checks, economics, hardware, llms, lookup, memory, prices, serverless,
-                       serving)
+from lab_utils import (advisor, assumptions, catalogs, checks, economics, hardware, llms, lookup, memory, prices,
+                       serverless, serving)
 
 __all__ = ["COURSE_KINDS", "QUESTIONS", "Comparison", "Measurement", "bands", "cold_start_s", "compare",
            "decode_tokens_per_s", "get", "longest_sequence_tokens", "matmul_flops", "measurements",
-           "prefill_tokens_per_s", "request_output_tokens_per_s", "request_prompt_tokens_per_s", "restored_start_s", "samples_per_s",
+           "prefill_tokens_per_s", "recommender_training_s", "request_output_tokens_per_s", "request_prompt_tokens_per_s", "restored_start_s", "samples_per_s",
            "server_output_tokens_per_s", "serving_joules_per_output_token", "table", "training_tokens_per_s"]
 
 _DATA_FILE = "published.toml"
@@ -102,6 +102,18 @@ def training_tokens_per_s(*, model, device, method="full", dtype="bf16", mfu=Non
     return tokens / (hours * prices.SECONDS_PER_HOUR)
 
 
+def recommender_training_s(*, device, dense_params, n_examples, embedding_params, lookups_per_example, embedding_dim,
+                           n_sockets=1, **options):
+    """Seconds to train a recommender on ``n_sockets`` of the CPU ``device``: the advisor's lower
+    bound for one (:func:`advisor.train`: the dense part's FLOPs at ``cpu_mfu`` of the peak, the
+    embedding rows' gathers at ``gather_efficiency`` of the bandwidth) over ``n_sockets`` (ideal
+    scaling: the advisor has no two-socket option); ``options`` go to it as they are."""
+    name = hardware.as_spec(device).name
+    advice = advisor.train(dense_params, n_examples, embedding_params=embedding_params,
+                           lookups_per_example=lookups_per_example, embedding_dim=embedding_dim, **options)
+    return advice.option(name).hours * prices.SECONDS_PER_HOUR / checks.count("n_sockets", n_sockets)
+
+
 def longest_sequence_tokens(*, model, device, method, batch=1, **options):
     """The longest sequence (tokens) whose training job fits ``device``:
     :func:`memory.longest_seq_len` (0 when none fits); ``options`` (lora_rank, lora_targets,
@@ -145,6 +157,7 @@ QUESTIONS = {
     "request_output_tokens_per_s": (request_output_tokens_per_s, "tokens/s", "more"),
     "request_prompt_tokens_per_s": (request_prompt_tokens_per_s, "tokens/s", "more"),
     "training_tokens_per_s": (training_tokens_per_s, "tokens/s", "more"),
+    "recommender_training_s": (recommender_training_s, "s", "less"),
     "longest_sequence_tokens": (longest_sequence_tokens, "tokens", "more"),
     "cold_start_s": (cold_start_s, "s", "less"),
     "restored_start_s": (restored_start_s, "s", "less"),
