@@ -143,7 +143,7 @@ def default_for(device) -> str:
     return rule["apple" if spec.name.startswith("Apple") else spec.kind]
 
 
-def get(name, *, device=None) -> Profile:
+def get(name=None, *, device=None) -> Profile:
     """One profile by name or alias, forgiving case and separators; None: the default engine of
     ``device`` (:func:`default_for`). ValueError naming the allowed engines when ``name`` is not one."""
     if name is None:
