@@ -27,7 +27,8 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from lab_utils import assumptions, checks, economics, energy, hardware, llms, memory, prices, serverless, serving
+from lab_utils import (assumptions, checks, economics, energy, engines, hardware, llms, memory, prices, serverless,
+                       serving)
 from lab_utils.units import format_seconds
 
 __all__ = ["BOUNDS", "Advice", "Option", "fine_tune", "serve", "train"]
@@ -48,7 +49,9 @@ class Option:
     ``hours``: wall-clock hours of the job (training; None for serving); ``device_hours``:
     device-hours billed (per job, or per month for serving; None per token).
     ``latency_s``: seconds per request (serving: p95 for serverless, the estimate for a busy
-    server); None for training. ``precision``: what a serving option runs the weights in.
+    server); None for training. ``precision``: what a serving option runs the weights in;
+    ``engine``: the serving engine whose profile times it (``lab_utils.engines``) and
+    ``engine_notes`` the parts it leaves at the bound for want of a published figure.
     ``why``: None when the option works, else the reason it cannot. ``kind`` "hosted": the
     same open model sold per token; "api": a closed model (a different product).
     """
@@ -70,6 +73,8 @@ class Option:
     emissions_kg: float | None = None  # CO2e of energy_kwh at the assumed grid intensity
     device_hours: float | None = None
     precision: str | None = None
+    engine: str | None = None
+    engine_notes: tuple[str, ...] = ()
 
     @property
     def works(self) -> bool:
@@ -128,7 +133,7 @@ class Advice:
         words = {"hosted": "the same open model bought per token", "cpu": "a CPU",
                  "gpu": "a GPU" if best.n_devices == 1 else "GPUs", "serverless": "serverless GPUs"}[best.kind]
         said = (f"{self.job}: the answer is {words} — {best.name}"
-                + (f" ({best.precision})" if best.precision else "")
+                + (f" ({', '.join(filter(None, (best.precision, best.engine)))})" if best.precision else "")
                 + f", ${best.cost_usd:,.2f} per {self.period} (price {best.price_date}, {best.price_source}).")
         if self.period != "month":
             return said
@@ -158,20 +163,22 @@ class Advice:
             else:
                 time = "-" if o.hours is None else format_seconds(o.hours * prices.SECONDS_PER_HOUR)
             cost = "-" if not o.fits else "no price" if o.cost_usd is None else f"{o.cost_usd:,.2f}"
-            extra = [o.precision or "-"] if serving_job else []
+            extra = [o.precision or "-", o.engine or "-"] if serving_job else []
             rows.append((rank, o.name, o.n_devices, "yes" if o.fits else "no", time, cost, *extra,
                          _number(o.energy_kwh), _number(o.emissions_kg), o.bound,
                          o.price_date if o.fits else "-", o.why or ""))
-        extra_headers = ("precision",) if serving_job else ()
+        extra_headers = ("precision", "engine") if serving_job else ()
         headers = ("#", "option", "n", "fits", "time", f"$ per {self.period}", *extra_headers,
                    f"kWh per {self.period}", "kg CO2e", "bound", "price date", "why not")
         note = "time: request latency" if serving_job else "time: wall clock of the job"
         return (tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True,
                          colalign=("right", "left", "right", "left", "right", "right",
-                                   *(("left",) if serving_job else ()), "right", "right", "left", "left", "left"))
+                                   *(("left", "left") if serving_job else ()), "right", "right", "left", "left",
+                                   "left"))
                 + f"\n({note}; kWh: the devices at their TDP, no building overhead (PUE)"
                   + ("; per-token prices publish none" if serving_job else "")
-                  + "; estimates from vendor specs and list prices)")
+                  + "; estimates from vendor specs and list prices)"
+                + "".join(f"\n({note})" for note in dict.fromkeys(n for o in self.options for n in o.engine_notes)))
 
     def to_dict(self) -> dict:
         """Plain data for JSON."""
@@ -468,7 +475,7 @@ def serve(model, requests_per_day, *, input_tokens: int | None = None, output_to
           utilisation: float | None = None, efficiency: float | None = None, max_devices: int | None = None,
           cpu_offer: str | None = None, cold_start_s: float | None = None, idle_timeout_s: float | None = None,
           max_workers: int | None = None, max_simulated_requests: int = 5000, seed: int = 0,
-          include_cpus: bool = True) -> Advice:
+          include_cpus: bool = True, engine: str | None = None) -> Advice:
     """Rank the ways to serve ``model`` (an ``llms`` name) for ``requests_per_day`` requests of
     ``input_tokens`` in and ``output_tokens`` out, each within ``latency_target_s``; cost per month.
 
@@ -481,9 +488,15 @@ def serve(model, requests_per_day, *, input_tokens: int | None = None, output_to
     assumption: bf16, fp8, int8, int4) that fits; the cheapest working one is kept, best
     quality first on a tie, and ``Option.precision`` says which.
 
-    Every argument left None is an assumption from ``lab_utils.assumptions`` (not a
-    measurement): utilisation ``serve_utilisation``, efficiency ``decode_efficiency``, the cold
-    start's parts ``cold_start.*``, and the others under their own names. ValueError when the
+    Each device is timed through a serving engine's profile (``lab_utils.engines``): ``engine``
+    names one for every device, else each device gets the one practitioners run on it (the
+    ``engine`` assumption: vLLM on GPUs, llama.cpp on Apple silicon, the bound on CPUs);
+    ``Option.engine`` says which and ``Option.engine_notes`` what it leaves at the bound.
+    ``efficiency`` is an extra factor on the engine's times (default 1: the profile alone).
+
+    Every other argument left None is an assumption from ``lab_utils.assumptions`` (not a
+    measurement): utilisation ``serve_utilisation``, the cold start's parts ``cold_start.*``,
+    and the others under their own names. ValueError when the
     catalog cannot size the model's KV cache (``serving.sizable``).
     """
     if not isinstance(model, (str, llms.LLMConfig)):
@@ -495,7 +508,7 @@ def serve(model, requests_per_day, *, input_tokens: int | None = None, output_to
     precisions = [precision] if precision is not None else None
     values, taken = assumptions.resolve(
         input_tokens=input_tokens, output_tokens=output_tokens, latency_target_s=latency_target_s,
-        serve_precisions=precisions, serve_utilisation=utilisation, decode_efficiency=efficiency,
+        serve_precisions=precisions, serve_utilisation=utilisation, engine=engine,
         max_devices=max_devices, cpu_offer=cpu_offer, idle_timeout_s=idle_timeout_s, max_workers=max_workers,
         price_bound_load_share=None, cold_start_bound_ratio=None)
     job = _ServeJob(
@@ -506,7 +519,8 @@ def serve(model, requests_per_day, *, input_tokens: int | None = None, output_to
         precisions=tuple(checks.choice("precision", p, serving.PRECISIONS) for p in values["serve_precisions"]),
         batch=None if batch is None else checks.count("batch", batch),
         utilisation=checks.number("utilisation", values["serve_utilisation"], maximum=1.0),
-        efficiency=checks.number("efficiency", values["decode_efficiency"], maximum=1.0),
+        efficiency=1.0 if efficiency is None else checks.number("efficiency", efficiency, maximum=1.0),
+        engine=None if engine is None else engines.get(engine).name,
         max_devices=checks.count("max_devices", values["max_devices"]),
         price_bound_load_share=values["price_bound_load_share"],
         cold_start_bound_ratio=values["cold_start_bound_ratio"])
@@ -540,6 +554,7 @@ class _ServeJob:
     batch: int | None
     utilisation: float
     efficiency: float
+    engine: str | None
     max_devices: int
     price_bound_load_share: float
     cold_start_bound_ratio: float
@@ -559,7 +574,7 @@ class _ServeJob:
     def shape(self, precision: str) -> dict:
         """The keywords ``serving.estimate`` and friends take for this job in ``precision``."""
         return dict(prompt_len=max(1, self.input_tokens), output_len=self.output_tokens, precision=precision,
-                    efficiency=self.efficiency)
+                    efficiency=self.efficiency, engine=self.engine)
 
     def replica_bytes(self, precision: str) -> float:
         """Bytes of the weights in ``precision`` and one request's KV cache (``memory.job_estimate``)."""
@@ -642,7 +657,8 @@ def _always_on_at(job: _ServeJob, spec, price, precision: str) -> Option:
                   n_devices=n, hours=None, device_hours=hours,
                   cost_usd=None if price.usd_per_hour is None else hours * price.usd_per_hour, bound=bound, why=why,
                   latency_s=served.latency_s, memory_bytes=job.batch_bytes(precision, served.batch),
-                  precision=precision, **_energy_fields(hours, spec), **_price_fields(price))
+                  precision=precision, engine=served.engine, engine_notes=served.engine_notes,
+                  **_energy_fields(hours, spec), **_price_fields(price))
 
 
 def _serverless(job: _ServeJob, cold_start_s, taken: dict, *, idle_timeout_s, max_workers, seed,
@@ -705,7 +721,7 @@ def _serverless_at(job: _ServeJob, price, spec, precision, arrivals, window_s, c
     return Option(name=label, kind="serverless", fits=True, n_devices=per_worker, hours=None,
                   device_hours=result.billed_s * scale / prices.SECONDS_PER_HOUR, cost_usd=result.cost_usd * scale,
                   bound=bound, why=why, latency_s=p95, memory_bytes=job.batch_bytes(precision, concurrency),
-                  precision=precision, **_energy_fields(result.billed_s * scale / prices.SECONDS_PER_HOUR * per_worker,
+                  precision=precision, engine=alone.engine, engine_notes=alone.engine_notes, **_energy_fields(result.billed_s * scale / prices.SECONDS_PER_HOUR * per_worker,
                                                         spec),
                   **_price_fields(flex))
 

@@ -494,6 +494,16 @@ def _gpu_name(text: str) -> str:
     return _catalog_name(_gpu_spec, "GPU")(text)
 
 
+def _engine_name(text: str) -> str:
+    from lab_utils import engines
+
+    return _catalog_name(engines.get, "engine")(text)
+
+
+_ENGINE_HELP = ("serving engine whose profile times the bounds: bound, vllm, tensorrt-llm, tensorrt-llm-fp8, "
+                "transformers-gptq, llama.cpp-metal (default: the one practitioners run on the device)")
+
+
 def _print_assumptions(taken, args: argparse.Namespace) -> None:
     """The assumptions an answer took, one short line each, with the option that overrides it
     where the command that answered (its parsed ``args``) has that option."""
@@ -676,12 +686,13 @@ def _cost_serve(args: argparse.Namespace) -> int:
             raise UsageError(f"argument --model: {why}")
         values, taken = assumptions.resolve(
             precision__inference=args.precision, input_tokens=args.input_tokens, output_tokens=args.output_tokens,
-            decode_efficiency=args.efficiency, serve_batch=args.batch, default_gpu=args.gpu)
+            serve_batch=args.batch, default_gpu=args.gpu, engine=args.engine)
         args.gpu = values["default_gpu"]
         precision, batch = values["precision.inference"], values["serve_batch"]
         prompt_len, output_len = max(1, values["input_tokens"]), values["output_tokens"]
         shape = dict(device=hardware.get(args.gpu), prompt_len=prompt_len, output_len=output_len,
-                     precision=precision, efficiency=values["decode_efficiency"], usd_per_hour=price)
+                     precision=precision, efficiency=1.0 if args.efficiency is None else args.efficiency,
+                     usd_per_hour=price, engine=args.engine)
         room = serving.max_batch(args.model, device=shape["device"], context_len=prompt_len + output_len,
                                  precision=precision)
         if room == 0:
@@ -698,13 +709,18 @@ def _cost_serve(args: argparse.Namespace) -> int:
         estimate = serving.estimate(args.model, batch=batch, **shape)
         if estimate.usd_per_hour is None:
             raise UsageError(f"argument --gpu: no price for {args.gpu} in the data; give --price-per-hour")
+        if args.engine is None:
+            taken["engine"] = estimate.engine  # the device's entry of the rule
         if price is None:
             taken["price_rule"] = assumptions.device_price(shape["device"]).offer
         result = {**dataclasses.asdict(estimate), "max_batch": room,
                   "usd_per_million_output_tokens": estimate.usd_per_million_output_tokens}
         lines += [f"{estimate.model} in {estimate.precision} ({estimate.compute_dtype} compute) on one "
                   f"{estimate.device}, batch {estimate.batch} (room for {room}), {prompt_len} tokens in + "
-                  f"{output_len} out per request; serving bounds x efficiency, limited by {estimate.limit}",
+                  f"{output_len} out per request; serving bounds through the engine {estimate.engine}"
+                  + ("" if args.efficiency is None else f" x efficiency {args.efficiency:g}")
+                  + f", limited by {estimate.limit}",
+                  *(f"  ({note})" for note in estimate.engine_notes),
                   _table([("time to first token", f"{estimate.ttft_s * 1e3:,.1f} ms"),
                           ("time per output token", f"{estimate.tpot_s * 1e3:,.2f} ms"),
                           ("request in a full batch", f"{estimate.latency_s:,.2f} s"),
@@ -746,7 +762,8 @@ def _cost_at_load(args: argparse.Namespace):
     if args.model is None:
         raise UsageError("argument --requests-per-day needs --model")
     return advisor.serve(args.model, args.requests_per_day, input_tokens=args.input_tokens,
-                         output_tokens=args.output_tokens, precision=args.precision, efficiency=args.efficiency)
+                         output_tokens=args.output_tokens, precision=args.precision, efficiency=args.efficiency,
+                         engine=args.engine)
 
 
 def _cost_breakeven(args: argparse.Namespace) -> int:
@@ -815,7 +832,8 @@ def _add_cost(commands) -> None:
     serve.add_argument("--input-tokens", type=_non_negative_int, help="prompt tokens (default: the assumption)")
     serve.add_argument("--output-tokens", type=_positive_int, help="answer tokens (default: the assumption)")
     serve.add_argument("--efficiency", type=_fraction,
-                       help="share of the bounds an engine reaches (default: the assumption)")
+                       help="an extra factor on the engine's times (default 1: the engine's profile alone)")
+    serve.add_argument("--engine", type=_engine_name, help=_ENGINE_HELP)
     even = _add_command(costs, "breakeven", _cost_breakeven,
                         help="tokens per month above which self-hosting costs no more than the API",
                         examples="  lab-utils cost breakeven --api-per-million 0.6 --price-per-hour 2.5 "
@@ -843,6 +861,8 @@ def _pick(args: argparse.Namespace) -> int:
         missing.append("--model or --params")
     if missing:
         raise UsageError(f"pick {args.job} needs {', '.join(missing)}")
+    if args.engine is not None and args.job != "serve":
+        raise UsageError(f"argument --engine: pick {args.job} does not use it; it applies to serve")
     if args.job == "train" and bool(args.embedding_params) != bool(args.lookups):
         raise UsageError("arguments --embedding-params and --lookups go together: give both (a sparse model) "
                          "or neither (a dense one)")
@@ -851,14 +871,14 @@ def _pick(args: argparse.Namespace) -> int:
                                    seq_len=args.seq_len, batch=args.batch)
     elif args.job == "serve":
         if args.mfu is not None:
-            raise UsageError("argument --mfu: pick serve does not use it (serving bounds are scaled by the "
-                             "decode_efficiency assumption); it applies to fine-tune and train")
+            raise UsageError("argument --mfu: pick serve does not use it (serving bounds are timed through an "
+                             "engine's profile, --engine); it applies to fine-tune and train")
         why = serving.sizable(args.model)
         if why:
             raise UsageError(f"argument --model: {why}")
         advice = advisor.serve(args.model, args.requests_per_day, input_tokens=args.input_tokens,
                                output_tokens=args.output_tokens, latency_target_s=args.latency_s,
-                               precision=args.precision)
+                               precision=args.precision, engine=args.engine)
     else:
         advice = advisor.train(args.params, args.examples, embedding_params=args.embedding_params,
                                lookups_per_example=args.lookups, mfu=args.mfu)
@@ -902,6 +922,7 @@ def _add_pick(commands) -> None:
     parser.add_argument("--lookups", type=_non_negative_int, default=0,
                         help="train: embedding rows looked up per example")
     parser.add_argument("--mfu", type=_fraction, help="model FLOPs utilisation (default: the assumption)")
+    parser.add_argument("--engine", type=_engine_name, help=f"serve: {_ENGINE_HELP}")
     parser.add_argument("--limit", type=_positive_int, help="print only the first N options")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--rank-by", choices=("cost", "energy"), default="cost",

@@ -210,7 +210,8 @@ def serverless_setup(model, gpu, *, precision=None, batch=1, seq_len=None, outpu
     assumption for inference) on the Runpod serverless class of ``gpu``, ``batch`` requests of
     ``seq_len`` tokens at once (default: the assumption), ``output_share`` of them generated
     (default: the assumption);
-    tokens/s (prompt and output) from ``serving.estimate`` x ``efficiency``."""
+    tokens/s (prompt and output) from ``serving.estimate``'s bounds x ``efficiency`` (engine "bound":
+    the efficiency given here, no engine profile on top)."""
     config = llms.as_config(model)
     spec = hardware.as_spec(gpu)
     precision = assumptions.precision_for("inference") if precision is None else precision
@@ -223,7 +224,7 @@ def serverless_setup(model, gpu, *, precision=None, batch=1, seq_len=None, outpu
     gpus = memory.gpus_needed(needs.total_bytes, spec)
     served = serving.estimate(config, device=serving.replica(spec, gpus), batch=batch, prompt_len=seq_len - output_len,
                               output_len=output_len, weight_bytes_per_param=memory.BYTES_PER_VALUE[precision],
-                              efficiency=efficiency, usd_per_hour=0.0)
+                              efficiency=efficiency, usd_per_hour=0.0, engine="bound")
     return ServingSetup(model=config.name, gpu=spec.name, gpus_per_replica=gpus, tokens_per_s=served.tokens_per_s,
                         usd_per_hour=gpus * price.flex_per_hour,
                         always_on_usd_per_hour=gpus * price.active_per_hour, price=price)

@@ -7,9 +7,11 @@ how its figures were derived) turns bounds into an estimate (:func:`apply`)::
     decode step time = decode bound / decode_efficiency[weight bits] + per_step_s
 
 Efficiencies are at most 1 and overheads at least 0, so an engine is never faster than the
-bound. A weight format or figure that no source gives is left out: asking for it is an error
-(a decode format) or the bound (prefill, overheads), and ``unsourced`` names it. The default
-engine is the ``engine`` assumption. Pure Python: no torch.
+bound. A weight format or figure that no source gives is left out, never guessed: :func:`apply`
+takes the bound for that part and says so in :attr:`EngineTimes.notes` ("decode at the bound:
+no published figure for vllm with 4-bit weights"); ``unsourced`` names such figures. The default
+engine is the one a practitioner runs on the device (:func:`default_for`, the ``engine``
+assumption: vLLM on GPUs, llama.cpp on Apple silicon). Pure Python: no torch.
 
 >>> get("llama.cpp-metal").decode_efficiency
 {4: 0.68, 8: 0.79, 16: 0.86}
@@ -25,9 +27,9 @@ import functools
 import math
 from dataclasses import dataclass
 
-from lab_utils import assumptions, catalogs, checks, lookup
+from lab_utils import assumptions, catalogs, checks, hardware, lookup
 
-__all__ = ["EngineTimes", "Profile", "apply", "catalog", "get", "weight_bits"]
+__all__ = ["EngineTimes", "Profile", "apply", "catalog", "default_for", "get", "weight_bits"]
 
 _DATA_FILE = "engines.toml"
 _ORIGIN = f"lab_utils/data/{_DATA_FILE}"
@@ -80,12 +82,14 @@ class Profile:
 @dataclass(frozen=True)
 class EngineTimes:
     """What an engine takes, in seconds: ``ttft_s`` (one prompt's prefill and the request's fixed
-    cost), ``batch_prefill_s`` (a batch of prompts, with one fixed cost) and ``decode_step_s``."""
+    cost), ``batch_prefill_s`` (a batch of prompts, with one fixed cost) and ``decode_step_s``;
+    ``notes``: the parts taken at the bound because no source gives the engine a figure."""
 
     engine: str
     ttft_s: float
     batch_prefill_s: float
     decode_step_s: float
+    notes: tuple[str, ...] = ()
 
 
 def weight_bits(weight_bytes_per_param) -> float:
@@ -126,10 +130,26 @@ def catalog() -> tuple[Profile, ...]:
     return _load()[0]
 
 
-def get(name=None) -> Profile:
-    """One profile by name or alias, forgiving case and separators; None: the default engine (the
-    ``engine`` assumption). ValueError naming the allowed engines when ``name`` is not one."""
-    name = assumptions.resolve(engine=name)[0]["engine"]
+def default_for(device) -> str:
+    """The engine a practitioner runs on ``device`` (a catalog name or ``hardware.Spec``): the
+    ``engine`` assumption's entry for Apple silicon ("apple", a name starting "Apple"), else for
+    its kind ("gpu", "cpu").
+
+    >>> default_for("H100 SXM"), default_for("Apple M1 Max")
+    ('vllm', 'llama.cpp-metal')
+    """
+    spec = hardware.as_spec(device)
+    rule = assumptions.value("engine")
+    return rule["apple" if spec.name.startswith("Apple") else spec.kind]
+
+
+def get(name=None, *, device=None) -> Profile:
+    """One profile by name or alias, forgiving case and separators; None: the default engine of
+    ``device`` (:func:`default_for`). ValueError naming the allowed engines when ``name`` is not one."""
+    if name is None:
+        if device is None:
+            raise TypeError("engine=None needs a device: the default engine depends on it (default_for)")
+        name = default_for(device)
     if not isinstance(name, str):
         raise TypeError(f"engine must be a str naming an engine, got {type(name).__name__} {name!r}")
     profiles, index = _load()
@@ -140,15 +160,30 @@ def get(name=None) -> Profile:
     return found
 
 
-def apply(engine, *, weight_bytes_per_param, prefill_s, batch_prefill_s, decode_step_s) -> EngineTimes:
-    """The times ``engine`` (a name, a :class:`Profile` or None for the default) takes, given
-    the bounds: one prompt's ``prefill_s``, a batch's ``batch_prefill_s`` and one
-    ``decode_step_s`` for weights of ``weight_bytes_per_param`` bytes. Each time is at least its bound."""
-    profile = engine if isinstance(engine, Profile) else get(engine)
-    decode = profile.decode_efficiency_for(weight_bytes_per_param)
+def apply(engine, *, weight_bytes_per_param, prefill_s, batch_prefill_s, decode_step_s, device=None) -> EngineTimes:
+    """The times ``engine`` (a name, a :class:`Profile`, or None for ``device``'s default) takes,
+    given the bounds: one prompt's ``prefill_s``, a batch's ``batch_prefill_s`` and one
+    ``decode_step_s`` for weights of ``weight_bytes_per_param`` bytes. Each time is at least its
+    bound; a part no source gives the engine a figure for stays at the bound, named in ``notes``.
+
+    >>> times = apply("vllm", weight_bytes_per_param=0.5, prefill_s=0.1, batch_prefill_s=0.1, decode_step_s=0.01)
+    >>> for note in times.notes: print(note)
+    prefill at the bound: no published figure for vllm's prefill
+    decode at the bound: no published figure for vllm with 4-bit weights
+    """
+    profile = engine if isinstance(engine, Profile) else get(engine, device=device)
     prefill_s, batch_prefill_s, decode_step_s = (checks.number(name, value) for name, value in (
         ("prefill_s", prefill_s), ("batch_prefill_s", batch_prefill_s), ("decode_step_s", decode_step_s)))
+    notes = []
+    if "prefill_efficiency" in profile.unsourced:
+        notes.append(f"prefill at the bound: no published figure for {profile.name}'s prefill")
+    try:
+        decode = profile.decode_efficiency_for(weight_bytes_per_param)
+    except ValueError:
+        decode = 1.0
+        notes.append(f"decode at the bound: no published figure for {profile.name} with "
+                     f"{weight_bits(weight_bytes_per_param):g}-bit weights")
     return EngineTimes(engine=profile.name,
                        ttft_s=prefill_s / profile.prefill_efficiency + profile.per_request_s,
                        batch_prefill_s=batch_prefill_s / profile.prefill_efficiency + profile.per_request_s,
-                       decode_step_s=decode_step_s / decode + profile.per_step_s)
+                       decode_step_s=decode_step_s / decode + profile.per_step_s, notes=tuple(notes))

@@ -26,12 +26,12 @@ import functools
 import math
 from dataclasses import dataclass
 
-from lab_utils import (assumptions, catalogs, checks, economics, hardware, llms, lookup, memory, prices, serverless,
-                       serving)
+from lab_utils import (advisor, assumptions, catalogs, checks, economics, hardware, llms, lookup, memory, prices,
+                       serverless, serving)
 
 __all__ = ["COURSE_KINDS", "QUESTIONS", "Comparison", "Measurement", "bands", "cold_start_s", "compare",
            "decode_tokens_per_s", "get", "longest_sequence_tokens", "matmul_flops", "measurements",
-           "prefill_tokens_per_s", "request_output_tokens_per_s", "request_prompt_tokens_per_s", "restored_start_s", "samples_per_s",
+           "prefill_tokens_per_s", "recommender_training_s", "request_output_tokens_per_s", "request_prompt_tokens_per_s", "restored_start_s", "samples_per_s",
            "server_output_tokens_per_s", "serving_joules_per_output_token", "table", "training_tokens_per_s"]
 
 _DATA_FILE = "published.toml"
@@ -63,16 +63,17 @@ def decode_tokens_per_s(*, model, device, context_len, **options):
     return 1.0 / serving.decode_step_s(model, device=device, context_len=context_len, **options)
 
 
-def server_output_tokens_per_s(*, model, device, prompt_len, output_len, n_devices=1, **options):
+def server_output_tokens_per_s(*, model, device, prompt_len, output_len, n_devices=1, engine="bound", **options):
     """Generated tokens/s of a server kept full (continuous batching at the largest batch whose
     KV caches fit, :func:`serving.max_batch`), on ``n_devices`` of ``device`` as one replica;
+    ``engine`` (default "bound": the roofline itself) turns it into an engine's estimate;
     ``options`` (weight_bytes_per_param, kv_bytes_per_value, ...) go to both as they are."""
     spec = serving.replica(device, n_devices)
     batch = serving.max_batch(model, device=spec, context_len=prompt_len + output_len, **options)
     if batch < 1:
         raise ValueError(f"model={llms.as_config(model).name!r} does not fit {spec.name}")
     return serving.estimate(model, device=spec, prompt_len=prompt_len, output_len=output_len, batch=batch,
-                            usd_per_hour=0.0, **options).output_tokens_per_s
+                            usd_per_hour=0.0, engine=engine, **options).output_tokens_per_s
 
 
 def request_output_tokens_per_s(*, model, device, prompt_len, output_len, **options):
@@ -101,6 +102,18 @@ def training_tokens_per_s(*, model, device, method="full", dtype="bf16", mfu=Non
     return tokens / (hours * prices.SECONDS_PER_HOUR)
 
 
+def recommender_training_s(*, device, dense_params, n_examples, embedding_params, lookups_per_example, embedding_dim,
+                           n_sockets=1, **options):
+    """Seconds to train a recommender on ``n_sockets`` of the CPU ``device``: the advisor's lower
+    bound for one (:func:`advisor.train`: the dense part's FLOPs at ``cpu_mfu`` of the peak, the
+    embedding rows' gathers at ``gather_efficiency`` of the bandwidth) over ``n_sockets`` (ideal
+    scaling: the advisor has no two-socket option); ``options`` go to it as they are."""
+    name = hardware.as_spec(device).name
+    advice = advisor.train(dense_params, n_examples, embedding_params=embedding_params,
+                           lookups_per_example=lookups_per_example, embedding_dim=embedding_dim, **options)
+    return advice.option(name).hours * prices.SECONDS_PER_HOUR / checks.count("n_sockets", n_sockets)
+
+
 def longest_sequence_tokens(*, model, device, method, batch=1, **options):
     """The longest sequence (tokens) whose training job fits ``device``:
     :func:`memory.longest_seq_len` (0 when none fits); ``options`` (lora_rank, lora_targets,
@@ -124,8 +137,7 @@ def cold_start_s(*, weight_bytes, **options):
 def serving_joules_per_output_token(*, model, device, prompt_len, output_len, batch, **options):
     """Joules per generated token of ``device`` serving ``batch`` requests at once:
     :func:`serving.estimate`'s ``joules_per_output_token`` (the device's power from its TDP, the
-    ``decode_efficiency`` assumption applied to the bound); ``options`` go to it as they are."""
-    options["efficiency"] = assumptions.resolve(decode_efficiency=options.get("efficiency"))[0]["decode_efficiency"]
+    device's default engine applied to the bound); ``options`` go to it as they are."""
     return serving.estimate(model, device=device, prompt_len=prompt_len, output_len=output_len, batch=batch,
                             usd_per_hour=0.0, **options).joules_per_output_token
 
@@ -145,6 +157,7 @@ QUESTIONS = {
     "request_output_tokens_per_s": (request_output_tokens_per_s, "tokens/s", "more"),
     "request_prompt_tokens_per_s": (request_prompt_tokens_per_s, "tokens/s", "more"),
     "training_tokens_per_s": (training_tokens_per_s, "tokens/s", "more"),
+    "recommender_training_s": (recommender_training_s, "s", "less"),
     "longest_sequence_tokens": (longest_sequence_tokens, "tokens", "more"),
     "cold_start_s": (cold_start_s, "s", "less"),
     "restored_start_s": (restored_start_s, "s", "less"),

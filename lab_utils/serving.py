@@ -208,7 +208,8 @@ class ServingEstimate:
     ``output_tokens_per_s`` the generated ones; ``requests_per_s``; ``limit``: what bounds
     the decode step; ``usd_per_hour`` (None without a price), ``usd_per_million_tokens``
     (prompt and output tokens alike; None without a price) and ``price_source``;
-    ``engine``: the profile applied to the bounds (``lab_utils.engines``; "bound": none);
+    ``engine``: the profile applied to the bounds (``lab_utils.engines``; "bound": none) and
+    ``engine_notes``: the parts it leaves at the bound for want of a published figure;
     ``watts``: the device's power while busy (TDP x ``power_share_of_tdp``; None without a
     TDP), from which ``output_tokens_per_joule`` and ``joules_per_output_token`` (estimates,
     lab_utils.energy); ``precision`` and ``compute_dtype``: how the model was served
@@ -233,6 +234,7 @@ class ServingEstimate:
     watts: float | None = None
     precision: str = "bf16"
     compute_dtype: str = "bf16"
+    engine_notes: tuple[str, ...] = ()
 
     @property
     def output_tokens_per_joule(self) -> float | None:
@@ -272,7 +274,8 @@ def estimate(model, *, device, prompt_len, output_len, batch=1, precision=None, 
     ``output_len`` x :func:`decode_step_s` at the mean context, prompt_len + output_len / 2
     (a lower bound: the step time is convex in the context). ``efficiency`` divides every time
     (1.0: the bound). ``engine``: the profile that turns the bounds into an engine's times
-    (:func:`engines.apply`; default the ``engine`` assumption). ``usd_per_hour``: default the price that stands for the device
+    (:func:`engines.apply`; default the engine a practitioner runs on the device,
+    :func:`engines.default_for`; "bound" for the bounds themselves). ``usd_per_hour``: default the price that stands for the device
     (``assumptions.device_price``). ValueError when the batch's KV caches do not fit
     (:func:`max_batch`)."""
     config, spec = llms.as_config(model), _device(device)
@@ -291,7 +294,7 @@ def estimate(model, *, device, prompt_len, output_len, batch=1, precision=None, 
                          f"(max_batch)")
     context = prompt_len + max(1, output_len // 2)
     times = engines.apply(
-        engine, weight_bytes_per_param=served.weight_bytes_per_param,
+        engine, device=spec, weight_bytes_per_param=served.weight_bytes_per_param,
         prefill_s=prefill_s(config, prompt_len=prompt_len, **shape) / efficiency,
         batch_prefill_s=prefill_s(config, prompt_len=prompt_len, batch=batch, **shape) / efficiency,
         decode_step_s=decode_step_s(config, batch=batch, context_len=context, **shape, **kv) / efficiency)
@@ -306,7 +309,7 @@ def estimate(model, *, device, prompt_len, output_len, batch=1, precision=None, 
         limit=decode_limit(config, batch=batch, context_len=context, **shape, **kv),
         usd_per_hour=usd_per_hour, price_source=source, engine=times.engine,
         watts=energy.device_watts(spec) if spec.tdp_watts else None,
-        precision=served.name, compute_dtype=served.compute_dtype)
+        precision=served.name, compute_dtype=served.compute_dtype, engine_notes=times.notes)
 
 
 def _largest_batch(model, common, room, fits) -> int:
@@ -323,10 +326,10 @@ def _largest_batch(model, common, room, fits) -> int:
 
 
 def _common(model, device, prompt_len, output_len, precision, weight_bytes_per_param, kv_bytes_per_value,
-            efficiency, usd_per_hour):
+            efficiency, usd_per_hour, engine):
     common = dict(device=device, prompt_len=prompt_len, output_len=output_len, precision=precision,
                   weight_bytes_per_param=weight_bytes_per_param, kv_bytes_per_value=kv_bytes_per_value,
-                  efficiency=efficiency, usd_per_hour=usd_per_hour)
+                  efficiency=efficiency, usd_per_hour=usd_per_hour, engine=engine)
     room = max_batch(model, device=device, context_len=checks.count("prompt_len", prompt_len)
                      + checks.count("output_len", output_len), precision=precision,
                      weight_bytes_per_param=weight_bytes_per_param, kv_bytes_per_value=kv_bytes_per_value)
@@ -334,37 +337,38 @@ def _common(model, device, prompt_len, output_len, precision, weight_bytes_per_p
 
 
 def capacity(model, *, device, prompt_len, output_len, latency_target_s, precision=None, weight_bytes_per_param=None,
-             kv_bytes_per_value=None, efficiency=1.0, usd_per_hour=None) -> ServingEstimate | None:
+             kv_bytes_per_value=None, efficiency=1.0, usd_per_hour=None, engine=None) -> ServingEstimate | None:
     """The batch that serves the most requests/s while each request finishes within
     ``latency_target_s`` (:func:`estimate` at the largest such batch, up to :func:`max_batch`);
     None when even one request alone takes longer, or the weights do not fit."""
     latency_target_s = checks.number("latency_target_s", latency_target_s)
     common, room = _common(model, device, prompt_len, output_len, precision, weight_bytes_per_param,
-                           kv_bytes_per_value, efficiency, usd_per_hour)
+                           kv_bytes_per_value, efficiency, usd_per_hour, engine)
     best = _largest_batch(model, common, room, lambda e: e.latency_s <= latency_target_s)
     return estimate(model, batch=best, **common) if best else None
 
 
 def batch_latency(model, *, device, prompt_len, output_len, precision=None, weight_bytes_per_param=None,
-                  kv_bytes_per_value=None, efficiency=1.0):
+                  kv_bytes_per_value=None, efficiency=1.0, engine=None):
     """A function of n: the seconds a request takes in a batch of n (:func:`estimate`'s
     ``latency_s``), each n computed once; what ``serverless.simulate`` takes as ``service_s``."""
     @functools.lru_cache(maxsize=None)
     def latency_s(batch: int) -> float:
         return estimate(model, device=device, prompt_len=prompt_len, output_len=output_len, batch=batch,
                         precision=precision, weight_bytes_per_param=weight_bytes_per_param,
-                        kv_bytes_per_value=kv_bytes_per_value, efficiency=efficiency, usd_per_hour=0.0).latency_s
+                        kv_bytes_per_value=kv_bytes_per_value, efficiency=efficiency, usd_per_hour=0.0,
+                        engine=engine).latency_s
 
     return latency_s
 
 
 def at_load(model, *, device, prompt_len, output_len, requests_per_s, precision=None, weight_bytes_per_param=None,
-            kv_bytes_per_value=None, efficiency=1.0, usd_per_hour=None) -> ServingEstimate | None:
+            kv_bytes_per_value=None, efficiency=1.0, usd_per_hour=None, engine=None) -> ServingEstimate | None:
     """The server at a steady load of ``requests_per_s``: :func:`estimate` at the smallest batch
     whose requests/s keep up (a request waits for no more than that batch); None when no batch
     that fits (:func:`max_batch`) keeps up: the queue grows without end."""
     requests_per_s = checks.number("requests_per_s", requests_per_s)
     common, room = _common(model, device, prompt_len, output_len, precision, weight_bytes_per_param,
-                           kv_bytes_per_value, efficiency, usd_per_hour)
+                           kv_bytes_per_value, efficiency, usd_per_hour, engine)
     too_slow = _largest_batch(model, common, room, lambda e: e.requests_per_s < requests_per_s)
     return estimate(model, batch=too_slow + 1, **common) if too_slow < room else None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from itertools import accumulate
 
-from lab_utils import advisor, assumptions, economics, hardware, llms, memory, plots, prices
+from lab_utils import advisor, assumptions, economics, engines, hardware, llms, memory, plots, prices
 from lab_utils.units import bytes_in, bytes_label, format_bytes, format_rate
 
 _BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -242,12 +242,13 @@ _JOB_TOKENS = (1e6, 1e7, 1e8, 1e9, 1e10)
 _REQUESTS_PER_DAY = (10, 100, 1_000, 10_000, 100_000, 1_000_000)
 
 
-def _advisor_figure(job, model, method, n_tokens, requests_per_day):
-    """``plots.advice_chart`` of the ranking for a fine-tune or a serving job, the verdict beneath."""
+def _advisor_figure(job, model, method, n_tokens, requests_per_day, engine=None):
+    """``plots.advice_chart`` of the ranking for a fine-tune or a serving job (through ``engine``,
+    None: each device's default), the verdict beneath."""
     if job == "fine-tune":
         advice = advisor.fine_tune(model, n_tokens, method=method)
     else:
-        advice = advisor.serve(model, requests_per_day)
+        advice = advisor.serve(model, requests_per_day, engine=engine)
     fig, _ = plots.advice_chart(advice)
     fig.text(0.01, 0.01, advice.verdict, fontsize=8, wrap=True)
     fig.subplots_adjust(bottom=0.2)
@@ -255,19 +256,22 @@ def _advisor_figure(job, model, method, n_tokens, requests_per_day):
 
 
 def job_advisor(job: str = "fine-tune", model: str = "Llama-3.1-8B", method: str = "lora",
-                n_tokens: float = 1e7, requests_per_day: float = 1_000, static: bool = False):
+                n_tokens: float = 1e7, requests_per_day: float = 1_000, engine: str | None = None,
+                static: bool = False):
     """Which hardware for my job? ``advisor.fine_tune`` or ``advisor.serve`` (their default
     assumptions) drawn as cost against time, one point per working option.
 
     Controls: job ("fine-tune" or "serve"), model (``llms.catalog()``), fine-tune method and
-    tokens, requests per day. ``static=True`` returns the matplotlib figure for these inputs;
+    tokens, requests per day, the serving engine (``lab_utils.engines``; None: the one
+    practitioners run on each device). ``static=True`` returns the matplotlib figure for these inputs;
     otherwise an ipywidgets panel.
     """
     if not isinstance(static, bool):
         raise TypeError(f"static must be True or False, got {static!r}")
     if job not in ("fine-tune", "serve"):
         raise ValueError(f"job={job!r} is not allowed; use 'fine-tune' or 'serve'")
-    values = {"job": job, "model": model, "method": method, "n_tokens": n_tokens, "requests_per_day": requests_per_day}
+    values = {"job": job, "model": model, "method": method, "n_tokens": n_tokens, "requests_per_day": requests_per_day,
+              "engine": engine}
     if static:
         return _advisor_figure(**values)
 
@@ -284,5 +288,8 @@ def job_advisor(job: str = "fine-tune", model: str = "Llama-3.1-8B", method: str
                                       description="FT tokens"),
         "requests_per_day": w.SelectionSlider(options=sorted({*_REQUESTS_PER_DAY, requests_per_day}),
                                               value=requests_per_day, description="requests/day"),
+        "engine": w.Dropdown(options=[("per device", None), *((p.name, p.name) for p in engines.catalog())],
+                             value=None if engine is None else engines.get(engine).name, description="engine"),
     }
-    return _live_panel(_advisor_figure, controls, [("job", "model"), ("method", "n_tokens", "requests_per_day")])
+    return _live_panel(_advisor_figure, controls,
+                       [("job", "model"), ("method", "n_tokens", "requests_per_day"), ("engine",)])

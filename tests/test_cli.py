@@ -104,6 +104,8 @@ def test_doctor_findings_say_what_to_fix():
     (["cost", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--gpu", "AMD EPYC 9684X"],
      ["--gpu", "not a GPU"]),
     (["cost", "serve", "--price-per-hour", "2"], ["--tokens-per-s"]),
+    (["cost", "serve", "--model", "llama-3.1-8b", "--engine", "sglang"], ["--engine", "sglang", "vllm"]),
+    (["pick", "train", "--params", "1e6", "--examples", "1e6", "--engine", "vllm"], ["--engine", "serve"]),
     (["cost", "serve", "--price-per-hour", "-2", "--tokens-per-s", "10"], ["--price-per-hour", ">= 0"]),
     (["cost", "breakeven", "--api-per-million", "inf", "--price-per-hour", "1", "--tokens-per-s", "1"],
      ["--api-per-million"]),
@@ -256,6 +258,9 @@ def test_cost_serve_reports_the_serving_estimate(capsys):
     estimate = serving.estimate("llama-3.1-8b", device="H100 SXM", batch=32, prompt_len=3584, output_len=512)
     assert f"{estimate.output_tokens_per_s:,.0f}" in out and "room for 115" in out
     assert f"${estimate.usd_per_million_output_tokens:,.2f} per 1M generated tokens" in out
+    assert "through the engine vllm" in out  # the H100's default engine, named
+    assert cli.main(["cost", "serve", "--model", "llama-3.1-8b", "--precision", "int4"]) == 0
+    assert "(decode at the bound: no published figure for vllm with 4-bit weights)" in capsys.readouterr().out
     with pytest.raises(SystemExit) as exited:
         cli.main(["cost", "serve", "--model", "llama-3.1-8b", "--batch", "5000"])
     assert exited.value.code == 2 and "--batch" in capsys.readouterr().err

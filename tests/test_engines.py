@@ -18,6 +18,11 @@ LLAMA_2_7B = llms.LLMConfig(name="Llama-2-7B", aliases=(), n_layers=32, hidden=4
 """LLaMA (2) 7B, the model of the TensorRT-LLM v0.5/v0.6 tables, llama.cpp's discussion 4167
 and llama2-webui's GPTQ row."""
 
+LLAMA_2_70B = llms.LLMConfig(name="Llama-2-70B", aliases=(), n_layers=80, hidden=8192, family="llama", n_heads=64,
+                             n_kv_heads=8, ffn_hidden=28672, vocab_size=32000,
+                             source="meta-llama/Llama-2-70b-hf config.json", source_date="2023-07")
+"""Llama 2 70B, the model of the TensorRT-LLM H200 FP8 rows (Falcon180B-H200 blog)."""
+
 
 BIBLIOGRAPHY = set(re.findall(r"^@\w+\{([^,]+),",
                               (Path(__file__).parents[1] / "book" / "references.bib").read_text(), re.M))
@@ -34,7 +39,8 @@ def test_llama_2_7b_shape_counts_its_published_size():
 
 def test_catalog_records_are_sourced_and_dated():
     profiles = engines.catalog()
-    assert {p.name for p in profiles} >= {"bound", "vllm", "tensorrt-llm", "transformers-gptq", "llama.cpp-metal"}
+    assert {p.name for p in profiles} >= {"bound", "vllm", "tensorrt-llm", "transformers-gptq", "llama.cpp-metal",
+                                         "tensorrt-llm-fp8"}
     for profile in profiles:
         assert catalogs.DATE.match(profile.source_date), profile.name
         assert profile.title and profile.source and profile.derived, profile.name
@@ -158,11 +164,53 @@ def test_no_profile_makes_an_estimate_faster_than_the_bound(profile):
         assert engine.tokens_per_s <= bound.tokens_per_s and engine.latency_s >= bound.latency_s
 
 
-def test_estimate_names_its_engine_and_the_default_is_an_assumption():
+def test_estimate_names_its_engine_and_the_default_is_what_practitioners_run():
     default = assumptions.get("engine")
-    assert default.source and default.date  # sourced (or "course choice") and dated, as every assumption
+    assert default.source and default.date and default.option == "--engine"
+    assert set(default.value) == {"gpu", "apple", "cpu"}
+    for device, kind in (("H100 SXM", "gpu"), ("T4", "gpu"), ("Apple M1 Max", "apple"),
+                         ("Intel Xeon Platinum 8480+", "cpu")):
+        assert engines.default_for(device) == engines.get(default.value[kind]).name
     result = serving.estimate("llama-3.1-8b", device="H100 SXM", prompt_len=500, output_len=200)
-    assert result.engine == engines.get(default.value).name == "bound"
+    assert result.engine == "vllm" != "bound"  # the paper's formula is a named option, not the default
+    assert serving.estimate("llama-3.1-8b", device="Apple M1 Max", prompt_len=500, output_len=200).engine == \
+        "llama.cpp-metal"
+    with pytest.raises(TypeError, match="needs a device"):
+        engines.get(None)
+
+
+def test_a_format_no_source_gives_stays_at_the_bound_and_says_so():
+    """vLLM has a sourced 16-bit decode figure only: with 4-bit weights its decode is the bound's,
+    and the estimate says so instead of guessing."""
+    shape = dict(device="H100 SXM", prompt_len=500, output_len=200, precision="int4")
+    vllm = serving.estimate("llama-3.1-8b", engine="vllm", **shape)
+    bound = serving.estimate("llama-3.1-8b", engine="bound", **shape)
+    assert "decode at the bound: no published figure for vllm with 4-bit weights" in vllm.engine_notes
+    assert "prefill at the bound: no published figure for vllm's prefill" in vllm.engine_notes
+    step_s = (vllm.latency_s - vllm.ttft_s) / vllm.output_len  # the decode steps alone, at batch 1
+    assert step_s == pytest.approx((bound.latency_s - bound.ttft_s) / bound.output_len)
+    assert bound.engine_notes == ()
+    sixteen = serving.estimate("llama-3.1-8b", engine="vllm", **{**shape, "precision": "bf16"})
+    assert not any(note.startswith("decode") for note in sixteen.engine_notes)
+
+
+def test_tensorrt_llm_fp8_decode_from_the_h200_llama2_70b_rows():
+    """Llama2-70B FP8 on one H200, TensorRT-LLM v0.7a: 128/2,048 at batch 192, 2,941 tokens/s;
+    128/4,096 at batch 96, 1,946 tokens/s (static batches, FP8 KV cache); the mean of the two."""
+    derived = []
+    for batch, output_len, tokens_per_s in ((192, 2048, 2941), (96, 4096, 1946)):
+        shape = dict(device="H200 SXM", precision="fp8")
+        prefill = serving.prefill_s(LLAMA_2_70B, prompt_len=128, batch=batch, **shape)
+        step_s = (batch * output_len / tokens_per_s - prefill) / output_len
+        assert prefill < 0.02 * batch * output_len / tokens_per_s  # decode-dominated rows
+        bound_s = serving.decode_step_s(LLAMA_2_70B, batch=batch, context_len=128 + output_len // 2,
+                                        kv_bytes_per_value=1, **shape)
+        derived.append(bound_s / step_s)
+    assert [round(d, 2) for d in derived] == [0.34, 0.44]
+    assert serving.max_batch(LLAMA_2_70B, device="H200 SXM", context_len=128 + 2048, precision="fp8",
+                             kv_bytes_per_value=1) >= 192 > serving.max_batch(
+        LLAMA_2_70B, device="H200 SXM", context_len=128 + 2048, precision="fp8", kv_bytes_per_value=2)
+    assert engines.get("tensorrt-llm-fp8").decode_efficiency[8] == pytest.approx(sum(derived) / 2, abs=0.005)
 
 
 def test_bounds_stay_bounds():

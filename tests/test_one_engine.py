@@ -76,6 +76,32 @@ def test_serving_gets_one_verdict_from_every_face(requests_per_day):
     assert h100.cost_usd == pytest.approx(h100.n_devices * price * economics.HOURS_PER_MONTH)
 
 
+def test_a_named_engine_reaches_every_face_and_each_answer_names_its_engine():
+    """The same 8B on an H100 through TensorRT-LLM: calculator, cost serve, pick serve, the advisor
+    and the widget agree, and each says the engine; the default names vLLM, never the bare bound."""
+    estimate = serving.estimate("Llama-3.1-8B", device="H100 SXM", batch=assumptions.value("serve_batch"),
+                                prompt_len=assumptions.value("input_tokens"),
+                                output_len=assumptions.value("output_tokens"), engine="tensorrt-llm")
+    costed = lab_utils_json("cost", "serve", "--model", "llama-3.1-8b", "--gpu", "H100 SXM", "--engine", "trt-llm",
+                            "--requests-per-day", "1000")
+    assert costed["engine"] == "tensorrt-llm" and costed["ttft_s"] == pytest.approx(estimate.ttft_s)
+    assert costed["tokens_per_s"] == pytest.approx(estimate.tokens_per_s)
+    advice = advisor.serve("Llama-3.1-8B", 1000, engine="TensorRT-LLM")
+    picked = lab_utils_json("pick", "serve", "--model", "llama-3.1-8b", "--requests-per-day", "1000",
+                            "--engine", "tensorrt-llm")
+    for face in (picked, costed["at_load"]):
+        assert face["verdict"] == advice.verdict
+        assert [(o["name"], o["engine"], o["cost_usd"]) for o in face["options"]] == \
+            [(o.name, o.engine, pytest.approx(o.cost_usd) if o.cost_usd is not None else None) for o in advice.options]
+    assert {o.engine for o in advice.options if o.kind in ("gpu", "cpu", "serverless") and o.fits} == {"tensorrt-llm"}
+    text = figure_text(widgets.job_advisor(job="serve", requests_per_day=1000, engine="tensorrt-llm", static=True))
+    assert advice.verdict in " ".join(text.split())
+    default = lab_utils_json("cost", "serve", "--model", "llama-3.1-8b", "--gpu", "H100 SXM")
+    assert default["engine"] == "vllm" and default["assumptions"]["engine"] == "vllm"
+    h100 = advisor.serve("Llama-3.1-8B", 1000).option("H100 SXM always on")
+    assert h100.engine == "vllm"
+
+
 def test_qlora_memory_is_the_same_everywhere():  # 5. an 8B QLoRA fine-tune's memory
     total = memory.job_estimate("Llama-3.1-8B", method="qlora").total_bytes
     face = lab_utils_json("memory", "--model", "llama-3.1-8b", "--method", "qlora")
@@ -89,7 +115,7 @@ def test_qlora_memory_is_the_same_everywhere():  # 5. an 8B QLoRA fine-tune's me
 
 def test_a_7b_model_served_in_int4_on_a_t4_is_the_same_everywhere():  # 6. 7B in int4 on a T4
     shape = dict(device="T4", prompt_len=assumptions.value("input_tokens"),
-                 output_len=assumptions.value("output_tokens"), efficiency=assumptions.value("decode_efficiency"))
+                 output_len=assumptions.value("output_tokens"))  # the T4's default engine, vLLM, on every face
     estimate = serving.estimate("Mistral-7B-v0.1", batch=assumptions.value("serve_batch"), precision="int4", **shape)
     face = lab_utils_json("cost", "serve", "--model", "mistral-7b-v0.1", "--gpu", "T4", "--precision", "int4",
                           "--requests-per-day", "1000")

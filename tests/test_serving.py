@@ -64,7 +64,7 @@ def test_max_batch_fits_kv_caches_beside_the_weights_and_the_reserve():
 def test_estimate_of_one_request_on_a_slow_memory_worked_by_hand():
     # prompt 4, output 2: prefill 2 s (one weight read); decode at context 4 + 1: (2,000 + 160) B = 2.16 s
     # cycle = 2 + 2 x 2.16 = 6.32 s; 6 tokens per cycle
-    e = serving.estimate(TOY, device=device(), prompt_len=4, output_len=2, usd_per_hour=3.6)
+    e = serving.estimate(TOY, device=device(), prompt_len=4, output_len=2, usd_per_hour=3.6, engine="bound")
     assert e.ttft_s == pytest.approx(2.0)
     assert e.latency_s == pytest.approx(6.32)
     assert e.tpot_s == pytest.approx(3.16)
@@ -72,8 +72,13 @@ def test_estimate_of_one_request_on_a_slow_memory_worked_by_hand():
     assert e.output_tokens_per_s == pytest.approx(2 / 6.32)
     assert e.usd_per_million_tokens == pytest.approx(3.6 / (6 / 6.32 * 3600) * 1e6)
     assert e.limit == "weights"
-    assert serving.estimate(TOY, device=device(), prompt_len=4, output_len=2, efficiency=0.5).latency_s == \
-        pytest.approx(12.64)
+    assert serving.estimate(TOY, device=device(), prompt_len=4, output_len=2, efficiency=0.5,
+                            engine="bound").latency_s == pytest.approx(12.64)
+    # the default engine of a GPU (vLLM): decode / 0.74, its 9.2 ms per request, prefill at the bound (no figure)
+    vllm = serving.estimate(TOY, device=device(), prompt_len=4, output_len=2)
+    assert vllm.engine == "vllm" and vllm.ttft_s == pytest.approx(2.0 + 0.0092)
+    assert vllm.latency_s == pytest.approx(2.0 + 0.0092 + 2 * 2.16 / 0.74)
+    assert vllm.engine_notes == ("prefill at the bound: no published figure for vllm's prefill",)
 
 
 def test_throughput_grows_with_the_batch_saturates_and_never_exceeds_its_bound():
