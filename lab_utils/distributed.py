@@ -57,9 +57,10 @@ def write_result(path, result: dict) -> Path:
     """Write a rank's ``result`` as JSON to ``path`` atomically (a ``.partial`` file, then a
     rename), so that whoever reads it after the run never sees half a file; returns the path.
 
-    >>> import tempfile; folder = tempfile.mkdtemp()
-    >>> write_result(Path(folder) / "out" / "r.json", {"steps": 3}).read_text()
-    '{\n "steps": 3\n}'
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     json.loads(write_result(Path(folder) / "out" / "r.json", {"steps": 3}).read_text())
+    {'steps': 3}
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -12,12 +12,16 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
+import shell_poll  # noqa: E402  (nbclient's missed replies: book/_ext/shell_poll.py)
+
 CHECKED_MARK = "# NBVAL_CHECK_OUTPUT"
 
 
 def store_checked_outputs(path: Path) -> None:
     """Run the notebook at ``path`` in its folder and rewrite it with the checked outputs only."""
     notebook = nbformat.read(path, as_version=4)
+    shell_poll.install()
     NotebookClient(notebook, timeout=600, resources={"metadata": {"path": str(path.parent)}}).execute()
     notebook.metadata.pop("widgets", None)  # live widget state (with images): the book stores its own
     for cell in notebook.cells:
