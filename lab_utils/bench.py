@@ -127,7 +127,8 @@ class Skipped:
     def describe(self) -> str:
         """One line: 'skipped copy 256.0 MiB fp32 (1 thread): why' (threads where the case has them)."""
         threads = "" if self.threads is None else f" ({_threads_label(self.threads)})"
-        return f"skipped {self.kind} {_size_label(self.kind, self.size, self.dtype)} {self.dtype}{threads}: {self.reason}"
+        size = _size_label(self.kind, self.size, self.dtype)
+        return f"skipped {self.kind} {size} {self.dtype}{threads}: {self.reason}"
 
 
 @dataclass(frozen=True)

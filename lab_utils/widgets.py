@@ -148,7 +148,7 @@ _FINE_TUNE_TOKENS = (1e6, 3e6, 1e7, 3e7, 1e8, 3e8, 1e9)
 
 
 def cost_curves(model=None, gpu=None, api=None, *, batch=None, input_tokens=None, output_tokens=None,
-                method=None, fine_tune_tokens=1e7, mfu=None, efficiency=None, amortize_months=None) -> dict:
+                method=None, fine_tune_tokens=None, mfu=None, efficiency=None, amortize_months=None) -> dict:
     """The cost calculator's figures: for each of :data:`REQUESTS_PER_DAY_GRID`, the Options of
     ``advisor.serve`` (the one engine, as ``lab-utils pick serve``) for ``gpu`` always on, its
     serverless class (cold starts, restores and idle time simulated) and the per-token prices,
@@ -157,9 +157,10 @@ def cost_curves(model=None, gpu=None, api=None, *, batch=None, input_tokens=None
 
     Returns {"lines": {label: [(requests_per_day, Option, usd_per_month), ...]}, "fine_tune":
     FineTuneEstimate, "fine_tune_per_month_usd", "assumptions" (those taken), "model", "gpu",
-    "api" (its ApiPrice), "amortize_months", "input_tokens", "output_tokens", "latency_target_s"}. Left None: model, gpu, method
-    and api are the ``default_model``, ``default_gpu``, ``default_method`` and ``compare_api``
-    assumptions, the others the advisor's and the fine-tune's.
+    "api" (its ApiPrice), "amortize_months", "fine_tune_tokens", "input_tokens", "output_tokens",
+    "latency_target_s"}. Left None: model, gpu, method and api are the ``default_model``,
+    ``default_gpu``, ``default_method`` and ``compare_api`` assumptions, fine_tune_tokens its own,
+    the others the advisor's and the fine-tune's.
     """
     curves = _cost_curves(model, gpu, api, batch, input_tokens, output_tokens, method, fine_tune_tokens, mfu,
                           efficiency, amortize_months)
@@ -173,7 +174,9 @@ def _cost_curves(model, gpu, api, batch, input_tokens, output_tokens, method, fi
     """:func:`cost_curves`, kept for the panel's redraws (the static figure and the panel's first
     draw ask the same question)."""
     values, taken = assumptions.resolve(default_model=model, default_gpu=gpu, default_method=method,
-                                        compare_api=api, amortize_months=amortize_months)
+                                        compare_api=api, amortize_months=amortize_months,
+                                        fine_tune_tokens=fine_tune_tokens)
+    fine_tune_tokens = values["fine_tune_tokens"]
     config, spec = llms.get(values["default_model"]), hardware.get(values["default_gpu"])
     closed = prices.api_price(values["compare_api"])
     months = values["amortize_months"]
@@ -197,7 +200,8 @@ def _cost_curves(model, gpu, api, batch, input_tokens, output_tokens, method, fi
     taken.update(advice.assumptions)
     shape, _ = assumptions.resolve(input_tokens=input_tokens, output_tokens=output_tokens, latency_target_s=None)
     return {"lines": lines, "fine_tune": fine_tune, "fine_tune_per_month_usd": fixed, "assumptions": taken,
-            "model": config.name, "gpu": spec.name, "api": closed, "amortize_months": months, **shape}
+            "model": config.name, "gpu": spec.name, "api": closed, "amortize_months": months,
+            "fine_tune_tokens": fine_tune_tokens, **shape}
 
 
 _CURVE_COLOURS = {"always on": "green", "serverless": "orange", "per token, same model": "purple"}
@@ -234,20 +238,21 @@ def _cost_figure(model, gpu, api, batch, method, fine_tune_tokens, mfu, efficien
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.legend(loc="upper left", fontsize=9)
-    taken, fine_tune = curves, curves["fine_tune"]
+    fine_tune = curves["fine_tune"]
     fig.text(0.01, 0.01,
-             f"lab_utils.advisor.serve at each volume (as lab-utils pick serve): {taken['input_tokens']} tokens in + "
-             f"{taken['output_tokens']} out per request, p95 within {taken['latency_target_s']:g} s (x: misses it); "
+             f"lab_utils.advisor.serve at each volume (as lab-utils pick serve): {curves['input_tokens']} tokens in + "
+             f"{curves['output_tokens']} out per request, p95 within {curves['latency_target_s']:g} s (x: misses it); "
              f"serverless with cold starts, snapshot restores and idle time simulated. Own weights include the "
-             f"{fine_tune.method} fine-tune of {fine_tune_tokens:.0e} tokens (${fine_tune.cost_usd or 0:,.2f}) spread "
-             f"over {taken['amortize_months']} months. Estimates from vendor specifications and dated list prices, "
+             f"{fine_tune.method} fine-tune of {curves['fine_tune_tokens']:.0e} tokens "
+             f"(${fine_tune.cost_usd or 0:,.2f}) spread "
+             f"over {curves['amortize_months']} months. Estimates from vendor specifications and dated list prices, "
              f"not measurements.", fontsize=8, wrap=True)
     fig.subplots_adjust(bottom=0.22)
     return fig
 
 
 def cost_calculator(model: str | None = None, gpu: str | None = None, api: str | None = None,
-                    batch: int | None = None, method: str | None = None, fine_tune_tokens: float = 1e7,
+                    batch: int | None = None, method: str | None = None, fine_tune_tokens: float | None = None,
                     mfu: float | None = None, efficiency: float | None = None, amortize_months: int | None = None,
                     static: bool = False):
     """API, per token or self-hosted? Monthly cost against requests per day, every point an answer
@@ -259,15 +264,17 @@ def cost_calculator(model: str | None = None, gpu: str | None = None, api: str |
     within the latency target), fine-tune method and tokens, MFU of the fine-tune, and the
     fraction of the serving bounds reached. Left None: model, gpu, method and api are the
     ``default_model``, ``default_gpu``, ``default_method`` and ``compare_api`` assumptions,
-    efficiency ``decode_efficiency``, amortize_months its own, mfu the fine-tune's regime.
+    efficiency ``decode_efficiency``, fine_tune_tokens and amortize_months their own, mfu the
+    fine-tune's regime.
     ``static=True`` returns the matplotlib figure for these inputs; otherwise an ipywidgets panel.
     """
     if not isinstance(static, bool):
         raise TypeError(f"static must be True or False, got {static!r}")
     values, _ = assumptions.resolve(default_model=model, default_gpu=gpu, compare_api=api, default_method=method,
-                                    decode_efficiency=efficiency, amortize_months=amortize_months)
-    model, gpu, api, method = (values[name] for name in ("default_model", "default_gpu", "compare_api",
-                                                         "default_method"))
+                                    decode_efficiency=efficiency, amortize_months=amortize_months,
+                                    fine_tune_tokens=fine_tune_tokens)
+    model, gpu, api, method, fine_tune_tokens = (values[name] for name in (
+        "default_model", "default_gpu", "compare_api", "default_method", "fine_tune_tokens"))
     efficiency, amortize_months = values["decode_efficiency"], values["amortize_months"]
     if mfu is None:  # the MFU of the fine-tune's regime (economics.mfu_assumption)
         mfu = economics.fine_tune_estimate(model, fine_tune_tokens, method=method, gpu=gpu).mfu

@@ -298,10 +298,12 @@ def test_serverless_starts_are_the_cold_start_models_plain_and_restored(monkeypa
     advice = advisor.serve("Llama-3.1-8B", 1000, precision="bf16", devices=["H100 SXM"], **_cheap_serverless())
     (kwargs, result), = calls
     start = serverless.cold_start(llms.get("Llama-3.1-8B").n_params * memory.BYTES_PER_VALUE["bf16"])
-    assert kwargs["cold_start_s"] == start and start.restore_hit_rate == assumptions.value("cold_start.restore_hit_rate")
+    assert kwargs["cold_start_s"] == start
+    assert start.restore_hit_rate == assumptions.value("cold_start.restore_hit_rate")
     assert 0 < result.restored_starts < result.cold_starts
     option = advice.option("Runpod serverless H100")
-    assert f"{result.cold_starts} cold starts simulated, {result.restored_starts} of them snapshot restores" in option.why
+    said = f"{result.cold_starts} cold starts simulated, {result.restored_starts} of them snapshot restores"
+    assert said in option.why
     starts = dict(advice.assumptions)["serverless_starts"]
     assert f"plain start {start.total_s:.0f} s in bf16" in starts and f"{start.restore_s:g} s for 50% of" in starts
     assert "(serverless starts, as serverless.cold_start: plain start" in advice.table()
