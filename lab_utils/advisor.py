@@ -47,7 +47,11 @@ class Option:
     or per month (serving), None when it cannot be priced.
 
     ``hours``: wall-clock hours of the job (training; None for serving); ``device_hours``:
-    device-hours billed (per job, or per month for serving; None per token).
+    device-hours billed per job, or per month for serving, every GPU (or CPU server) counted: a
+    serverless worker of 2 GPUs busy for an hour bills 2 (None per token); ``usd_per_hour``: the
+    price of one device-hour, so ``cost_usd`` = ``device_hours`` x ``usd_per_hour`` and
+    ``energy_kwh`` is ``device_hours`` at the device's TDP. ``n_devices``: the devices the option
+    runs on (serverless: the GPUs of one worker; workers start and stop with the traffic).
     ``latency_s``: seconds per request (serving: p95 for serverless, the estimate for a busy
     server); None for training. ``precision``: what a serving option runs the weights in;
     ``engine``: the serving engine whose profile times it (``lab_utils.engines``) and
@@ -178,7 +182,9 @@ class Advice:
                 + f"\n({note}; kWh: the devices at their TDP, no building overhead (PUE)"
                   + ("; per-token prices publish none" if serving_job else "")
                   + "; estimates from vendor specs and list prices)"
-                + "".join(f"\n({note})" for note in dict.fromkeys(n for o in self.options for n in o.engine_notes)))
+                + "".join(f"\n({note})" for note in dict.fromkeys(n for o in self.options for n in o.engine_notes))
+                + "".join(f"\n(serverless starts, as serverless.cold_start: {starts})"
+                          for name, starts in self.assumptions if name == "serverless_starts"))
 
     def to_dict(self) -> dict:
         """Plain data for JSON."""
@@ -474,8 +480,8 @@ def serve(model, requests_per_day, *, input_tokens: int | None = None, output_to
           latency_target_s: float | None = None, precision: str | None = None, batch: int | None = None,
           utilisation: float | None = None, efficiency: float | None = None, max_devices: int | None = None,
           cpu_offer: str | None = None, cold_start_s: float | None = None, idle_timeout_s: float | None = None,
-          max_workers: int | None = None, max_simulated_requests: int = 5000, seed: int = 0,
-          include_cpus: bool = True, engine: str | None = None) -> Advice:
+          max_workers: int | None = None, max_simulated_requests: int | None = None, seed: int = 0,
+          include_cpus: bool = True, devices=None, engine: str | None = None) -> Advice:
     """Rank the ways to serve ``model`` (an ``llms`` name) for ``requests_per_day`` requests of
     ``input_tokens`` in and ``output_tokens`` out, each within ``latency_target_s``; cost per month.
 
@@ -486,7 +492,10 @@ def serve(model, requests_per_day, *, input_tokens: int | None = None, output_to
     and closed models' APIs, listed for comparison: a different product, never the verdict).
     Each GPU is tried at every precision of ``precision`` (default the ``serve_precisions``
     assumption: bf16, fp8, int8, int4) that fits; the cheapest working one is kept, best
-    quality first on a tie, and ``Option.precision`` says which.
+    quality first on a tie, and ``Option.precision`` says which. ``devices``: catalog device
+    names to consider (always on, and the serverless classes holding one of them); default all.
+    Serverless cold starts are ``serverless.cold_start``'s: plain starts, and snapshot restores
+    (Runpod FlashBoot) for its hit rate of the starts, unless ``cold_start_s`` gives every start.
 
     Each device is timed through a serving engine's profile (``lab_utils.engines``): ``engine``
     names one for every device, else each device gets the one practitioners run on it (the
@@ -510,7 +519,7 @@ def serve(model, requests_per_day, *, input_tokens: int | None = None, output_to
         input_tokens=input_tokens, output_tokens=output_tokens, latency_target_s=latency_target_s,
         serve_precisions=precisions, serve_utilisation=utilisation, engine=engine,
         max_devices=max_devices, cpu_offer=cpu_offer, idle_timeout_s=idle_timeout_s, max_workers=max_workers,
-        price_bound_load_share=None, cold_start_bound_ratio=None)
+        price_bound_load_share=None, cold_start_bound_ratio=None, max_simulated_requests=max_simulated_requests)
     job = _ServeJob(
         config=config, rate_per_s=checks.number("requests_per_day", requests_per_day) / _SECONDS_PER_DAY,
         input_tokens=checks.count("input_tokens", values["input_tokens"], minimum=0),
@@ -529,10 +538,16 @@ def serve(model, requests_per_day, *, input_tokens: int | None = None, output_to
         cold_start_s = checks.number("cold_start_s", cold_start_s, strict=False)
     simulation = dict(idle_timeout_s=checks.number("idle_timeout_s", values["idle_timeout_s"], strict=False),
                       max_workers=checks.count("max_workers", values["max_workers"]), seed=seed,
-                      max_simulated_requests=checks.count("max_simulated_requests", max_simulated_requests,
-                                                          minimum=10))
-    options = [*_always_on(job, _hardware(include_cpus), cpu_offer),
-               *_serverless(job, cold_start_s, taken, **simulation), *_per_token(job)]
+                      max_simulated_requests=checks.count("max_simulated_requests",
+                                                          values["max_simulated_requests"], minimum=10))
+    specs = _hardware(include_cpus)
+    if devices is not None:
+        if isinstance(devices, str) or not all(isinstance(d, (str, hardware.Spec)) for d in devices):
+            raise TypeError(f"devices must be a list of catalog device names, got {devices!r}")
+        names = {hardware.as_spec(d).name for d in devices}
+        specs = tuple(s for s in specs if s.name in names)
+    options = [*_always_on(job, specs, cpu_offer),
+               *_serverless(job, cold_start_s, taken, {s.name for s in specs}, **simulation), *_per_token(job)]
     tokens_per_month = job.rate_per_s * job.tokens_per_request * _SECONDS_PER_MONTH
     label = (f"serving {config.name}, {requests_per_day:,.0f} requests/day x ({job.input_tokens} in + "
              f"{job.output_tokens} out) tokens = {tokens_per_month:.3g} tokens/month")
@@ -661,18 +676,24 @@ def _always_on_at(job: _ServeJob, spec, price, precision: str) -> Option:
                   **_energy_fields(hours, spec), **_price_fields(price))
 
 
-def _serverless(job: _ServeJob, cold_start_s, taken: dict, *, idle_timeout_s, max_workers, seed,
+def _serverless(job: _ServeJob, cold_start_s, taken: dict, device_names: set, *, idle_timeout_s, max_workers, seed,
                 max_simulated_requests) -> list[Option]:
     """Runpod flex workers: each runs the same engine as a pod, up to the same batch, each new
-    worker paying a cold start (``serverless.cold_start`` of the weights unless ``cold_start_s``);
-    Poisson arrivals simulated (``serverless.simulate``) over at most ``max_simulated_requests``
-    requests or a day, scaled to a month; a class timed on its slowest catalog GPU."""
+    worker paying a cold start (``serverless.cold_start`` of the weights, its snapshot restores
+    included, unless ``cold_start_s`` gives every start); Poisson arrivals simulated
+    (``serverless.simulate``) over at most ``max_simulated_requests`` requests or a day, scaled
+    to a month; a class timed on its slowest catalog GPU; only classes holding one of
+    ``device_names`` (or without catalog GPUs, when every device is asked)."""
     window_s = min(_SECONDS_PER_DAY, max_simulated_requests / job.rate_per_s)
     arrivals = serverless.poisson_arrivals(job.rate_per_s, window_s, seed=seed)
     taken["simulated_window_s"] = window_s
+    every_gpu = {s.name for s in hardware.catalog("gpu")} <= device_names
+    plain_s = {}
     options = []
     for price in prices.serverless_prices():
         specs = [hardware.get(gpu) for gpu in price.gpus]
+        if not (every_gpu or any(s.name in device_names for s in specs)):
+            continue
         if not specs:
             options.append(_not_possible(price.name, kind="serverless", fits=False, n=0, bound="memory",
                                          bytes_=None, precision=None,
@@ -685,21 +706,31 @@ def _serverless(job: _ServeJob, cold_start_s, taken: dict, *, idle_timeout_s, ma
             start = serverless.cold_start(job.config.n_params * memory.BYTES_PER_VALUE[precision])
             if cold_start_s is None:
                 taken.update(start.assumptions)
-            boot_s = start.total_s if cold_start_s is None else cold_start_s
-            candidates.append(_serverless_at(job, price, spec, precision, arrivals, window_s, boot_s,
+            boot = start if cold_start_s is None else cold_start_s
+            candidates.append(_serverless_at(job, price, spec, precision, arrivals, window_s, boot,
                                              idle_timeout_s=idle_timeout_s, max_workers=max_workers))
-        options.append(_best_precision(candidates))
+        best = _best_precision(candidates)
+        if cold_start_s is None and best.precision is not None:
+            plain_s[best.precision] = serverless.cold_start(
+                job.config.n_params * memory.BYTES_PER_VALUE[best.precision]).total_s
+        options.append(best)
     if cold_start_s is not None:
         taken["cold_start_s"] = cold_start_s
+    elif plain_s:
+        restore = serverless.cold_start(0.0)
+        taken["serverless_starts"] = (
+            "plain start " + ", ".join(f"{seconds:.0f} s in {p}" for p, seconds in plain_s.items())
+            + f"; a snapshot restore (FlashBoot) {restore.restore_s:g} s for {restore.restore_hit_rate:.0%} of starts")
     return options
 
 
-def _serverless_at(job: _ServeJob, price, spec, precision, arrivals, window_s, cold_start_s, *, idle_timeout_s,
+def _serverless_at(job: _ServeJob, price, spec, precision, arrivals, window_s, cold_start, *, idle_timeout_s,
                    max_workers) -> Option:
+    """One serverless class at one precision: ``cold_start`` a ``serverless.ColdStart`` or seconds."""
     single = job.replica_bytes(precision)
     per_worker = memory.gpus_needed(single, spec)
     label = price.name if per_worker == 1 else f"{price.name}, {per_worker} GPUs per worker"
-    flex = assumptions.DevicePrice(price.flex_per_hour * per_worker, f"{price.name} flex", price.source, price.date)
+    flex = assumptions.DevicePrice(price.flex_per_hour, f"{price.name} flex, per GPU", price.source, price.date)
     if per_worker > job.max_devices:
         return _not_possible(label, kind="serverless", fits=False, n=per_worker, bound="memory", bytes_=single,
                              precision=precision, why=f"needs {per_worker} GPUs per worker (> max_devices)",
@@ -709,7 +740,7 @@ def _serverless_at(job: _ServeJob, price, spec, precision, arrivals, window_s, c
     alone = serving.estimate(job.config, device=worker, batch=1, usd_per_hour=0.0, **shape)
     concurrency = job.served_batch(worker, precision).batch if job.batch is None else job.batch
     result = serverless.simulate(arrivals, service_s=serving.batch_latency(job.config, device=worker, **shape),
-                                 concurrency=concurrency, cold_start_s=cold_start_s, idle_timeout_s=idle_timeout_s,
+                                 concurrency=concurrency, cold_start_s=cold_start, idle_timeout_s=idle_timeout_s,
                                  max_workers=max_workers, price_per_worker_s=price.flex_per_s * per_worker)
     scale = _SECONDS_PER_MONTH / window_s
     p95 = result.p95_s if arrivals else alone.latency_s
@@ -717,13 +748,14 @@ def _serverless_at(job: _ServeJob, price, spec, precision, arrivals, window_s, c
              "compute" if alone.limit == "compute" else "bandwidth")
     why = None
     if p95 > job.latency_target_s:
-        why = f"p95 latency {format_seconds(p95, 2)} > the target ({result.cold_starts} cold starts simulated)"
+        why = (f"p95 latency {format_seconds(p95, 2)} > the target ({result.cold_starts} cold starts simulated, "
+               f"{result.restored_starts} of them snapshot restores)")
+    device_hours = result.billed_s * per_worker * scale / prices.SECONDS_PER_HOUR  # worker-hours x GPUs per worker
     return Option(name=label, kind="serverless", fits=True, n_devices=per_worker, hours=None,
-                  device_hours=result.billed_s * scale / prices.SECONDS_PER_HOUR, cost_usd=result.cost_usd * scale,
+                  device_hours=device_hours, cost_usd=result.cost_usd * scale,
                   bound=bound, why=why, latency_s=p95, memory_bytes=job.batch_bytes(precision, concurrency),
-                  precision=precision, engine=alone.engine, engine_notes=alone.engine_notes, **_energy_fields(result.billed_s * scale / prices.SECONDS_PER_HOUR * per_worker,
-                                                        spec),
-                  **_price_fields(flex))
+                  precision=precision, engine=alone.engine, engine_notes=alone.engine_notes,
+                  **_energy_fields(device_hours, spec), **_price_fields(flex))
 
 
 def _per_token(job: _ServeJob) -> list[Option]:
@@ -743,6 +775,6 @@ def _per_token(job: _ServeJob) -> list[Option]:
         options.append(Option(name=f"per token: {api.name}" if hosted else f"API: {api.name}",
                               kind="hosted" if hosted else "api", fits=True, n_devices=0, hours=None,
                               cost_usd=cost, usd_per_hour=None, price_source=f"{api.provider}: {api.source}",
-                              price_date=api.date, bound="price", latency_s=None,
+                              price_date=api.date_label, bound="price", latency_s=None,
                               why=None if hosted else f"a closed model, not {job.config.name}: a different product"))
     return options

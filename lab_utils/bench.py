@@ -124,6 +124,12 @@ class Skipped:
     reason: str
     threads: int | None = None
 
+    def describe(self) -> str:
+        """One line: 'skipped copy 256.0 MiB fp32 (1 thread): why' (threads where the case has them)."""
+        threads = "" if self.threads is None else f" ({_threads_label(self.threads)})"
+        size = _size_label(self.kind, self.size, self.dtype)
+        return f"skipped {self.kind} {size} {self.dtype}{threads}: {self.reason}"
+
 
 @dataclass(frozen=True)
 class Progress:
@@ -201,7 +207,7 @@ class BenchTable:
             text.append(f"copy bandwidth: {format_rate(everyone.bytes_per_s, 'B/s')} with "
                         f"{_threads_label(everyone.threads)}, {format_rate(one.bytes_per_s, 'B/s')} with one "
                         f"({everyone.bytes_per_s / one.bytes_per_s:.2f}x)")
-        text += [f"skipped {s.kind} {_size_label(s.kind, s.size, s.dtype)} {s.dtype}: {s.reason}" for s in self.skipped]
+        text += [s.describe() for s in self.skipped]
         return "\n".join(text)
 
 

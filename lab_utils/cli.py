@@ -259,7 +259,7 @@ def _bench(args: argparse.Namespace) -> int:
         json.dump(result, sys.stdout, indent=1)
         print()
         for skipped in table.skipped:  # on stderr, so that the JSON on stdout stays clean
-            print(f"skipped {skipped.kind} size={skipped.size} {skipped.dtype}: {skipped.reason}", file=sys.stderr)
+            print(skipped.describe(), file=sys.stderr)
         return 0
     print(table)
     if args.output is not None:
@@ -769,19 +769,29 @@ def _cost_at_load(args: argparse.Namespace):
 def _cost_breakeven(args: argparse.Namespace) -> int:
     from lab_utils import assumptions, economics
 
-    amortize_months = assumptions.value("amortize_months") if args.amortize_months is None else args.amortize_months
+    values, taken = assumptions.resolve(amortize_months=args.amortize_months)
+    if not args.fine_tune_cost:
+        taken = {}  # nothing to spread: the months do not matter
     tokens = economics.breakeven_tokens_per_month(
         api_cost_per_million=args.api_per_million, usd_per_hour=args.price_per_hour,
         tokens_per_s=args.tokens_per_s, fine_tune_cost=args.fine_tune_cost,
-        amortize_months=amortize_months, always_on=args.always_on)
+        amortize_months=values["amortize_months"], always_on=args.always_on)
     way = "always on" if args.always_on else "pay per use"
-    if tokens == float("inf"):
+    never = tokens == float("inf")
+    if args.json:
+        print(json.dumps({"way": way, "breakeven_tokens_per_month": None if never else tokens, "never": never,
+                          "api_cost_per_million": args.api_per_million, "usd_per_hour": args.price_per_hour,
+                          "tokens_per_s": args.tokens_per_s, "fine_tune_cost_usd": args.fine_tune_cost,
+                          "amortize_months": values["amortize_months"], "assumptions": taken}, indent=2))
+        return 0
+    if never:
         print(f"Self-hosting ({way}) never costs less than the API at these prices.")
     else:
         print(f"Self-hosting ({way}) costs no more than the API from {tokens:,.0f} tokens per month "
               f"({tokens / 1e6:,.1f}M).")
-    _print_assumptions({} if args.amortize_months is not None or not args.fine_tune_cost
-                       else {"amortize_months": amortize_months}, args)
+    print("(a GPU fully busy at --tokens-per-s whenever billed: no cold start, no idle time; for a model's real "
+          "traffic ask `lab-utils pick serve`)")
+    _print_assumptions(taken, args)
     return 0
 
 
@@ -847,6 +857,7 @@ def _add_cost(commands) -> None:
     even.add_argument("--amortize-months", type=_positive_float, help="months to spread the fine-tune over "
                                                                       "(default: the assumption)")
     even.add_argument("--always-on", action="store_true", help="bill whole GPUs all month")
+    even.add_argument("--json", action="store_true", help="print JSON instead of a sentence")
 
 
 # --- pick ------------------------------------------------------------------------------------
@@ -969,8 +980,8 @@ def _add_split(commands) -> None:
                  "  lab-utils split --model llama-3.1-8b --gpu a100-80gb --nodes 1 --json")
     parser.add_argument("--model", required=True, type=_model_name, help="a public model, e.g. llama-3.1-70b")
     parser.add_argument("--gpu", required=True, type=_gpu_name, help="a catalog GPU, e.g. h100")
-    parser.add_argument("--gpus-per-node", type=_positive_int, default=8, help="GPUs per node (default 8)")
-    parser.add_argument("--nodes", type=_positive_int, default=4, help="nodes (default 4)")
+    parser.add_argument("--gpus-per-node", type=_positive_int, help="GPUs per node (default: the assumption)")
+    parser.add_argument("--nodes", type=_positive_int, help="nodes (default: the assumption)")
     parser.add_argument("--batch", type=_positive_int, help="sequences per micro-batch (default: the assumption)")
     parser.add_argument("--seq-len", type=_positive_int, help="tokens per sequence (default: the assumption)")
     parser.add_argument("--microbatches", type=_positive_int, help="micro-batches per step (default: the assumption)")

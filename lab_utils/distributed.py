@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import statistics
 import subprocess
@@ -38,6 +39,7 @@ __all__ = [
     "HeldState", "TorchrunError", "TorchrunResult", "bus_bandwidth_bytes_per_s", "choose_backend",
     "count_collectives", "data_parallel_step", "fit_all_reduce", "held_state_bytes", "parameter_digest",
     "ring_all_reduce_bytes", "ring_all_reduce_seconds", "run_torchrun", "time_all_reduce", "torchrun_command",
+    "write_result",
 ]
 
 LOOPBACK = "127.0.0.1"
@@ -50,6 +52,23 @@ _MARKER = "LAB_UTILS_TORCHRUN_ID"  # set in every launched process's environment
 
 
 # --- launching torchrun --------------------------------------------------------------------
+
+def write_result(path, result: dict) -> Path:
+    """Write a rank's ``result`` as JSON to ``path`` atomically (a ``.partial`` file, then a
+    rename), so that whoever reads it after the run never sees half a file; returns the path.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     json.loads(write_result(Path(folder) / "out" / "r.json", {"steps": 3}).read_text())
+    {'steps': 3}
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(result, indent=1))
+    partial.replace(path)
+    return path
+
 
 def torchrun_command(script, script_args: Sequence[str] = (), *, nproc_per_node: int = 2, nnodes: int = 1,
                      node_rank: int = 0, master_addr: str = LOOPBACK, master_port: int | None = None,

@@ -29,11 +29,11 @@ from lab_utils.prices import SECONDS_PER_HOUR
 
 __all__ = [
     "ATTENTION_TERMS", "FLOPS_PER_PARAM_PER_TOKEN", "HOURS_PER_MONTH",
-    "DoesNotFit", "FineTuneEstimate", "ServingCosts", "ServingSetup",
+    "DoesNotFit", "FineTuneEstimate", "ServingCosts",
     "api_cost", "attention_flops_per_token", "blended_price_per_million",
     "breakeven_tokens_per_month", "cost_per_million_tokens", "decode_tokens_per_s_bound",
     "fine_tune_estimate", "mfu_assumption",
-    "range_verdict", "serverless_setup", "serving_costs",
+    "range_verdict", "serving_costs",
     "training_flops", "training_hours",
 ]
 
@@ -190,51 +190,12 @@ def _peak_flops(spec: hardware.Spec, dtype) -> tuple[str, float]:
 
 
 @dataclass(frozen=True)
-class ServingSetup:
-    """One replica of a model served on Runpod serverless GPUs: as many GPUs as its weights and
-    the batch's KV caches need (``memory.job_estimate``), their tokens/s together (``serving.estimate`` on the GPUs as one:
-    ideal tensor parallelism) and their prices per hour, flex (pay per use) and active."""
-
-    model: str
-    gpu: str
-    gpus_per_replica: int
-    tokens_per_s: float
-    usd_per_hour: float
-    always_on_usd_per_hour: float
-    price: prices.ServerlessPrice
-
-
-def serverless_setup(model, gpu, *, precision=None, batch=1, seq_len=None, output_share=None,
-                     efficiency=1.0) -> ServingSetup:
-    """Serve ``model`` (an ``llms`` name or LLMConfig) with weights in ``precision`` (default: the
-    assumption for inference) on the Runpod serverless class of ``gpu``, ``batch`` requests of
-    ``seq_len`` tokens at once (default: the assumption), ``output_share`` of them generated
-    (default: the assumption);
-    tokens/s (prompt and output) from ``serving.estimate``'s bounds x ``efficiency`` (engine "bound":
-    the efficiency given here, no engine profile on top)."""
-    config = llms.as_config(model)
-    spec = hardware.as_spec(gpu)
-    precision = assumptions.precision_for("inference") if precision is None else precision
-    values, _ = assumptions.resolve(seq_len=seq_len, output_share=output_share)
-    seq_len = checks.count("seq_len", values["seq_len"], minimum=2)
-    output_share = checks.number("output_share", values["output_share"], maximum=1.0)
-    output_len = min(seq_len - 1, max(1, round(seq_len * output_share)))
-    price = prices.serverless_price(spec.name)
-    needs = memory.job_estimate(config, method="inference", precision=precision, batch=batch, seq_len=seq_len)
-    gpus = memory.gpus_needed(needs.total_bytes, spec)
-    served = serving.estimate(config, device=serving.replica(spec, gpus), batch=batch, prompt_len=seq_len - output_len,
-                              output_len=output_len, weight_bytes_per_param=memory.BYTES_PER_VALUE[precision],
-                              efficiency=efficiency, usd_per_hour=0.0, engine="bound")
-    return ServingSetup(model=config.name, gpu=spec.name, gpus_per_replica=gpus, tokens_per_s=served.tokens_per_s,
-                        usd_per_hour=gpus * price.flex_per_hour,
-                        always_on_usd_per_hour=gpus * price.active_per_hour, price=price)
-
-
-@dataclass(frozen=True)
 class ServingCosts:
     """Dollars per month to serve ``tokens_per_month`` three ways (fine-tune cost amortised
-    into both self-hosted ways): the API; a GPU billed only while it works (pay per use,
-    e.g. serverless flex); enough GPUs kept on all month (always on)."""
+    into both self-hosted ways): the API; a GPU billed only while it works at ``tokens_per_s``
+    (pay per use, fully busy: no cold start, no idle second, a full batch: the floor of any
+    serverless bill); enough GPUs kept on all month (always on). For real traffic, cold starts
+    and idle time included, ask ``advisor.serve`` (``lab-utils pick serve``)."""
 
     tokens_per_month: float
     api_per_month_usd: float
@@ -290,7 +251,9 @@ def serving_costs(tokens_per_month, *, api_cost_per_million, usd_per_hour, token
 def breakeven_tokens_per_month(*, api_cost_per_million, usd_per_hour, tokens_per_s, fine_tune_cost=0.0,
                                amortize_months=None, always_on=False, always_on_usd_per_hour=None) -> float:
     """The fewest tokens per month at which self-hosting costs no more than the API
-    (same inputs as :func:`serving_costs`); ``math.inf`` when it never does.
+    (same inputs as :func:`serving_costs`: a GPU fully busy whenever billed, so pay per use is
+    a floor, no cold start or idle time; ``advisor.serve`` prices real traffic); ``math.inf``
+    when it never does.
 
     Pay per use: both costs grow linearly, so break-even = monthly fine-tune share /
     (API $ per token - self-hosted $ per token). Always on: the first volume at which the API

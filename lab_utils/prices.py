@@ -35,7 +35,8 @@ _DATA_FILE = "prices.toml"
 class ApiPrice:
     """A hosted model's price in dollars per 1M tokens read (input) and written (output).
     ``model``: the open model of ``lab_utils.llms`` a provider hosts (None: a closed model,
-    a different product from any open one)."""
+    a different product from any open one); ``verified`` False where the price could not be
+    confirmed on the provider's own dated page."""
 
     name: str
     provider: str
@@ -45,6 +46,12 @@ class ApiPrice:
     source: str
     aliases: tuple[str, ...] = ()
     model: str | None = None
+    verified: bool = True  # False: not confirmed on the provider's own dated page (the source says why)
+
+    @property
+    def date_label(self) -> str:
+        """The date to print beside the price: '2026-12', or '2026-12, unverified'."""
+        return self.date if self.verified else f"{self.date}, unverified"
 
 
 @dataclass(frozen=True)
@@ -108,6 +115,8 @@ def _record(cls, table: dict, where: str):
     for key in ("input_per_million", "output_per_million", "usd_per_hour", "flex_per_s", "active_per_s"):
         if key in table:
             checks.number(f"{where}: {key}", table[key], strict=False)
+    if not isinstance(table.get("verified", True), bool):
+        raise ValueError(f"{where}: verified must be true or false, got {table['verified']!r}")
     table = dict(table)
     for key in ("aliases", "gpus"):
         if key in table:

@@ -198,12 +198,12 @@ class ClusterPlan:
         return asdict(self)
 
 
-def cluster_plan(model, gpu, gpus_per_node: int = 8, nodes: int = 4, *, batch: int | None = None,
+def cluster_plan(model, gpu, gpus_per_node: int | None = None, nodes: int | None = None, *, batch: int | None = None,
                  seq_len: int | None = None, microbatches: int | None = None,
                  network_bytes_per_s=None) -> ClusterPlan:
     """Size DP, FSDP, TP and PP, and TP inside a node combined with FSDP or PP across nodes,
     for a full fine-tune (mixed precision, AdamW) of catalog ``model`` on ``nodes`` nodes of
-    ``gpus_per_node`` catalog ``gpu``.
+    ``gpus_per_node`` catalog ``gpu`` (default: the ``max_devices`` and ``cluster_nodes`` assumptions).
 
     A collective that spans nodes runs at the network's pace (``network_bytes_per_s`` per GPU,
     default the ``inter_node_bytes_per_s`` assumption); one inside a node at NVLink's
@@ -219,9 +219,10 @@ def cluster_plan(model, gpu, gpus_per_node: int = 8, nodes: int = 4, *, batch: i
     spec = hardware.get(gpu) if isinstance(gpu, str) else hardware.as_spec(gpu)
     if spec.kind != "gpu" or not spec.memory_bytes:
         raise ValueError(f"gpu={spec.name!r}: must be a catalog GPU with its memory")
-    gpus_per_node, nodes = checks.count("gpus_per_node", gpus_per_node), checks.count("nodes", nodes)
-    values, taken = assumptions.resolve(batch=batch, seq_len=seq_len, pipeline_microbatches=microbatches,
-                                        inter_node_bytes_per_s=network_bytes_per_s)
+    values, taken = assumptions.resolve(max_devices=gpus_per_node, cluster_nodes=nodes, batch=batch, seq_len=seq_len,
+                                        pipeline_microbatches=microbatches, inter_node_bytes_per_s=network_bytes_per_s)
+    gpus_per_node = checks.count("gpus_per_node", values["max_devices"])
+    nodes = checks.count("nodes", values["cluster_nodes"])
     batch = checks.count("batch", values["batch"])
     seq_len = checks.count("seq_len", values["seq_len"])
     m = checks.count("microbatches", values["pipeline_microbatches"])

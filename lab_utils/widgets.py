@@ -8,10 +8,11 @@ every number comes from the module that owns it (``memory``, ``hardware``, ``llm
 
 from __future__ import annotations
 
+import functools
 from itertools import accumulate
 
 from lab_utils import advisor, assumptions, economics, engines, hardware, llms, memory, plots, prices
-from lab_utils.units import bytes_in, bytes_label, format_bytes, format_rate
+from lab_utils.units import bytes_in, bytes_label, format_bytes
 
 _BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 _SEQ_LENS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
@@ -139,75 +140,145 @@ def memory_calculator(model: str = "Llama-3.1-8B", method: str = "inference", pr
 
 # --- API or self-hosted? (notebook 05) ------------------------------------------------------
 
-_TOKEN_VOLUMES = tuple(10 ** (6 + step / 8) for step in range(41))  # 1M to 100B tokens a month, log-spaced
+REQUESTS_PER_DAY_GRID = tuple(10 ** (1 + step / 2) for step in range(11))
+"""The traffic the cost calculator asks the advisor about: 10 to 1,000,000 requests a day,
+half a decade apart (1,000 and 100,000 among them)."""
 _FINE_TUNE_TOKENS = (1e6, 3e6, 1e7, 3e7, 1e8, 3e8, 1e9)
 
 
-def _cost_figure(model, gpu, api, batch, output_share, method, fine_tune_tokens, mfu, efficiency,
-                 amortize_months):
-    """Monthly cost against monthly tokens: the API, serverless flex (pay per use) and active
-    (always on) workers, fine-tune included (priced as ``economics.fine_tune_estimate`` prices
-    it: the GPU's cheapest rentable offer), with the break-even volumes marked."""
-    setup = economics.serverless_setup(model, gpu, batch=batch, output_share=output_share, efficiency=efficiency)
-    api_price = prices.api_price(api)
-    api_per_million = economics.blended_price_per_million(
-        api_price.input_per_million, api_price.output_per_million, output_share)
-    fine_tune = economics.fine_tune_estimate(model, fine_tune_tokens, method=method, gpu=gpu, mfu=mfu)
-    kwargs = {"api_cost_per_million": api_per_million, "usd_per_hour": setup.usd_per_hour,
-              "tokens_per_s": setup.tokens_per_s, "fine_tune_cost": fine_tune.cost_usd or 0.0,
-              "amortize_months": amortize_months, "always_on_usd_per_hour": setup.always_on_usd_per_hour}
-    costs = [economics.serving_costs(volume, **kwargs) for volume in _TOKEN_VOLUMES]
-    fig, ax = plots.figure(
-        f"{setup.model} on {setup.gpus_per_replica} x {setup.gpu} (Runpod serverless, {setup.price.date}) "
-        f"vs {api_price.name} ({api_price.date})",
-        "tokens per month (tokens)", "cost per month (US dollars)", figsize=(9.0, 5.0))
-    lines = (("API", "api_per_month_usd", "blue"), ("self-hosted, pay per use (flex)", "pay_per_use_per_month_usd", "orange"),
-             ("self-hosted, always on (active)", "always_on_per_month_usd", "green"))
-    for label, field, colour in lines:
-        ax.plot(_TOKEN_VOLUMES, [getattr(c, field) for c in costs], label=label, color=plots.PALETTE[colour])
-    for always_on, colour in ((False, "orange"), (True, "green")):
-        volume = economics.breakeven_tokens_per_month(always_on=always_on, **kwargs)
-        if _TOKEN_VOLUMES[0] <= volume <= _TOKEN_VOLUMES[-1]:
-            ax.axvline(volume, color=plots.PALETTE[colour], linestyle=":", linewidth=1.5)
-            ax.annotate(f"break-even\n{volume:.2g} tokens", (volume, 0.02), xycoords=("data", "axes fraction"),
-                        xytext=(4, 0), textcoords="offset points", fontsize=8, color=plots.PALETTE[colour])
+def cost_curves(model=None, gpu=None, api=None, *, batch=None, input_tokens=None, output_tokens=None,
+                method=None, fine_tune_tokens=None, mfu=None, efficiency=None, amortize_months=None) -> dict:
+    """The cost calculator's figures: for each of :data:`REQUESTS_PER_DAY_GRID`, the Options of
+    ``advisor.serve`` (the one engine, as ``lab-utils pick serve``) for ``gpu`` always on, its
+    serverless class (cold starts, restores and idle time simulated) and the per-token prices,
+    with the fine-tune (``economics.fine_tune_estimate`` of ``fine_tune_tokens`` by ``method``
+    on ``gpu``) spread over ``amortize_months`` added to the two ways that serve your own weights.
+
+    Returns {"lines": {label: [(requests_per_day, Option, usd_per_month), ...]}, "fine_tune":
+    FineTuneEstimate, "fine_tune_per_month_usd", "assumptions" (those taken), "model", "gpu",
+    "api" (its ApiPrice), "amortize_months", "fine_tune_tokens", "input_tokens", "output_tokens",
+    "latency_target_s"}. Left None: model, gpu, method and api are the ``default_model``,
+    ``default_gpu``, ``default_method`` and ``compare_api`` assumptions, fine_tune_tokens its own,
+    the others the advisor's and the fine-tune's.
+    """
+    curves = _cost_curves(model, gpu, api, batch, input_tokens, output_tokens, method, fine_tune_tokens, mfu,
+                          efficiency, amortize_months)
+    return {**curves, "lines": {label: list(points) for label, points in curves["lines"].items()},
+            "assumptions": dict(curves["assumptions"])}
+
+
+@functools.lru_cache(maxsize=32)
+def _cost_curves(model, gpu, api, batch, input_tokens, output_tokens, method, fine_tune_tokens, mfu, efficiency,
+                 amortize_months) -> dict:
+    """:func:`cost_curves`, kept for the panel's redraws (the static figure and the panel's first
+    draw ask the same question)."""
+    values, taken = assumptions.resolve(default_model=model, default_gpu=gpu, default_method=method,
+                                        compare_api=api, amortize_months=amortize_months,
+                                        fine_tune_tokens=fine_tune_tokens)
+    fine_tune_tokens = values["fine_tune_tokens"]
+    config, spec = llms.get(values["default_model"]), hardware.get(values["default_gpu"])
+    closed = prices.api_price(values["compare_api"])
+    months = values["amortize_months"]
+    fine_tune = economics.fine_tune_estimate(config, fine_tune_tokens, method=values["default_method"], gpu=spec,
+                                             mfu=mfu)
+    fixed = (fine_tune.cost_usd or 0.0) / months
+    lines: dict[str, list] = {}
+    for requests_per_day in REQUESTS_PER_DAY_GRID:
+        advice = advisor.serve(config.name, requests_per_day, batch=batch, input_tokens=input_tokens,
+                               output_tokens=output_tokens, efficiency=efficiency, devices=[spec.name],
+                               include_cpus=False)
+        chosen = {"always on": next((o for o in advice.options if o.kind == "gpu"), None),
+                  "serverless": next((o for o in advice.options if o.kind == "serverless"), None),
+                  "per token, same model": advice.cheapest("hosted"),
+                  f"API: {closed.name}": advice.option(f"API: {closed.name}")}
+        for label, option in chosen.items():
+            if option is None or option.cost_usd is None:
+                continue
+            extra = fixed if option.kind in ("gpu", "serverless") else 0.0
+            lines.setdefault(label, []).append((requests_per_day, option, option.cost_usd + extra))
+    taken.update(advice.assumptions)
+    shape, _ = assumptions.resolve(input_tokens=input_tokens, output_tokens=output_tokens, latency_target_s=None)
+    return {"lines": lines, "fine_tune": fine_tune, "fine_tune_per_month_usd": fixed, "assumptions": taken,
+            "model": config.name, "gpu": spec.name, "api": closed, "amortize_months": months,
+            "fine_tune_tokens": fine_tune_tokens, **shape}
+
+
+_CURVE_COLOURS = {"always on": "green", "serverless": "orange", "per token, same model": "purple"}
+
+
+def _cost_figure(model, gpu, api, batch, method, fine_tune_tokens, mfu, efficiency, amortize_months):
+    """Monthly cost against requests per day from :func:`cost_curves`: filled markers where the
+    option meets the latency target, crosses where it does not; the volume from which each way of
+    serving your own weights costs no more than the per-token price of the same model marked."""
+    curves = cost_curves(model, gpu, api, batch=batch, method=method, fine_tune_tokens=fine_tune_tokens, mfu=mfu,
+                         efficiency=efficiency, amortize_months=amortize_months)
+    closed = curves["api"]
+    fig, ax = plots.figure(f"{curves['model']}: {curves['gpu']} always on or serverless, per token, or "
+                           f"{closed.name} ({closed.date_label}; a closed model)",
+                           "requests per day (requests)", "cost per month (US dollars)", figsize=(9.0, 5.0))
+    for label, points in curves["lines"].items():
+        colour = plots.PALETTE[_CURVE_COLOURS.get(label, "blue")]
+        volumes, costs = [v for v, _, _ in points], [c for _, _, c in points]
+        last = points[-1][1]
+        name = label if last.kind == "api" else last.name
+        name += " (unverified price)" if last.price_date.endswith("unverified") else ""
+        ax.plot(volumes, costs, color=colour, label=name)
+        missed = [(v, c) for v, o, c in points if not o.works and o.kind in ("gpu", "serverless")]
+        if missed:
+            ax.plot(*zip(*missed), linestyle="none", marker="x", color=colour)
+    per_token = {v: c for v, _, c in curves["lines"].get("per token, same model", [])}
+    for label in ("serverless", "always on"):
+        cheaper = [v for v, o, c in curves["lines"].get(label, []) if o.works and v in per_token and c <= per_token[v]]
+        if cheaper:
+            ax.axvline(cheaper[0], color=plots.PALETTE[_CURVE_COLOURS[label]], linestyle=":", linewidth=1.5)
+            ax.annotate(f"{label} no dearer than\nper token from {cheaper[0]:,.0f}/day", (cheaper[0], 0.02),
+                        xycoords=("data", "axes fraction"), xytext=(4, 0), textcoords="offset points", fontsize=8,
+                        color=plots.PALETTE[_CURVE_COLOURS[label]])
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.legend(loc="upper left", fontsize=9)
+    fine_tune = curves["fine_tune"]
     fig.text(0.01, 0.01,
-             f"Self-hosted: {format_rate(setup.tokens_per_s, 'tokens/s')} per replica at batch {batch} "
-             f"({efficiency:.0%} of the serving bounds, KV cache included), {output_share:.0%} of tokens generated; "
-             f"{method} fine-tune of {fine_tune_tokens:.0e} tokens ${fine_tune.cost_usd or 0:,.2f}, spread over "
-             f"{amortize_months} months. Estimates from vendor specifications, not measurements.",
-             fontsize=8, wrap=True)
-    fig.subplots_adjust(bottom=0.2)
+             f"lab_utils.advisor.serve at each volume (as lab-utils pick serve): {curves['input_tokens']} tokens in + "
+             f"{curves['output_tokens']} out per request, p95 within {curves['latency_target_s']:g} s (x: misses it); "
+             f"serverless with cold starts, snapshot restores and idle time simulated. Own weights include the "
+             f"{fine_tune.method} fine-tune of {curves['fine_tune_tokens']:.0e} tokens "
+             f"(${fine_tune.cost_usd or 0:,.2f}) spread "
+             f"over {curves['amortize_months']} months. Estimates from vendor specifications and dated list prices, "
+             f"not measurements.", fontsize=8, wrap=True)
+    fig.subplots_adjust(bottom=0.22)
     return fig
 
 
-def cost_calculator(model: str = "Llama-3.1-8B", gpu: str = "H100 SXM", api: str = "GPT-4o-mini",
-                    batch: int | None = None, output_share: float | None = None, method: str = "lora",
-                    fine_tune_tokens: float = 1e7, mfu: float | None = None, efficiency: float | None = None,
-                    amortize_months: int | None = None, static: bool = False):
-    """API or self-hosted? Monthly cost against monthly tokens, from ``lab_utils.economics``.
+def cost_calculator(model: str | None = None, gpu: str | None = None, api: str | None = None,
+                    batch: int | None = None, method: str | None = None, fine_tune_tokens: float | None = None,
+                    mfu: float | None = None, efficiency: float | None = None, amortize_months: int | None = None,
+                    static: bool = False):
+    """API, per token or self-hosted? Monthly cost against requests per day, every point an answer
+    of ``advisor.serve`` (:func:`cost_curves`), so the calculator, ``lab-utils pick serve`` and the
+    notebooks give the same figures.
 
     Controls: model (``llms.catalog()``), GPU (the catalog GPUs with a Runpod serverless price),
-    API (``prices.api_prices()``), batch, share of generated tokens, fine-tune method and
-    tokens, MFU, and the fraction of the decode bandwidth bound reached. Left None: batch,
-    output_share, efficiency and amortize_months are the assumptions ``serve_batch``,
-    ``output_share``, ``decode_efficiency`` and ``amortize_months``, mfu the fine-tune's regime
-    (``economics.mfu_assumption``). ``static=True`` returns the matplotlib figure for these
-    inputs; otherwise an ipywidgets panel.
+    closed API to compare (``prices.api_prices()``), batch ("auto": the advisor's, the largest
+    within the latency target), fine-tune method and tokens, MFU of the fine-tune, and the
+    fraction of the serving bounds reached. Left None: model, gpu, method and api are the
+    ``default_model``, ``default_gpu``, ``default_method`` and ``compare_api`` assumptions,
+    efficiency ``decode_efficiency``, fine_tune_tokens and amortize_months their own, mfu the
+    fine-tune's regime.
+    ``static=True`` returns the matplotlib figure for these inputs; otherwise an ipywidgets panel.
     """
     if not isinstance(static, bool):
         raise TypeError(f"static must be True or False, got {static!r}")
-    values, _ = assumptions.resolve(serve_batch=batch, output_share=output_share,
-                                    decode_efficiency=efficiency, amortize_months=amortize_months)
-    batch, output_share = values["serve_batch"], values["output_share"]
+    values, _ = assumptions.resolve(default_model=model, default_gpu=gpu, compare_api=api, default_method=method,
+                                    decode_efficiency=efficiency, amortize_months=amortize_months,
+                                    fine_tune_tokens=fine_tune_tokens)
+    model, gpu, api, method, fine_tune_tokens = (values[name] for name in (
+        "default_model", "default_gpu", "compare_api", "default_method", "fine_tune_tokens"))
     efficiency, amortize_months = values["decode_efficiency"], values["amortize_months"]
     if mfu is None:  # the MFU of the fine-tune's regime (economics.mfu_assumption)
         mfu = economics.fine_tune_estimate(model, fine_tune_tokens, method=method, gpu=gpu).mfu
-    values = {"model": model, "gpu": gpu, "api": api, "batch": batch, "output_share": output_share,
-              "method": method, "fine_tune_tokens": fine_tune_tokens, "mfu": mfu, "efficiency": efficiency,
+    values = {"model": model, "gpu": gpu, "api": api, "batch": batch, "method": method,
+              "fine_tune_tokens": fine_tune_tokens, "mfu": mfu, "efficiency": efficiency,
               "amortize_months": amortize_months}
     if static:
         return _cost_figure(**values)
@@ -221,11 +292,11 @@ def cost_calculator(model: str = "Llama-3.1-8B", gpu: str = "H100 SXM", api: str
         "model": w.Dropdown(options=[config.name for config in llms.catalog()], value=llms.get(model).name,
                             description="model"),
         "gpu": w.Dropdown(options=gpus, value=hardware.get(gpu).name, description="GPU"),
-        "api": w.Dropdown(options=[price.name for price in prices.api_prices()],
-                          value=prices.api_price(api).name, description="API"),
-        "batch": w.SelectionSlider(options=sorted({*_BATCHES, batch}), value=batch, description="batch"),
-        "output_share": w.FloatSlider(value=output_share, min=0.05, max=1.0, step=0.05, description="generated"),
-        "method": w.Dropdown(options=("full", "lora", "qlora"), value=method, description="fine-tune"),
+        "api": w.Dropdown(options=[price.name for price in prices.api_prices() if price.model is None],
+                          value=prices.api_price(api).name, description="closed API"),
+        "batch": w.Dropdown(options=[("auto", None), *((str(b), b) for b in sorted({*_BATCHES, batch} - {None}))],
+                            value=batch, description="batch"),
+        "method": w.Dropdown(options=assumptions.FINE_TUNE_METHODS, value=method, description="fine-tune"),
         "fine_tune_tokens": w.SelectionSlider(options=sorted({*_FINE_TUNE_TOKENS, fine_tune_tokens}),
                                               value=fine_tune_tokens, description="FT tokens"),
         "mfu": w.FloatSlider(value=mfu, min=0.05, max=0.8, step=0.05, description="MFU"),

@@ -278,3 +278,67 @@ def test_job_advisor_widget_draws_the_static_chart_and_checks_its_job():
     plt.close(fig)
     with pytest.raises(ValueError, match="job"):
         widgets.job_advisor(job="train", static=True)
+
+
+def test_serverless_starts_are_the_cold_start_models_plain_and_restored(monkeypatch):
+    """The advisor gives ``serverless.simulate`` the ``serverless.cold_start`` of the weights
+    itself, so its snapshot restores (FlashBoot, at the assumed hit rate) take their share of
+    the starts, as notebook 04's simulation does; the output says how many were restored."""
+    from lab_utils import serverless
+
+    calls = []
+    real_simulate = serverless.simulate
+
+    def spy(arrivals, **kwargs):
+        result = real_simulate(arrivals, **kwargs)
+        calls.append((kwargs, result))
+        return result
+
+    monkeypatch.setattr(serverless, "simulate", spy)
+    advice = advisor.serve("Llama-3.1-8B", 1000, precision="bf16", devices=["H100 SXM"], **_cheap_serverless())
+    (kwargs, result), = calls
+    start = serverless.cold_start(llms.get("Llama-3.1-8B").n_params * memory.BYTES_PER_VALUE["bf16"])
+    assert kwargs["cold_start_s"] == start
+    assert start.restore_hit_rate == assumptions.value("cold_start.restore_hit_rate")
+    assert 0 < result.restored_starts < result.cold_starts
+    option = advice.option("Runpod serverless H100")
+    said = f"{result.cold_starts} cold starts simulated, {result.restored_starts} of them snapshot restores"
+    assert said in option.why
+    starts = dict(advice.assumptions)["serverless_starts"]
+    assert f"plain start {start.total_s:.0f} s in bf16" in starts and f"{start.restore_s:g} s for 50% of" in starts
+    assert "(serverless starts, as serverless.cold_start: plain start" in advice.table()
+    # a start given in seconds is every start: no restores
+    calls.clear()
+    advisor.serve("Llama-3.1-8B", 1000, precision="bf16", devices=["H100 SXM"], cold_start_s=30.0,
+                  **_cheap_serverless())
+    assert calls[0][0]["cold_start_s"] == 30.0 and calls[0][1].restored_starts == 0
+
+
+def test_device_hours_count_every_gpu_and_price_and_energy_follow_them():
+    """A serverless worker of several GPUs bills each of them: device_hours are GPU-hours,
+    usd_per_hour the price of one, kWh each GPU at its TDP, on every priced row."""
+    from lab_utils import energy
+
+    advice = advisor.serve("Llama-3.1-70B", 1000, precision="bf16", **_cheap_serverless())
+    multi = [o for o in advice.options if o.kind == "serverless" and o.n_devices > 1 and o.cost_usd is not None]
+    assert multi, "the premise: a 70B model in bf16 needs workers of several GPUs"
+    for option in advice.options:
+        if option.device_hours is None or option.cost_usd is None:
+            continue
+        assert option.cost_usd == pytest.approx(option.device_hours * option.usd_per_hour), option.name
+    for option in multi:
+        klass = prices.serverless_price(option.name.split(",")[0])
+        assert option.usd_per_hour == pytest.approx(klass.flex_per_hour)  # per GPU, not per worker
+        spec = min((hardware.get(g) for g in klass.gpus), key=lambda s: s.bandwidth_bytes_per_s)
+        assert option.energy_kwh == pytest.approx(energy.job_energy_kwh(option.device_hours, 1, spec.tdp_watts))
+
+
+def test_devices_narrows_the_options_and_keeps_their_figures():
+    full = advisor.serve("Llama-3.1-8B", 1000, **_cheap_serverless())
+    narrow = advisor.serve("Llama-3.1-8B", 1000, devices=["H100 SXM"], **_cheap_serverless())
+    assert {o.name for o in narrow.options if o.kind in ("gpu", "serverless")} == {
+        "H100 SXM always on", "Runpod serverless H100"}
+    for option in narrow.options:
+        assert full.option(option.name).cost_usd == pytest.approx(option.cost_usd)
+    with pytest.raises(TypeError, match="devices"):
+        advisor.serve("Llama-3.1-8B", 1000, devices="H100 SXM")

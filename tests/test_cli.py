@@ -313,3 +313,18 @@ def test_a_bare_parameter_count_gives_the_lower_bound_the_advisor_uses():
     total = json.loads(result.stdout)["total_bytes"]
     assert total == memory.weight_bytes(8e9, "bf16")
     assert dict(advisor.fine_tune(8e9, 1e8, method="lora").assumptions)["memory_bytes"] == total
+
+
+def test_bench_prints_each_skipped_case_once(monkeypatch, capsys):
+    """A copy is planned with one thread and with all of them: two skipped copies of one size
+    print as two different lines, each once, saying which is which."""
+    skipped = (bench.Skipped("copy", 2**26, "fp32", "the time budget is spent", threads=1),
+               bench.Skipped("copy", 2**26, "fp32", "the time budget is spent", threads=2),
+               bench.Skipped("matmul", 2048, "fp32", "the time budget is spent"))
+    table = bench.BenchTable((), skipped, "cpu", 1.0, 1.0)
+    monkeypatch.setattr(bench, "sweep", lambda **kwargs: table)
+    assert cli.main(["bench", "--device", "cpu", "--seconds", "1"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("skipped")]
+    assert lines == ["skipped copy 256.0 MiB fp32 (1 thread): the time budget is spent",
+                     "skipped copy 256.0 MiB fp32 (2 threads): the time budget is spent",
+                     "skipped matmul n=2048 fp32: the time budget is spent"]

@@ -351,9 +351,10 @@ def test_cost_calculator_static_figure_is_labelled():
     fig = widgets.cost_calculator(model="Llama-3.1-8B", gpu="H100", api="haiku", static=True)
     ax = fig.axes[0]
     assert "Llama-3.1-8B" in ax.get_title() and "Claude Haiku 4.5" in ax.get_title()
-    assert ax.get_xlabel().endswith("(tokens)") and ax.get_ylabel().endswith("(US dollars)")
-    assert [line.get_label() for line in ax.get_lines()][:3] == [
-        "API", "self-hosted, pay per use (flex)", "self-hosted, always on (active)"]
+    assert ax.get_xlabel().endswith("(requests)") and ax.get_ylabel().endswith("(US dollars)")
+    assert [line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")] == [
+        "H100 SXM always on", "Runpod serverless H100", "per token: Llama-3.1-8B on DeepInfra (unverified price)",
+        "API: Claude Haiku 4.5"]
     plt.close(fig)
 
 

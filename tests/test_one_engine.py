@@ -70,6 +70,24 @@ def test_serving_gets_one_verdict_from_every_face(requests_per_day):
     text = figure_text(widgets.job_advisor(job="serve", model="Llama-3.1-8B", requests_per_day=requests_per_day,
                                            static=True))
     assert advice.verdict in " ".join(text.split())
+    # the cost calculator (notebook 05) draws the advisor's figures: the H100 always on and its
+    # serverless class with the fine-tune spread over the months, the same model per token
+    curves = widgets.cost_curves("Llama-3.1-8B", "H100 SXM")
+    fixed = curves["fine_tune_per_month_usd"]
+    assert fixed > 0
+    drawn = {label: {volume: (option, usd) for volume, option, usd in points}
+             for label, points in curves["lines"].items()}
+    for label, name, extra in (("always on", "H100 SXM always on", fixed),
+                               ("serverless", "Runpod serverless H100", fixed),
+                               ("per token, same model", advice.cheapest("hosted").name, 0.0)):
+        option, usd = drawn[label][requests_per_day]
+        assert option.name == name and option.works == advice.option(name).works
+        assert usd == pytest.approx(advice.option(name).cost_usd + extra)
+    fig = widgets.cost_calculator("Llama-3.1-8B", "H100 SXM", static=True)
+    plotted = {line.get_label(): dict(zip(line.get_xdata(), line.get_ydata())) for line in fig.axes[0].get_lines()}
+    assert plotted["Runpod serverless H100"][requests_per_day] == pytest.approx(
+        advice.option("Runpod serverless H100").cost_usd + fixed)
+    figure_text(fig)
     # the H100 pod's month is its hourly price billed every hour, from the same price rule
     h100 = advice.option("H100 SXM always on")
     price = assumptions.device_price(hardware.get("H100 SXM")).usd_per_hour
@@ -129,3 +147,16 @@ def test_a_7b_model_served_in_int4_on_a_t4_is_the_same_everywhere():  # 6. 7B in
     assert advisor.serve("Mistral-7B-v0.1", 1000, precision="bf16").option("2 x T4 always on").n_devices == 2
     # the advisor left to choose ranks the T4 at the precisions that fit it, and says which it kept
     assert advisor.serve("Mistral-7B-v0.1", 1000).option("T4 always on").precision in ("fp8", "int8", "int4")
+
+
+@pytest.mark.parametrize("always_on", [False, True])
+def test_a_fully_busy_breakeven_is_the_same_from_python_and_the_cli(always_on):
+    """`lab-utils cost breakeven --json` reports economics.breakeven_tokens_per_month's figure
+    (a GPU fully busy whenever billed: the floor the engine's real-traffic answers sit above)."""
+    prices_given = dict(api_cost_per_million=3.0, usd_per_hour=2.5, tokens_per_s=1500.0, fine_tune_cost=500.0)
+    tokens = economics.breakeven_tokens_per_month(always_on=always_on, **prices_given)
+    face = lab_utils_json("cost", "breakeven", "--api-per-million", "3", "--price-per-hour", "2.5",
+                          "--tokens-per-s", "1500", "--fine-tune-cost", "500", *(["--always-on"] if always_on else []))
+    assert face["breakeven_tokens_per_month"] == pytest.approx(tokens) and face["never"] is False
+    assert face["way"] == ("always on" if always_on else "pay per use")
+    assert face["assumptions"] == {"amortize_months": assumptions.value("amortize_months")}

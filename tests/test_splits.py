@@ -147,7 +147,7 @@ def test_cli_split_json_is_the_calculators_answer(capsys):
     assert cli.main(["split", "--model", "llama-3.1-70b", "--gpu", "h100", "--nodes", "2", "--microbatches", "16",
                      "--network-gbytes-per-s", "25", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    plan = splits.cluster_plan("llama-3.1-70b", "h100", 8, 2, microbatches=16, network_bytes_per_s=25e9)
+    plan = splits.cluster_plan("llama-3.1-70b", "h100", None, 2, microbatches=16, network_bytes_per_s=25e9)
     assert data == json.loads(json.dumps(plan.to_dict()))
     assert "inter_node_bytes_per_s" not in dict(plan.assumptions)
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import json
 import os
 import platform
 import statistics
@@ -209,10 +208,7 @@ def main(argv=None) -> int:
                 # training_done
                 "rank0_clock": clock,
             }
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            partial = args.out.with_name(args.out.name + ".partial")
-            partial.write_text(json.dumps(result, indent=1))
-            partial.replace(args.out)  # readers never see half a file
+            distributed.write_result(args.out, result)  # atomic: readers never see half a file
         dist.barrier()
     finally:
         dist.destroy_process_group()

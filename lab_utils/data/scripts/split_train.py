@@ -26,7 +26,6 @@ Rank 0 writes JSON to ``--out``.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -281,6 +280,8 @@ def main(argv=None) -> int:
     import torch
     import torch.distributed as dist
 
+    from lab_utils import distributed
+
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -301,10 +302,7 @@ def main(argv=None) -> int:
                 busy_s = sum(r["timing"]["busy_s"] for r in every)
                 result["splits"][name]["bubble"] = 1 - busy_s / sum(r["timing"]["step_s"] for r in every)
         if rank == 0:
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            partial = args.out.with_name(args.out.name + ".partial")
-            partial.write_text(json.dumps(result, indent=1))
-            partial.replace(args.out)
+            distributed.write_result(args.out, result)  # atomic: readers never see half a file
         dist.barrier()
     finally:
         dist.destroy_process_group()
