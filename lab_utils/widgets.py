@@ -260,21 +260,21 @@ def cost_calculator(model: str | None = None, gpu: str | None = None, api: str |
 
     Controls: model (``llms.catalog()``), GPU (the catalog GPUs with a Runpod serverless price),
     closed API to compare (``prices.api_prices()``), batch ("auto": the advisor's, the largest
-    within the latency target), fine-tune method and tokens, MFU of the fine-tune, and the
-    fraction of the serving bounds reached. Left None: model, gpu, method and api are the
-    ``default_model``, ``default_gpu``, ``default_method`` and ``compare_api`` assumptions,
-    efficiency ``decode_efficiency``, fine_tune_tokens and amortize_months their own, mfu the
-    fine-tune's regime.
+    within the latency target), fine-tune method and tokens, MFU of the fine-tune, and an extra
+    factor on the serving engine's times (``advisor.serve``'s ``efficiency``; None: 1, the
+    engine's profile alone). Left None: model, gpu, method and api are the ``default_model``,
+    ``default_gpu``, ``default_method`` and ``compare_api`` assumptions, fine_tune_tokens and
+    amortize_months their own, mfu the fine-tune's regime.
     ``static=True`` returns the matplotlib figure for these inputs; otherwise an ipywidgets panel.
     """
     if not isinstance(static, bool):
         raise TypeError(f"static must be True or False, got {static!r}")
     values, _ = assumptions.resolve(default_model=model, default_gpu=gpu, compare_api=api, default_method=method,
-                                    decode_efficiency=efficiency, amortize_months=amortize_months,
+                                    amortize_months=amortize_months,
                                     fine_tune_tokens=fine_tune_tokens)
     model, gpu, api, method, fine_tune_tokens = (values[name] for name in (
         "default_model", "default_gpu", "compare_api", "default_method", "fine_tune_tokens"))
-    efficiency, amortize_months = values["decode_efficiency"], values["amortize_months"]
+    efficiency, amortize_months = 1.0 if efficiency is None else efficiency, values["amortize_months"]
     if mfu is None:  # the MFU of the fine-tune's regime (economics.mfu_assumption)
         mfu = economics.fine_tune_estimate(model, fine_tune_tokens, method=method, gpu=gpu).mfu
     values = {"model": model, "gpu": gpu, "api": api, "batch": batch, "method": method,
@@ -300,7 +300,7 @@ def cost_calculator(model: str | None = None, gpu: str | None = None, api: str |
         "fine_tune_tokens": w.SelectionSlider(options=sorted({*_FINE_TUNE_TOKENS, fine_tune_tokens}),
                                               value=fine_tune_tokens, description="FT tokens"),
         "mfu": w.FloatSlider(value=mfu, min=0.05, max=0.8, step=0.05, description="MFU"),
-        "efficiency": w.FloatSlider(value=efficiency, min=0.1, max=1.0, step=0.05, description="of bound"),
+        "efficiency": w.FloatSlider(value=efficiency, min=0.1, max=1.0, step=0.05, description="x engine"),
         "amortize_months": w.IntSlider(value=amortize_months, min=1, max=36, description="months"),
     }
     names = list(controls)

@@ -325,6 +325,6 @@ def test_bench_prints_each_skipped_case_once(monkeypatch, capsys):
     monkeypatch.setattr(bench, "sweep", lambda **kwargs: table)
     assert cli.main(["bench", "--device", "cpu", "--seconds", "1"]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("skipped")]
-    assert lines == ["skipped copy 256.0 MiB fp32 (1 thread): the time budget is spent",
-                     "skipped copy 256.0 MiB fp32 (2 threads): the time budget is spent",
+    assert lines == ["skipped copy 268.4 MB fp32 (1 thread): the time budget is spent",
+                     "skipped copy 268.4 MB fp32 (2 threads): the time budget is spent",
                      "skipped matmul n=2048 fp32: the time budget is spent"]
