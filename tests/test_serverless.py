@@ -320,3 +320,14 @@ def test_runpod_documents_3_max_workers_by_default():
 
     assert assumptions.value("max_workers") == 3  # Runpod's endpoint settings; the course said 10
     assert "Runpod" in assumptions.get("max_workers").source
+
+
+@pytest.mark.parametrize("make", [
+    lambda: serverless.bursty_arrivals(1, 1e-10, 10.0),
+    lambda: serverless.poisson_arrivals(1e9, 3600.0),
+    lambda: serverless.batch_arrivals(10**12),
+])
+def test_arrival_generators_refuse_more_than_they_can_hold(make):
+    """A tiny burst interval or a huge rate once asked for 10^10 floats (23 GB) before failing."""
+    with pytest.raises(ValueError, match="at most 10,000,000 are simulated"):
+        make()
