@@ -142,7 +142,9 @@ def simulate(
     the starts (:meth:`ColdStart.start_s`); ``idle_timeout_s``: seconds a worker stays warm after its last job;
     ``price_per_worker_s``: dollars per flex worker-second. See the module docstring for the rules.
     """
-    arrivals = [checks.number(f"arrival_times_s[{i}]", t, strict=False) for i, t in enumerate(arrival_times_s)]
+    arrivals = list(arrival_times_s)
+    if not all(type(t) is float and 0.0 <= t < math.inf for t in arrivals):  # else name the first bad one
+        arrivals = [checks.number(f"arrival_times_s[{i}]", t, strict=False) for i, t in enumerate(arrivals)]
     concurrency = checks.count("concurrency", concurrency, minimum=1)
     service_s = _service_function(service_s, concurrency)
     start_s = _start_function(cold_start_s)

@@ -79,7 +79,8 @@ def measure(fn, *, device=None, min_run_time: float = 0.2, min_runs: int = 5,
     ``device``: where ``fn`` queues its work (None: ``machine.pick_device()``); it is
     synchronized before every clock read, so asynchronous GPU work is counted in full.
     Warm-up calls run first (:func:`_warm_up`); then ``torch.utils.benchmark.Timer``'s
-    ``blocked_autorange`` times blocks of calls, again until ``min_runs`` blocks are done.
+    ``blocked_autorange`` sizes and times blocks of calls, and blocks of that size follow
+    until ``min_runs`` blocks are done.
     ``threads``: torch's intra-op threads while timing (None: ``torch.get_num_threads()``).
     """
     import torch
@@ -106,15 +107,24 @@ def measure(fn, *, device=None, min_run_time: float = 0.2, min_runs: int = 5,
         warmup_calls = _warm_up(fn, device, min_run_time)
     finally:
         torch.set_num_threads(before)
-    parts = [timer.blocked_autorange(min_run_time=min_run_time)]
-    while sum(len(part.times) for part in parts) < min_runs:
-        parts.append(timer.blocked_autorange(min_run_time=min_run_time / min_runs))
-    merged = benchmark.Measurement.merge(parts)[0] if len(parts) > 1 else parts[0]
+    measured = timer.blocked_autorange(min_run_time=min_run_time)
+    calls = measured.number_per_run
+    blocks_s = list(measured.raw_times)  # seconds of each block of `calls` calls
+    torch.set_num_threads(threads)
+    try:  # slow calls: more blocks of the same size, without searching for the size again
+        while len(blocks_s) < min_runs:
+            start = synchronized_clock()
+            for _ in range(calls):
+                fn()
+            blocks_s.append(synchronized_clock() - start)
+    finally:
+        torch.set_num_threads(before)
+    merged = benchmark.Measurement(calls, blocks_s, measured.task_spec, measured.metadata)
     return Timing(
         median_s=merged.median,
         iqr_s=merged.iqr,
         runs=len(merged.times),
-        calls_per_run=parts[0].number_per_run,
+        calls_per_run=calls,
         device=str(device),
         warmup_calls=warmup_calls,
     )

@@ -31,10 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 
 import execution_cache  # noqa: E402  (book/_ext, shared with the website build)
+from notebook_times import COURSE_TARGET_S, NOTEBOOK_TARGET_S  # noqa: E402  (the build-status page's targets)
 import shell_poll  # noqa: E402  (book/_ext: nbclient's missed replies)
-
-COURSE_TARGET_S = 100  # the whole course, one notebook after another, on a 2-core CPU
-NOTEBOOK_TARGET_S = 20  # each notebook
 
 
 def execute(path: str, timeout_s: int) -> tuple[str, float, str | None]:

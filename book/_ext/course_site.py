@@ -43,6 +43,7 @@ import execution_cache
 import shell_poll
 import exercises
 import live_calculators
+import notebook_times
 import web_assets
 import workshop
 
@@ -198,6 +199,7 @@ def setup(app: Sphinx) -> dict:
     shell_poll.install()  # a notebook the cache lacks is executed by myst-nb's nbclient
     app.connect("config-inited", check_execution_cache)
     live_calculators.setup(app)  # the live calculators page: Pyodide and the course's wheel
+    notebook_times.setup(app)  # the build-status page: each notebook's time from the cache
     app.connect("config-inited", use_local_assets)
     app.connect("config-inited", theme_defaults)
     app.connect("html-page-context", widget_assets_path, priority=800)  # after myst-nb adds the manager
