@@ -7,7 +7,7 @@
 #               (test-colab), a strict website build from that same execution (test-book), and
 #               every page of it opened in headless Chromium with no internet (test-site)
 #   make test-fast        test-unit and test-notebooks only (no Colab check, no website)
-#   make test-standalone  each notebook alone in the Colab-like environment (slow; CI with CI_STANDALONE=1)
+#   make test-standalone  each notebook alone in the Colab-like environment (slow; CI runs it after make test)
 #   make linkcheck   check the website's external links (needs internet; not part of make test)
 
 PYTHON ?= $(first_python)
@@ -97,7 +97,7 @@ test-colab: $(INSTALLED)
 
 # Each notebook alone, as Colab opens it: copied into an empty folder and run in the Colab-like
 # environment, the setup cell installing the course each time. 1-3 minutes a notebook: not in
-# make test (.ci/run runs it after make test when CI_STANDALONE=1).
+# make test (.ci/run runs it after make test; CI_STANDALONE=0 skips it).
 test-standalone: $(INSTALLED)
 	$(BIN)/python scripts/standalone_notebooks.py --repository $(STANDALONE_REPOSITORY)
 
