@@ -232,6 +232,8 @@ def test_no_process_is_left_whatever_happens(tmp_path, mode):
 # --- real DDP runs with torchrun (gloo on the CPU) -----------------------------------------
 
 def _processes_running(path: Path) -> list:
+    """Live processes with ``path`` in their command line (a path unique to one test, so that
+    another run of the same script on the machine, e.g. a notebook's, is not counted)."""
     found = []
     for process in psutil.process_iter(["cmdline"]):
         if any(str(path) in part for part in (process.info["cmdline"] or [])):
@@ -260,7 +262,7 @@ def test_ddp_ranks_agree_bit_for_bit_after_training(tmp_path):
                      "--allreduce-sizes", "4096", "65536", "--allreduce-repeats", "2"],
         nproc_per_node=2, timeout_s=240)
     assert result.returncode == 0 and result.leftover_pids == ()
-    assert _processes_running(DDP_SCRIPT) == []
+    assert _processes_running(out) == []  # the ranks were given this test's own --out
     report = json.loads(out.read_text())
     assert report["world_size"] == 2 and report["nnodes"] == 1 and report["backend"] == "gloo"
     digests = [rank["digest"] for rank in sorted(report["ranks"], key=lambda r: r["rank"])]
