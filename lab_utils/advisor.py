@@ -688,7 +688,7 @@ def _serverless(job: _ServeJob, cold_start_s, taken: dict, device_names: set, *,
     arrivals = serverless.poisson_arrivals(job.rate_per_s, window_s, seed=seed)
     taken["simulated_window_s"] = window_s
     every_gpu = {s.name for s in hardware.catalog("gpu")} <= device_names
-    plain_s = {}
+    starts_by_precision = {}  # the cold start of each precision some class kept (its plain start, restores)
     options = []
     for price in prices.serverless_prices():
         specs = [hardware.get(gpu) for gpu in price.gpus]
@@ -701,9 +701,9 @@ def _serverless(job: _ServeJob, cold_start_s, taken: dict, device_names: set, *,
                                          price=assumptions.DevicePrice(None, "-", "-", "-")))
             continue
         spec = min(specs, key=lambda s: s.bandwidth_bytes_per_s)  # the slowest GPU of the class
-        candidates = []
+        candidates, starts = [], {}
         for precision in job.precisions_for(spec):
-            start = serverless.cold_start(job.config.n_params * memory.BYTES_PER_VALUE[precision])
+            start = starts[precision] = serverless.cold_start(job.config.n_params * memory.BYTES_PER_VALUE[precision])
             if cold_start_s is None:
                 taken.update(start.assumptions)
             boot = start if cold_start_s is None else cold_start_s
@@ -711,15 +711,14 @@ def _serverless(job: _ServeJob, cold_start_s, taken: dict, device_names: set, *,
                                              idle_timeout_s=idle_timeout_s, max_workers=max_workers))
         best = _best_precision(candidates)
         if cold_start_s is None and best.precision is not None:
-            plain_s[best.precision] = serverless.cold_start(
-                job.config.n_params * memory.BYTES_PER_VALUE[best.precision]).total_s
+            starts_by_precision[best.precision] = starts[best.precision]
         options.append(best)
     if cold_start_s is not None:
         taken["cold_start_s"] = cold_start_s
-    elif plain_s:
-        restore = serverless.cold_start(0.0)
+    elif starts_by_precision:
+        restore = next(iter(starts_by_precision.values()))  # restores take the same time whatever the weights
         taken["serverless_starts"] = (
-            "plain start " + ", ".join(f"{seconds:.0f} s in {p}" for p, seconds in plain_s.items())
+            "plain start " + ", ".join(f"{start.total_s:.0f} s in {p}" for p, start in starts_by_precision.items())
             + f"; a snapshot restore (FlashBoot) {restore.restore_s:g} s for {restore.restore_hit_rate:.0%} of starts")
     return options
 
