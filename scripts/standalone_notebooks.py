@@ -65,7 +65,8 @@ import sys, nbformat
 from nbclient import NotebookClient
 path = sys.argv[1]
 notebook = nbformat.read(path, as_version=4)
-NotebookClient(notebook, timeout=900, kernel_name="python3", resources={"metadata": {"path": sys.argv[2]}}).execute()
+NotebookClient(notebook, timeout=900, kernel_name="python3", resources={"metadata": {"path": sys.argv[2]}},
+               shutdown_kernel="immediate").execute()  # as scripts/run_notebooks.py
 """
 
 
