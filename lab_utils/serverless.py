@@ -162,10 +162,11 @@ def simulate(
     for index in sorted(range(len(arrivals)), key=arrivals.__getitem__):  # the queue, first in first out
         arrival = arrivals[index]
         # Workers whose idle window closed before this arrival have stopped: bill them.
-        for worker in [w for w in workers if not w.active and w.last_end_s + idle_timeout_s < arrival]:
-            retired_lifetimes_s.append(worker.stops_at(idle_timeout_s) - worker.started_s)
-            retired_busy_s += worker.busy_s()
-            workers.remove(worker)
+        if len(workers) > active_workers:  # some flex workers run (active ones never stop)
+            for worker in [w for w in workers if not w.active and w.last_end_s + idle_timeout_s < arrival]:
+                retired_lifetimes_s.append(worker.stops_at(idle_timeout_s) - worker.started_s)
+                retired_busy_s += worker.busy_s()
+                workers.remove(worker)
         for worker in workers:  # the longest-running with a free slot
             if (worker.ready_s if len(worker.ends_s) < concurrency else worker.ends_s[0]) <= arrival:
                 start = arrival
