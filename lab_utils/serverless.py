@@ -91,19 +91,15 @@ class _Worker:
         self.jobs_s: list[tuple[float, float]] = []
         self.active = active
 
-    @property
-    def free_at_s(self) -> float:
-        """When it can next take a request: once ready, when a slot is free."""
-        return self.ready_s if len(self.ends_s) < self.concurrency else self.ends_s[0]
-
     def serve(self, start_s: float, service_s) -> float:
-        """Start a request at ``start_s`` (not before :attr:`free_at_s`), taking ``service_s(n)``
-        seconds in a batch of n; return when it ends."""
+        """Start a request at ``start_s`` (not before it is free: ready, with a slot free), taking
+        ``service_s(n)`` seconds in a batch of n; return when it ends."""
         while self.ends_s and self.ends_s[0] <= start_s:
             heapq.heappop(self.ends_s)
         end_s = start_s + service_s(len(self.ends_s) + 1)
         heapq.heappush(self.ends_s, end_s)
-        self.last_end_s = max(self.last_end_s, end_s)
+        if end_s > self.last_end_s:
+            self.last_end_s = end_s
         self.jobs_s.append((start_s, end_s))
         return end_s
 
@@ -160,16 +156,21 @@ def simulate(
     retired_lifetimes_s, retired_busy_s, started, restored = [], 0.0, 0, 0
     latencies = [0.0] * len(arrivals)
     last_end_s = 0.0
+    # Once per request, so written inline: a worker is free from its ready_s while it has fewer than
+    # `concurrency` requests in flight, else from its earliest end (ends_s[0]); a flex worker
+    # stops at last_end_s + idle_timeout_s (_Worker.stops_at).
     for index in sorted(range(len(arrivals)), key=arrivals.__getitem__):  # the queue, first in first out
         arrival = arrivals[index]
         # Workers whose idle window closed before this arrival have stopped: bill them.
-        for worker in [w for w in workers if not w.active and w.stops_at(idle_timeout_s) < arrival]:
-            retired_lifetimes_s.append(worker.stops_at(idle_timeout_s) - worker.started_s)
-            retired_busy_s += worker.busy_s()
-            workers.remove(worker)
-        worker = next((w for w in workers if w.free_at_s <= arrival), None)  # the longest-running with a free slot
-        if worker is not None:
-            start = arrival
+        if len(workers) > active_workers:  # some flex workers run (active ones never stop)
+            for worker in [w for w in workers if not w.active and w.last_end_s + idle_timeout_s < arrival]:
+                retired_lifetimes_s.append(worker.stops_at(idle_timeout_s) - worker.started_s)
+                retired_busy_s += worker.busy_s()
+                workers.remove(worker)
+        for worker in workers:  # the longest-running with a free slot
+            if (worker.ready_s if len(worker.ends_s) < concurrency else worker.ends_s[0]) <= arrival:
+                start = arrival
+                break
         else:
             booting = next((w for w in workers if w.ready_s > arrival and w.spare_slots), None)
             if booting is not None:  # the request waits for a spare slot of a worker still booting
@@ -178,11 +179,15 @@ def simulate(
                 seconds, was_restored = start_s(started)
                 started, restored = started + 1, restored + was_restored
                 workers.append(_Worker(arrival, arrival + seconds, active=False, concurrency=concurrency))
-            worker = min(workers, key=lambda w: w.free_at_s)  # the first with a warm, free slot
-            start = worker.free_at_s
+            start = math.inf
+            for candidate in workers:  # the first with a warm, free slot (the earliest free)
+                free_at_s = candidate.ready_s if len(candidate.ends_s) < concurrency else candidate.ends_s[0]
+                if free_at_s < start:
+                    worker, start = candidate, free_at_s
         end = worker.serve(start, service_s)
         latencies[index] = end - arrival
-        last_end_s = max(last_end_s, end)
+        if end > last_end_s:
+            last_end_s = end
 
     flex = [w for w in workers if not w.active]
     lifetimes_s = retired_lifetimes_s + [w.stops_at(idle_timeout_s) - w.started_s for w in flex]

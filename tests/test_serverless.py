@@ -331,3 +331,30 @@ def test_arrival_generators_refuse_more_than_they_can_hold(make):
     """A tiny burst interval or a huge rate once asked for 10^10 floats (23 GB) before failing."""
     with pytest.raises(ValueError, match="at most 10,000,000 are simulated"):
         make()
+
+
+# Figures of six hours of Poisson traffic plus a burst of 120, as simulate gave them before its
+# loop was rewritten for speed (round 32): a rewrite must keep every one of them.
+MIXED_DAY_FIGURES = {
+    "one at a time": (dict(service_s=2.5, cold_start_s=30.0, idle_timeout_s=5.0, max_workers=3),
+                      (30.039, 755, 0, 30039, 0, 3007.5, 22.041192638, 68.393166378, 28262.613448)),
+    "batching, one active": (dict(service_s=lambda n: 1.0 + 0.5 * n, cold_start_s=30.0, idle_timeout_s=60.0,
+                                  max_workers=3, concurrency=4, active_workers=1,
+                                  active_price_per_worker_s=0.0007, duration_s=6 * 3600.0),
+                             (15.342, 2, 0, 222, 21600, 1694.218927023, 1.5, 30.28, 4958.778169)),
+    "restores": (dict(service_s=2.5, cold_start_s=serverless.ColdStart((("plain", 40.0),), restore_s=2.0,
+                                                                       restore_hit_rate=0.5),
+                      idle_timeout_s=5.0, max_workers=2),
+                 (21.901, 700, 350, 21901, 0, 3007.5, 4.5, 90.185893387, 24827.011591)),
+}
+
+
+@pytest.mark.parametrize("case", MIXED_DAY_FIGURES)
+def test_a_mixed_traffic_simulation_keeps_its_figures(case):
+    settings_, expected = MIXED_DAY_FIGURES[case]
+    arrivals = (serverless.poisson_arrivals(0.05, 6 * 3600, seed=3)
+                + serverless.batch_arrivals(120, start_s=7000.0, spacing_s=0.1))
+    r = serverless.simulate(arrivals, price_per_worker_s=0.001, **settings_)
+    got = (round(r.cost_usd, 9), r.cold_starts, r.restored_starts, r.billed_s, r.active_billed_s,
+           round(r.busy_s, 9), round(r.p50_s, 9), round(r.p95_s, 9), round(sum(r.latencies_s), 6))
+    assert got == expected
