@@ -87,6 +87,7 @@ class _Worker:
         self.concurrency = concurrency
         self.spare_slots = concurrency - 1  # slots of a booting worker beyond the request that started it
         self.ends_s: list[float] = []  # heap: end times of requests started, until a later start prunes them
+        self.last_start_s = ready_s  # requests start on a worker in the order they were given to it
         self.last_end_s = ready_s
         self.jobs_s: list[tuple[float, float]] = []
         self.active = active
@@ -96,6 +97,7 @@ class _Worker:
         ``service_s(n)`` seconds in a batch of n; return when it ends."""
         while self.ends_s and self.ends_s[0] <= start_s:
             heapq.heappop(self.ends_s)
+        self.last_start_s = start_s
         end_s = start_s + service_s(len(self.ends_s) + 1)
         heapq.heappush(self.ends_s, end_s)
         if end_s > self.last_end_s:
@@ -157,8 +159,9 @@ def simulate(
     latencies = [0.0] * len(arrivals)
     last_end_s = 0.0
     # Once per request, so written inline: a worker is free from its ready_s while it has fewer than
-    # `concurrency` requests in flight, else from its earliest end (ends_s[0]); a flex worker
-    # stops at last_end_s + idle_timeout_s (_Worker.stops_at).
+    # `concurrency` requests in flight, else from its earliest end (ends_s[0]), and not before the
+    # last request given to it starts (with concurrency > 1 that start can lie after this arrival);
+    # a flex worker stops at last_end_s + idle_timeout_s (_Worker.stops_at).
     for index in sorted(range(len(arrivals)), key=arrivals.__getitem__):  # the queue, first in first out
         arrival = arrivals[index]
         # Workers whose idle window closed before this arrival have stopped: bill them.
@@ -168,7 +171,8 @@ def simulate(
                 retired_busy_s += worker.busy_s()
                 workers.remove(worker)
         for worker in workers:  # the longest-running with a free slot
-            if (worker.ready_s if len(worker.ends_s) < concurrency else worker.ends_s[0]) <= arrival:
+            if worker.last_start_s <= arrival and (
+                    worker.ready_s if len(worker.ends_s) < concurrency else worker.ends_s[0]) <= arrival:
                 start = arrival
                 break
         else:
@@ -181,7 +185,8 @@ def simulate(
                 workers.append(_Worker(arrival, arrival + seconds, active=False, concurrency=concurrency))
             start = math.inf
             for candidate in workers:  # the first with a warm, free slot (the earliest free)
-                free_at_s = candidate.ready_s if len(candidate.ends_s) < concurrency else candidate.ends_s[0]
+                free_at_s = max(candidate.last_start_s,
+                                candidate.ready_s if len(candidate.ends_s) < concurrency else candidate.ends_s[0])
                 if free_at_s < start:
                     worker, start = candidate, free_at_s
         end = worker.serve(start, service_s)

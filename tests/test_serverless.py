@@ -358,3 +358,12 @@ def test_a_mixed_traffic_simulation_keeps_its_figures(case):
     got = (round(r.cost_usd, 9), r.cold_starts, r.restored_starts, r.billed_s, r.active_billed_s,
            round(r.busy_s, 9), round(r.p50_s, 9), round(r.p95_s, 9), round(sum(r.latencies_s), 6))
     assert got == expected
+
+
+def test_a_queued_request_does_not_take_a_slot_of_a_full_worker():
+    """Four requests at once, one always-on worker serving two at a time, 10 s each: two start at
+    once, the other two together when the first two end (the simulator once started the fourth at
+    0 s, in a slot the first two still held)."""
+    r = serverless.simulate([0.0] * 4, service_s=10.0, cold_start_s=0.0, idle_timeout_s=100.0, max_workers=1,
+                            price_per_worker_s=0.0, active_workers=1, concurrency=2)
+    assert r.latencies_s == (10.0, 10.0, 20.0, 20.0)
