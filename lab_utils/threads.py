@@ -68,12 +68,14 @@ def _default_threads(max_threads: int) -> list[int]:
     return counts + [max_threads]
 
 
-def thread_scaling(fn, *, threads=None, min_run_time: float = 0.1, time_budget_s: float | None = None) -> ThreadScaling:
+def thread_scaling(fn, *, threads=None, min_run_time: float = 0.1, time_budget_s: float | None = None,
+                   min_runs: int = 5) -> ThreadScaling:
     """Time ``fn()`` on the CPU under ``torch.set_num_threads(n)`` for each ``n`` in ``threads``.
 
     ``threads``: thread counts to try (1 is always measured first, as the baseline); None:
     1..N for N = ``torch.get_num_threads()`` (powers of two up to N when N > 8).
-    Each count is timed with :func:`lab_utils.timing.measure` for ``min_run_time`` seconds.
+    Each count is timed with :func:`lab_utils.timing.measure` for ``min_run_time`` seconds and
+    at least ``min_runs`` blocks.
     ``time_budget_s``: once this many seconds have passed, no further count is started (the
     rest are listed in ``skipped``). torch's thread count is restored afterwards, also on error.
     """
@@ -96,7 +98,7 @@ def thread_scaling(fn, *, threads=None, min_run_time: float = 0.1, time_budget_s
         if measured and time_budget_s is not None and time.perf_counter() - start >= time_budget_s:
             break
         with torch_threads(n):
-            result = timing.measure(fn, device="cpu", min_run_time=min_run_time)
+            result = timing.measure(fn, device="cpu", min_run_time=min_run_time, min_runs=min_runs)
         measured.append(n)
         medians.append(result.median_s)
         iqrs.append(result.iqr_s)

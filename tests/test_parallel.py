@@ -216,6 +216,25 @@ def test_default_counts_on_many_cores_are_powers_of_two_and_the_maximum():
     assert threads._default_threads(64) == [1, 2, 4, 8, 16, 32, 64]
 
 
+def test_thread_sweep_times_each_count_in_at_least_min_runs_blocks(restore_threads, monkeypatch):
+    from lab_utils import timing
+
+    runs = []
+    real_measure = timing.measure
+
+    def recording_measure(fn, **kwargs):
+        result = real_measure(fn, **kwargs)
+        runs.append(result.runs)
+        return result
+
+    monkeypatch.setattr(timing, "measure", recording_measure)
+    thread_scaling(lambda: None, threads=[1, 2], min_run_time=0.001, min_runs=7)
+    assert len(runs) == 2 and all(n >= 7 for n in runs)
+    runs.clear()
+    thread_scaling(lambda: None, threads=[1], min_run_time=0.001, min_runs=1)
+    assert runs and all(n < 7 for n in runs)  # one block of >= 1 ms fills 1 ms: no extra blocks
+
+
 def test_thread_sweep_always_measures_one_thread_first(restore_threads):
     result = thread_scaling(lambda: None, threads=[2], min_run_time=0.01)
     assert result.threads == (1, 2)
