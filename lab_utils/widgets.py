@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from itertools import accumulate
 
-from lab_utils import advisor, assumptions, economics, engines, hardware, llms, memory, plots, prices
+from lab_utils import advisor, assumptions, checks, economics, engines, hardware, llms, memory, plots, prices
 from lab_utils.units import bytes_in, bytes_label, format_bytes
 
 _BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -146,9 +146,22 @@ half a decade apart (1,000 and 100,000 among them)."""
 _FINE_TUNE_TOKENS = (1e6, 3e6, 1e7, 3e7, 1e8, 3e8, 1e9)
 
 
+def _requests_grid(requests_per_day_grid) -> tuple[float, ...]:
+    """The volumes the calculator asks about: :data:`REQUESTS_PER_DAY_GRID` when None, else the
+    given requests per day (each > 0), in increasing order."""
+    if requests_per_day_grid is None:
+        return REQUESTS_PER_DAY_GRID
+    grid = tuple(sorted(set(checks.numbers("requests_per_day_grid", requests_per_day_grid))))
+    if not grid:
+        raise ValueError("requests_per_day_grid=(): give at least one volume in requests per day")
+    return grid
+
+
 def cost_curves(model=None, gpu=None, api=None, *, batch=None, input_tokens=None, output_tokens=None,
-                method=None, fine_tune_tokens=None, mfu=None, efficiency=None, amortize_months=None) -> dict:
-    """The cost calculator's figures: for each of :data:`REQUESTS_PER_DAY_GRID`, the Options of
+                method=None, fine_tune_tokens=None, mfu=None, efficiency=None, amortize_months=None,
+                requests_per_day_grid=None) -> dict:
+    """The cost calculator's figures: for each of ``requests_per_day_grid`` (None:
+    :data:`REQUESTS_PER_DAY_GRID`; fewer volumes draw faster), the Options of
     ``advisor.serve`` (the one engine, as ``lab-utils pick serve``) for ``gpu`` always on, its
     serverless class (cold starts, restores and idle time simulated) and the per-token prices,
     with the fine-tune (``economics.fine_tune_estimate`` of ``fine_tune_tokens`` by ``method``
@@ -162,14 +175,14 @@ def cost_curves(model=None, gpu=None, api=None, *, batch=None, input_tokens=None
     the others the advisor's and the fine-tune's.
     """
     curves = _cost_curves(model, gpu, api, batch, input_tokens, output_tokens, method, fine_tune_tokens, mfu,
-                          efficiency, amortize_months)
+                          efficiency, amortize_months, _requests_grid(requests_per_day_grid))
     return {**curves, "lines": {label: list(points) for label, points in curves["lines"].items()},
             "assumptions": dict(curves["assumptions"])}
 
 
 @functools.lru_cache(maxsize=32)
 def _cost_curves(model, gpu, api, batch, input_tokens, output_tokens, method, fine_tune_tokens, mfu, efficiency,
-                 amortize_months) -> dict:
+                 amortize_months, requests_per_day_grid) -> dict:
     """:func:`cost_curves`, kept for the panel's redraws (the static figure and the panel's first
     draw ask the same question)."""
     values, taken = assumptions.resolve(default_model=model, default_gpu=gpu, default_method=method,
@@ -183,7 +196,7 @@ def _cost_curves(model, gpu, api, batch, input_tokens, output_tokens, method, fi
                                              mfu=mfu)
     fixed = (fine_tune.cost_usd or 0.0) / months
     lines: dict[str, list] = {}
-    for requests_per_day in REQUESTS_PER_DAY_GRID:
+    for requests_per_day in requests_per_day_grid:
         advice = advisor.serve(config.name, requests_per_day, batch=batch, input_tokens=input_tokens,
                                output_tokens=output_tokens, efficiency=efficiency, devices=[spec.name],
                                include_cpus=False)
@@ -206,12 +219,14 @@ def _cost_curves(model, gpu, api, batch, input_tokens, output_tokens, method, fi
 _CURVE_COLOURS = {"always on": "green", "serverless": "orange", "per token, same model": "purple"}
 
 
-def _cost_figure(model, gpu, api, batch, method, fine_tune_tokens, mfu, efficiency, amortize_months):
+def _cost_figure(model, gpu, api, batch, method, fine_tune_tokens, mfu, efficiency, amortize_months,
+                 requests_per_day_grid=None):
     """Monthly cost against requests per day from :func:`cost_curves`: filled markers where the
     option meets the latency target, crosses where it does not; the volume from which each way of
     serving your own weights costs no more than the per-token price of the same model marked."""
     curves = cost_curves(model, gpu, api, batch=batch, method=method, fine_tune_tokens=fine_tune_tokens, mfu=mfu,
-                         efficiency=efficiency, amortize_months=amortize_months)
+                         efficiency=efficiency, amortize_months=amortize_months,
+                         requests_per_day_grid=requests_per_day_grid)
     closed = curves["api"]
     fig, ax = plots.figure(f"{curves['model']}: {curves['gpu']} always on or serverless, per token, or "
                            f"{closed.name} ({closed.date_label}; a closed model)",
@@ -253,7 +268,7 @@ def _cost_figure(model, gpu, api, batch, method, fine_tune_tokens, mfu, efficien
 def cost_calculator(model: str | None = None, gpu: str | None = None, api: str | None = None,
                     batch: int | None = None, method: str | None = None, fine_tune_tokens: float | None = None,
                     mfu: float | None = None, efficiency: float | None = None, amortize_months: int | None = None,
-                    static: bool = False):
+                    static: bool = False, requests_per_day_grid=None):
     """API, per token or self-hosted? Monthly cost against requests per day, every point an answer
     of ``advisor.serve`` (:func:`cost_curves`), so the calculator, ``lab-utils pick serve`` and the
     notebooks give the same figures.
@@ -266,6 +281,7 @@ def cost_calculator(model: str | None = None, gpu: str | None = None, api: str |
     ``default_gpu``, ``default_method`` and ``compare_api`` assumptions, fine_tune_tokens and
     amortize_months their own, mfu the fine-tune's regime.
     ``static=True`` returns the matplotlib figure for these inputs; otherwise an ipywidgets panel.
+    ``requests_per_day_grid``: the volumes asked about (None: :data:`REQUESTS_PER_DAY_GRID`).
     """
     if not isinstance(static, bool):
         raise TypeError(f"static must be True or False, got {static!r}")
@@ -280,13 +296,14 @@ def cost_calculator(model: str | None = None, gpu: str | None = None, api: str |
     values = {"model": model, "gpu": gpu, "api": api, "batch": batch, "method": method,
               "fine_tune_tokens": fine_tune_tokens, "mfu": mfu, "efficiency": efficiency,
               "amortize_months": amortize_months}
+    draw = functools.partial(_cost_figure, requests_per_day_grid=_requests_grid(requests_per_day_grid))
     if static:
-        return _cost_figure(**values)
+        return draw(**values)
 
     import ipywidgets as w
     import matplotlib.pyplot as plt
 
-    plt.close(_cost_figure(**values))  # bad starting values fail here, naming the parameter
+    plt.close(draw(**values))  # bad starting values fail here, naming the parameter
     gpus = [name for price in prices.serverless_prices() for name in price.gpus]
     controls = {
         "model": w.Dropdown(options=[config.name for config in llms.catalog()], value=llms.get(model).name,
@@ -304,7 +321,7 @@ def cost_calculator(model: str | None = None, gpu: str | None = None, api: str |
         "amortize_months": w.IntSlider(value=amortize_months, min=1, max=36, description="months"),
     }
     names = list(controls)
-    return _live_panel(_cost_figure, controls, [names[:4], names[4:7], names[7:]])
+    return _live_panel(draw, controls, [names[:4], names[4:7], names[7:]])
 
 
 # --- which hardware for my job? (notebook 08) -----------------------------------------------

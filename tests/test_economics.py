@@ -374,6 +374,38 @@ def test_cost_calculator_panel_redraws_and_reports_bad_choices():
     plt.close("all")
 
 
+def test_cost_calculator_draws_the_given_volumes_with_the_same_figures(monkeypatch):
+    """A coarser grid (notebook 05 draws decades) asks the advisor fewer questions and gets the
+    same answers at the volumes both grids share; the live panel redraws on that grid."""
+    pytest.importorskip("ipywidgets")
+    import matplotlib.pyplot as plt
+
+    from lab_utils import widgets
+
+    decades = (10, 1_000, 100_000)
+    coarse = widgets.cost_curves("Llama-3.1-8B", "H100 SXM", requests_per_day_grid=decades)
+    fine = widgets.cost_curves("Llama-3.1-8B", "H100 SXM")
+    assert fine["lines"].keys() == coarse["lines"].keys()
+    for label, points in coarse["lines"].items():
+        assert [volume for volume, _, _ in points] == list(decades)
+        default = {volume: usd for volume, _, usd in fine["lines"][label]}
+        for volume, _, usd in points:
+            assert usd == pytest.approx(default[volume])
+    fig = widgets.cost_calculator("Llama-3.1-8B", "H100 SXM", static=True, requests_per_day_grid=decades)
+    assert all(list(line.get_xdata()) == list(decades) for line in fig.axes[0].get_lines()
+               if not line.get_label().startswith("_"))
+    panel = widgets.cost_calculator("Llama-3.1-8B", "H100 SXM", requests_per_day_grid=decades)
+    asked, serve = [], widgets.advisor.serve
+    monkeypatch.setattr(widgets.advisor, "serve", lambda model, volume, **kw: asked.append(volume) or serve(
+        model, volume, **kw))
+    panel.controls["gpu"].value = "L4"  # a redraw asks about the same volumes
+    assert asked == list(decades)
+    for bad in ((), (0, 10), ("many",)):
+        with pytest.raises((TypeError, ValueError), match="requests_per_day_grid"):
+            widgets.cost_curves(requests_per_day_grid=bad)
+    plt.close("all")
+
+
 # --- the attention term and MFU by regime (issue 25, item 4) ------------------------------------
 
 LLAMA8_ATTENTION_8K = 4 * 32 * 32 * 128 * 4096  # forward, per token: 4 x layers x heads x head_dim x 8,192/2 keys
