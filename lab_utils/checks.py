@@ -19,6 +19,8 @@ class NotAnIntegerError(TypeError, ValueError):
 
 
 def _is_real(value) -> bool:
+    if type(value) is float or type(value) is int:  # the common case, without the ABC checks' cost
+        return True
     return not isinstance(value, bool) and isinstance(value, _numbers.Real)
 
 
@@ -52,7 +54,7 @@ def count(name: str, value, *, minimum: int = 1, what: str | None = None) -> int
     """``value`` as an int if it is an integer >= ``minimum`` (``what`` words the wanted type in
     the message, e.g. "a positive int (a matrix dimension)"). A bool is refused (TypeError); a
     float such as 2.5 raises :class:`NotAnIntegerError` (both TypeError and ValueError)."""
-    if isinstance(value, bool) or not isinstance(value, _numbers.Integral):
+    if type(value) is not int and (isinstance(value, bool) or not isinstance(value, _numbers.Integral)):
         error = NotAnIntegerError if _is_real(value) else TypeError
         raise error(f"{name} must be {what or f'an int >= {minimum}'}, got {type(value).__name__} {value!r}")
     if value < minimum:
