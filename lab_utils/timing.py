@@ -3,9 +3,15 @@
 ``measure`` follows the rules a GPU needs: warm up with a few synchronized calls first (the
 first call of a kernel pays for library handles and kernel loading), synchronize the device
 before every clock read (the benchmark ``Timer``'s clock is a synchronized clock), time blocks
-of calls long enough to hide the clock and synchronize overheads (``blocked_autorange`` sizes
-them), and time enough blocks (at least ``min_runs``) for a real spread. It returns a small
-result with units in its names that says how many blocks it rests on.
+of calls long enough to hide the clock and synchronize overheads (at least
+:data:`_BLOCK_OVERHEADS` times one clock read), and time enough blocks (at least ``min_runs``)
+for a real spread. It returns a small result with units in its names that says how many blocks
+it rests on.
+
+Why not ``Timer.blocked_autorange``: it grows blocks by powers of ten until the clock's overhead
+is 1/10,000 of a block, so a 1 ms call got blocks of 100 calls and ``measure`` took about 0.4 s
+when asked for 0.01 s (measured here, 2026-12). Blocks sized from the warm-up calls take about
+``min_run_time``; each is still timed by ``torch.utils.benchmark.Timer.timeit``.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from lab_utils.units import format_seconds
 
 _clock = timeit.default_timer  # seconds; a module attribute so that tests can drive a fake clock
 _WARMUP_CALLS = 3
+_BLOCK_OVERHEADS = 1000  # a block lasts at least this many clock reads: the clock costs <= 0.1% of it
 
 
 @dataclass(frozen=True)
@@ -47,28 +54,47 @@ class Timing:
 
 def predicted_seconds(call_s: float, min_run_time: float = 0.2, min_runs: int = 5) -> float:
     """About how long :func:`measure` takes for calls of ``call_s`` seconds: the warm-up calls,
-    ``blocked_autorange``'s block-size search (about one block), then blocks until both
-    ``min_run_time`` and ``min_runs`` blocks are done."""
+    then blocks until both ``min_run_time`` and ``min_runs`` blocks are done."""
     call_s = checks.number("call_s", call_s)
     warmup_s = call_s * (_WARMUP_CALLS if call_s < min_run_time else 2)
-    return warmup_s + call_s + max(min_run_time, min_runs * call_s)
+    return warmup_s + max(min_run_time, min_runs * call_s)
 
 
-def _warm_up(fn, device, min_run_time: float) -> int:
+def _warm_up(fn, device, min_run_time: float, clock) -> tuple[int, float]:
     """Synchronized, untimed calls before timing: the first (cold) one, then more until
-    :data:`_WARMUP_CALLS` calls or ``min_run_time`` seconds. Returns the number of calls."""
-    machine.synchronize(device)
-    start = _clock()
+    :data:`_WARMUP_CALLS` calls or ``min_run_time`` seconds. Returns the number of calls and the
+    mean seconds of the warm ones (``clock`` synchronizes before it reads)."""
+    start = clock()
     calls = 0
     while calls < _WARMUP_CALLS:
         fn()
-        machine.synchronize(device)
         calls += 1
-        if calls >= 2 and _clock() - start >= min_run_time:
-            break
         if calls == 1:
-            start = _clock()  # the cold call does not count towards the warm-up time
-    return calls
+            start = clock()  # the cold call does not count
+        elif clock() - start >= min_run_time:
+            break
+    return calls, (clock() - start) / (calls - 1)
+
+
+def _block_seconds(clock_s: float, min_run_time: float, min_runs: int) -> float:
+    """How long each timed block should last: ``min_run_time / min_runs``, and at least
+    :data:`_BLOCK_OVERHEADS` clock reads of ``clock_s`` seconds.
+
+    >>> _block_seconds(clock_s=1e-6, min_run_time=0.03, min_runs=3)
+    0.01
+    >>> _block_seconds(clock_s=1e-5, min_run_time=0.01, min_runs=3)  # a slow clock (a GPU's synchronize)
+    0.01
+    """
+    return max(min_run_time / min_runs, _BLOCK_OVERHEADS * clock_s)
+
+
+def _calls_per_block(block_s: float, call_s: float) -> int:
+    """Calls of ``call_s`` seconds that fill a block of ``block_s`` seconds (at least one).
+
+    >>> _calls_per_block(0.01, 0.001), _calls_per_block(0.01, 0.5)
+    (10, 1)
+    """
+    return max(1, math.ceil(block_s / max(call_s, 1e-12)))
 
 
 def measure(fn, *, device=None, min_run_time: float = 0.2, min_runs: int = 5,
@@ -78,9 +104,9 @@ def measure(fn, *, device=None, min_run_time: float = 0.2, min_runs: int = 5,
 
     ``device``: where ``fn`` queues its work (None: ``machine.pick_device()``); it is
     synchronized before every clock read, so asynchronous GPU work is counted in full.
-    Warm-up calls run first (:func:`_warm_up`); then ``torch.utils.benchmark.Timer``'s
-    ``blocked_autorange`` sizes and times blocks of calls, and blocks of that size follow
-    until ``min_runs`` blocks are done.
+    Warm-up calls run first (:func:`_warm_up`) and give the block size (:func:`_block_seconds`);
+    then ``torch.utils.benchmark.Timer`` times blocks of that many calls until there are
+    ``min_runs`` of them and they add up to ``min_run_time``.
     ``threads``: torch's intra-op threads while timing (None: ``torch.get_num_threads()``).
     """
     import torch
@@ -104,22 +130,23 @@ def measure(fn, *, device=None, min_run_time: float = 0.2, min_runs: int = 5,
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        warmup_calls = _warm_up(fn, device, min_run_time)
+        warmup_calls, call_s = _warm_up(fn, device, min_run_time, synchronized_clock)
+        reads_start = synchronized_clock()
+        for _ in range(9):
+            synchronized_clock()
+        clock_s = (synchronized_clock() - reads_start) / 10
     finally:
         torch.set_num_threads(before)
-    measured = timer.blocked_autorange(min_run_time=min_run_time)
-    calls = measured.number_per_run
-    blocks_s = list(measured.raw_times)  # seconds of each block of `calls` calls
-    torch.set_num_threads(threads)
-    try:  # slow calls: more blocks of the same size, without searching for the size again
-        while len(blocks_s) < min_runs:
-            start = synchronized_clock()
-            for _ in range(calls):
-                fn()
-            blocks_s.append(synchronized_clock() - start)
-    finally:
-        torch.set_num_threads(before)
-    merged = benchmark.Measurement(calls, blocks_s, measured.task_spec, measured.metadata)
+    block_s = _block_seconds(clock_s, min_run_time, min_runs)
+    calls = _calls_per_block(block_s, max(call_s - clock_s, 0.0))  # each warm-up call included a clock read
+    blocks = [timer.timeit(calls)]  # each a Measurement of one block of `calls` calls
+    if blocks[0].raw_times[0] < block_s / 2:  # a call far quicker than the warm-up said: size again, drop it
+        calls = _calls_per_block(block_s, blocks[0].raw_times[0] / calls)
+        blocks = [timer.timeit(calls)]
+    while len(blocks) < min_runs or sum(b.raw_times[0] for b in blocks) < min_run_time:
+        blocks.append(timer.timeit(calls))
+    blocks_s = [b.raw_times[0] for b in blocks]
+    merged = benchmark.Measurement(calls, blocks_s, blocks[0].task_spec, blocks[0].metadata)
     return Timing(
         median_s=merged.median,
         iqr_s=merged.iqr,

@@ -76,7 +76,7 @@ def test_a_cold_first_call_is_warmed_up_and_never_timed(monkeypatch):
     result = timing.measure(clock.call, device="cpu", min_run_time=0.1)
     assert result.median_s == pytest.approx(0.002) and result.iqr_s == pytest.approx(0.0, abs=1e-12)
     assert result.warmup_calls == 3
-    # blocked_autorange's blocks of 2 ms calls fill min_run_time: at least 0.1 s / 2 ms blocks
+    # blocks of 2 ms calls sized from the warm-up fill min_run_time: at least 0.1 s / 2 ms calls
     assert result.runs * result.calls_per_run >= 0.1 / 0.002 - 1 and result.runs >= 5
     assert f"{result.runs} runs x {result.calls_per_run} calls" in str(result) and "3 warm-up calls" in str(result)
 
