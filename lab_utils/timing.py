@@ -93,8 +93,10 @@ def _calls_per_block(block_s: float, call_s: float) -> int:
 
     >>> _calls_per_block(0.01, 0.001), _calls_per_block(0.01, 0.5)
     (10, 1)
+    >>> _calls_per_block(0.01, 0.0)  # a warm-up too quick to see: bounded, and sized again from the first block
+    10000000
     """
-    return max(1, math.ceil(block_s / max(call_s, 1e-12)))
+    return max(1, math.ceil(block_s / max(call_s, 1e-9)))  # no call of Python code takes under 1 ns
 
 
 def measure(fn, *, device=None, min_run_time: float = 0.2, min_runs: int = 5,
@@ -138,7 +140,7 @@ def measure(fn, *, device=None, min_run_time: float = 0.2, min_runs: int = 5,
     finally:
         torch.set_num_threads(before)
     block_s = _block_seconds(clock_s, min_run_time, min_runs)
-    calls = _calls_per_block(block_s, max(call_s - clock_s, 0.0))  # each warm-up call included a clock read
+    calls = _calls_per_block(block_s, call_s)  # too few when the warm-up's clock reads dominate: see below
     blocks = [timer.timeit(calls)]  # each a Measurement of one block of `calls` calls
     if blocks[0].raw_times[0] < block_s / 2:  # a call far quicker than the warm-up said: size again, drop it
         calls = _calls_per_block(block_s, blocks[0].raw_times[0] / calls)

@@ -121,3 +121,24 @@ def test_measure_refuses_bad_input(kwargs, error, match):
     fn = arguments.pop("fn")
     with pytest.raises(error, match=match):
         timing.measure(fn, **arguments)
+
+
+def test_a_call_quicker_than_a_clock_read_gets_blocks_of_bounded_size(monkeypatch):
+    """A slow clock (each read 1 µs, as a GPU's synchronize can be slower still) and calls of
+    10 ns: the warm-up sees mostly the clock, the first block is far too short and the block is
+    sized again from it; the blocks then add up to about min_run_time (a block size computed
+    from a call time of zero once asked for 10^10 calls)."""
+    state = {"now": 0.0}
+
+    def slow_clock():
+        state["now"] += 1e-6
+        return state["now"]
+
+    def call():
+        state["now"] += 1e-8
+
+    monkeypatch.setattr(timing, "_clock", slow_clock)
+    result = timing.measure(call, device="cpu", min_run_time=0.01, min_runs=3)
+    assert result.runs >= 3 and result.calls_per_run * result.runs <= 2 * 10**6
+    assert result.median_s == pytest.approx(1e-8, rel=0.01)
+    assert state["now"] == pytest.approx(0.01, rel=0.5)

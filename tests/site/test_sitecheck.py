@@ -132,17 +132,24 @@ def test_the_sites_widget_manager_renders_offline(browser, tab, fixture_site):
 
 def test_a_process_left_behind_would_be_found(tmp_path):
     """The leftover check sees a process in the browser's session or carrying its profile."""
+    import os
+    import signal
     import subprocess
+    import time
 
     sleeper = subprocess.Popen(["sleep", "30"], start_new_session=True)
     # a shell named after the profile ($0), kept alive by a second command so it does not exec sleep
-    marked = subprocess.Popen(["/bin/sh", "-c", "sleep 30; :", f"--user-data-dir={tmp_path}"])
+    marked = subprocess.Popen(["/bin/sh", "-c", "sleep 30; :", f"--user-data-dir={tmp_path}"],
+                              start_new_session=True)
     try:
         stand_in = sitecheck.Browser("chromium", tmp_path)
         stand_in.pid = sleeper.pid  # as if it were the browser, leader of its own session
         assert {sleeper.pid, marked.pid} <= set(stand_in.process_ids())
     finally:
-        for process in (sleeper, marked):
-            process.kill()
+        for process in (sleeper, marked):  # each with what it started (the shell's sleep, forked
+            os.killpg(process.pid, signal.SIGKILL)  # with the profile on its command line until it execs)
             process.wait()
+    deadline_s = time.monotonic() + 10  # the kernel removes a killed child a moment later on a busy machine
+    while stand_in.process_ids() and time.monotonic() < deadline_s:
+        time.sleep(0.05)
     assert not stand_in.process_ids()
