@@ -1,8 +1,8 @@
-"""Honest timing on the CPU and on a GPU, built on ``torch.utils.benchmark``.
+"""Honest timing on the CPU and on a GPU, with ``torch.utils.benchmark``'s statistics.
 
 ``measure`` follows the rules a GPU needs: warm up with a few synchronized calls first (the
 first call of a kernel pays for library handles and kernel loading), synchronize the device
-before every clock read (the benchmark ``Timer``'s clock is a synchronized clock), time blocks
+before every clock read, time blocks
 of calls long enough to hide the clock and synchronize overheads (at least
 :data:`_BLOCK_OVERHEADS` times one clock read), and time enough blocks (at least ``min_runs``)
 for a real spread. It returns a small result with units in its names that says how many blocks
@@ -10,8 +10,9 @@ it rests on.
 
 Why not ``Timer.blocked_autorange``: it grows blocks by powers of ten until the clock's overhead
 is 1/10,000 of a block, so a 1 ms call got blocks of 100 calls and ``measure`` took about 0.4 s
-when asked for 0.01 s (measured here, 2026-12). Blocks sized from the warm-up calls take about
-``min_run_time``; each is still timed by ``torch.utils.benchmark.Timer.timeit``.
+when asked for 0.01 s (measured here, 2026-12); and ``Timer.timeit`` adds at least two warm-up
+calls to every block, tripling a slow call's cost. Blocks sized from the warm-up calls take about
+``min_run_time`` in all; their median and IQR are ``torch.utils.benchmark.Measurement``'s.
 """
 
 from __future__ import annotations
@@ -76,6 +77,15 @@ def _warm_up(fn, device, min_run_time: float, clock) -> tuple[int, float]:
     return calls, (clock() - start) / (calls - 1)
 
 
+def _time_block(fn, calls: int, clock) -> float:
+    """Seconds of ``calls`` back-to-back calls of ``fn`` between two reads of ``clock`` (one
+    block; ``Timer.timeit`` would add ``max(calls // 100, 2)`` warm-up calls to every block)."""
+    start = clock()
+    for _ in range(calls):
+        fn()
+    return clock() - start
+
+
 def _block_seconds(clock_s: float, min_run_time: float, min_runs: int) -> float:
     """How long each timed block should last: ``min_run_time / min_runs``, and at least
     :data:`_BLOCK_OVERHEADS` clock reads of ``clock_s`` seconds.
@@ -107,12 +117,14 @@ def measure(fn, *, device=None, min_run_time: float = 0.2, min_runs: int = 5,
     ``device``: where ``fn`` queues its work (None: ``machine.pick_device()``); it is
     synchronized before every clock read, so asynchronous GPU work is counted in full.
     Warm-up calls run first (:func:`_warm_up`) and give the block size (:func:`_block_seconds`);
-    then ``torch.utils.benchmark.Timer`` times blocks of that many calls until there are
-    ``min_runs`` of them and they add up to ``min_run_time``.
+    then blocks of that many calls are timed (:func:`_time_block`) until there are ``min_runs``
+    of them and they add up to ``min_run_time``; ``torch.utils.benchmark.Measurement`` gives
+    their median and IQR.
     ``threads``: torch's intra-op threads while timing (None: ``torch.get_num_threads()``).
     """
     import torch
     import torch.utils.benchmark as benchmark
+    from torch.utils.benchmark.utils.common import TaskSpec
 
     if not callable(fn):
         raise TypeError(f"fn must be callable with no arguments, got {type(fn).__name__}")
@@ -128,7 +140,6 @@ def measure(fn, *, device=None, min_run_time: float = 0.2, min_runs: int = 5,
         machine.synchronize(device)
         return _clock()
 
-    timer = benchmark.Timer(stmt="fn()", globals={"fn": fn}, timer=synchronized_clock, num_threads=threads)
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
@@ -137,18 +148,17 @@ def measure(fn, *, device=None, min_run_time: float = 0.2, min_runs: int = 5,
         for _ in range(9):
             synchronized_clock()
         clock_s = (synchronized_clock() - reads_start) / 10
+        block_s = _block_seconds(clock_s, min_run_time, min_runs)
+        calls = _calls_per_block(block_s, call_s)  # too few when the warm-up's clock reads dominate: see below
+        blocks_s = [_time_block(fn, calls, synchronized_clock)]
+        if blocks_s[0] < block_s / 2:  # a call far quicker than the warm-up said: size again, drop it
+            calls = _calls_per_block(block_s, blocks_s[0] / calls)
+            blocks_s = [_time_block(fn, calls, synchronized_clock)]
+        while len(blocks_s) < min_runs or sum(blocks_s) < min_run_time:
+            blocks_s.append(_time_block(fn, calls, synchronized_clock))
     finally:
         torch.set_num_threads(before)
-    block_s = _block_seconds(clock_s, min_run_time, min_runs)
-    calls = _calls_per_block(block_s, call_s)  # too few when the warm-up's clock reads dominate: see below
-    blocks = [timer.timeit(calls)]  # each a Measurement of one block of `calls` calls
-    if blocks[0].raw_times[0] < block_s / 2:  # a call far quicker than the warm-up said: size again, drop it
-        calls = _calls_per_block(block_s, blocks[0].raw_times[0] / calls)
-        blocks = [timer.timeit(calls)]
-    while len(blocks) < min_runs or sum(b.raw_times[0] for b in blocks) < min_run_time:
-        blocks.append(timer.timeit(calls))
-    blocks_s = [b.raw_times[0] for b in blocks]
-    merged = benchmark.Measurement(calls, blocks_s, blocks[0].task_spec, blocks[0].metadata)
+    merged = benchmark.Measurement(calls, blocks_s, TaskSpec(stmt="fn()", setup="pass", num_threads=threads))
     return Timing(
         median_s=merged.median,
         iqr_s=merged.iqr,
