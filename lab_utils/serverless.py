@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import operator
 import random
 from dataclasses import dataclass
 
@@ -87,7 +88,7 @@ class _Worker:
         self.concurrency = concurrency
         self.spare_slots = concurrency - 1  # slots of a booting worker beyond the request that started it
         self.ends_s: list[float] = []  # heap: end times of requests started, until a later start prunes them
-        self.last_start_s = ready_s  # requests start on a worker in the order they were given to it
+        self.free_at_s = ready_s  # when the next request given to it can start (kept by serve)
         self.last_end_s = ready_s
         self.jobs_s: list[tuple[float, float]] = []
         self.active = active
@@ -97,12 +98,14 @@ class _Worker:
         ``service_s(n)`` seconds in a batch of n; return when it ends."""
         while self.ends_s and self.ends_s[0] <= start_s:
             heapq.heappop(self.ends_s)
-        self.last_start_s = start_s
         end_s = start_s + service_s(len(self.ends_s) + 1)
         heapq.heappush(self.ends_s, end_s)
         if end_s > self.last_end_s:
             self.last_end_s = end_s
         self.jobs_s.append((start_s, end_s))
+        # Free again once ready with a slot free (fewer than `concurrency` in flight, else at the
+        # earliest end), and not before this request starts: requests start in the order given.
+        self.free_at_s = max(start_s, self.ready_s if len(self.ends_s) < self.concurrency else self.ends_s[0])
         return end_s
 
     def stops_at(self, idle_timeout_s: float) -> float:
@@ -115,6 +118,9 @@ class _Worker:
             busy += max(0.0, end - max(start, covered_to))
             covered_to = max(covered_to, end)
         return busy
+
+
+_FREE_AT_S = operator.attrgetter("free_at_s")
 
 
 def simulate(
@@ -158,10 +164,8 @@ def simulate(
     retired_lifetimes_s, retired_busy_s, started, restored = [], 0.0, 0, 0
     latencies = [0.0] * len(arrivals)
     last_end_s = 0.0
-    # Once per request, so written inline: a worker is free from its ready_s while it has fewer than
-    # `concurrency` requests in flight, else from its earliest end (ends_s[0]), and not before the
-    # last request given to it starts (with concurrency > 1 that start can lie after this arrival);
-    # a flex worker stops at last_end_s + idle_timeout_s (_Worker.stops_at).
+    # Once per request, so written inline: a flex worker stops at last_end_s + idle_timeout_s
+    # (_Worker.stops_at).
     for index in sorted(range(len(arrivals)), key=arrivals.__getitem__):  # the queue, first in first out
         arrival = arrivals[index]
         # Workers whose idle window closed before this arrival have stopped: bill them.
@@ -171,8 +175,7 @@ def simulate(
                 retired_busy_s += worker.busy_s()
                 workers.remove(worker)
         for worker in workers:  # the longest-running with a free slot
-            if worker.last_start_s <= arrival and (
-                    worker.ready_s if len(worker.ends_s) < concurrency else worker.ends_s[0]) <= arrival:
+            if worker.free_at_s <= arrival:
                 start = arrival
                 break
         else:
@@ -183,12 +186,8 @@ def simulate(
                 seconds, was_restored = start_s(started)
                 started, restored = started + 1, restored + was_restored
                 workers.append(_Worker(arrival, arrival + seconds, active=False, concurrency=concurrency))
-            start = math.inf
-            for candidate in workers:  # the first with a warm, free slot (the earliest free)
-                free_at_s = max(candidate.last_start_s,
-                                candidate.ready_s if len(candidate.ends_s) < concurrency else candidate.ends_s[0])
-                if free_at_s < start:
-                    worker, start = candidate, free_at_s
+            worker = min(workers, key=_FREE_AT_S)  # the first with a warm, free slot (the earliest free)
+            start = worker.free_at_s
         end = worker.serve(start, service_s)
         latencies[index] = end - arrival
         if end > last_end_s:
