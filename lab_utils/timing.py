@@ -61,7 +61,7 @@ def predicted_seconds(call_s: float, min_run_time: float = 0.2, min_runs: int = 
     return warmup_s + max(min_run_time, min_runs * call_s)
 
 
-def _warm_up(fn, device, min_run_time: float, clock) -> tuple[int, float]:
+def _warm_up(fn, min_run_time: float, clock) -> tuple[int, float]:
     """Synchronized, untimed calls before timing: the first (cold) one, then more until
     :data:`_WARMUP_CALLS` calls or ``min_run_time`` seconds. Returns the number of calls and the
     mean seconds of the warm ones (``clock`` synchronizes before it reads)."""
@@ -143,7 +143,7 @@ def measure(fn, *, device=None, min_run_time: float = 0.2, min_runs: int = 5,
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        warmup_calls, call_s = _warm_up(fn, device, min_run_time, synchronized_clock)
+        warmup_calls, call_s = _warm_up(fn, min_run_time, synchronized_clock)
         reads_start = synchronized_clock()
         for _ in range(9):
             synchronized_clock()
