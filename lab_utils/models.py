@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from lab_utils import roofline
+
 
 @dataclass(frozen=True)
 class GPTConfig:
@@ -59,6 +61,13 @@ class MLP(nn.Module):
 
     def forward(self, x):
         return self.layers(x)
+
+    def forward_flops(self, batch: int) -> int:
+        """FLOPs of one forward pass of ``batch`` rows: each linear layer's matrix product, 2 x
+        batch x in x out (``roofline.matmul_flops``); biases and GELUs left out (FlopCounterMode
+        counts the same: tests/test_forward_flops.py)."""
+        return sum(roofline.matmul_flops(batch, layer.out_features, layer.in_features)
+                   for layer in self.layers if isinstance(layer, nn.Linear))
 
 
 class CausalSelfAttention(nn.Module):

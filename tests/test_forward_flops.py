@@ -1,10 +1,11 @@
-"""Forward FLOPs from the calculators, as notebook 06 counts them for its GPU floor estimates,
-held against torch.utils.flop_counter.FlopCounterMode counting the same forward pass."""
+"""Forward FLOPs as notebook 06 counts them for its GPU floor estimates (models.MLP.forward_flops,
+economics.training_flops), held against torch.utils.flop_counter.FlopCounterMode counting the
+same forward pass."""
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from lab_utils import economics, models, roofline
+from lab_utils import economics, models
 
 
 def counted_flops(module, inputs) -> int:
@@ -17,9 +18,7 @@ def counted_flops(module, inputs) -> int:
 def test_an_mlp_forward_is_its_matrix_products():
     mlp = models.MLP([64, 256, 256, 8]).eval()
     for batch in (1, 32):
-        by_calculator = sum(roofline.matmul_flops(batch, layer.out_features, layer.in_features)
-                            for layer in mlp.modules() if isinstance(layer, torch.nn.Linear))
-        assert by_calculator == counted_flops(mlp, torch.randn(batch, 64))
+        assert mlp.forward_flops(batch) == counted_flops(mlp, torch.randn(batch, 64))
 
 
 def test_a_tiny_gpt_forward_is_2_n_d_plus_the_full_attention_square():
