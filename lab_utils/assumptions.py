@@ -25,9 +25,20 @@ from dataclasses import dataclass
 
 from lab_utils import catalogs, checks, hardware, prices, units
 
-__all__ = ["FINE_TUNE_METHODS", "METHODS", "Assumption", "DevicePrice", "catalog", "compute_dtype", "device_price",
-           "get",
-           "lines", "precision_for", "resolve", "value"]
+__all__ = [
+    "FINE_TUNE_METHODS",
+    "METHODS",
+    "Assumption",
+    "DevicePrice",
+    "catalog",
+    "compute_dtype",
+    "device_price",
+    "get",
+    "lines",
+    "precision_for",
+    "resolve",
+    "value",
+]
 
 METHODS = ("inference", "full", "lora", "qlora")
 """Jobs whose precision is an assumption: serving, full fine-tune, LoRA, QLoRA (the one list)."""
@@ -76,14 +87,20 @@ def _entries(table: dict, prefix: str = "") -> list[Assumption]:
             found += _entries(entry, f"{name}.")
             continue
         unknown = set(entry) - {"value", "why", "source", "date", "option"}
-        if unknown or any(not isinstance(entry.get(key), str) or not entry[key].strip()
-                          for key in ("why", "source", "date")):
-            raise ValueError(f"{where}: needs value and a non-empty why, source and date (option optional), "
-                             f"got keys {sorted(entry)}")
+        if unknown or any(
+            not isinstance(entry.get(key), str) or not entry[key].strip() for key in ("why", "source", "date")
+        ):
+            raise ValueError(
+                f"{where}: needs value and a non-empty why, source and date (option optional), "
+                f"got keys {sorted(entry)}"
+            )
         if not _DATE.fullmatch(entry["date"]):
             raise ValueError(f"{where}: date must be YYYY-MM, got {entry['date']!r}")
-        found.append(Assumption(name, entry["value"], entry["why"], entry["source"], entry["date"],
-                                entry.get("option")))
+        found.append(
+            Assumption(
+                name, entry["value"], entry["why"], entry["source"], entry["date"], entry.get("option")
+            )
+        )
     return found
 
 
@@ -136,6 +153,7 @@ def lines(taken) -> list[str]:
 
 # --- the three rules --------------------------------------------------------------------------
 
+
 def precision_for(method: str) -> str:
     """The precision a job of ``method`` ("inference", "full", "lora", "qlora") runs in."""
     return value(f"precision.{checks.choice('method', method, METHODS)}")
@@ -166,8 +184,11 @@ class DevicePrice:
 def _rentable_offers(spec: hardware.Spec) -> list:
     """The hourly offers of ``spec`` that can be rented: a price above zero, not a notebook tier."""
     excluded = value("price_excluded_kinds")
-    return [p for p in prices.hourly_prices()
-            if p.gpu == spec.name and p.n_gpus and p.usd_per_hour > 0 and p.kind not in excluded]
+    return [
+        p
+        for p in prices.hourly_prices()
+        if p.gpu == spec.name and p.n_gpus and p.usd_per_hour > 0 and p.kind not in excluded
+    ]
 
 
 def _gpu_price(spec: hardware.Spec, n_gpus: int) -> DevicePrice:
@@ -182,21 +203,29 @@ def _gpu_price(spec: hardware.Spec, n_gpus: int) -> DevicePrice:
         return DevicePrice(offer.usd_per_gpu_hour, offer.name, offer.source, offer.date)
     for price in prices.serverless_prices():
         if spec.name in price.gpus and price.active_per_s > 0:
-            return DevicePrice(price.active_per_hour, f"{price.name} active rate x 3600 (no hourly offer in the data)",
-                               price.source, price.date)
+            return DevicePrice(
+                price.active_per_hour,
+                f"{price.name} active rate x 3600 (no hourly offer in the data)",
+                price.source,
+                price.date,
+            )
     return DevicePrice(None, "no price in lab_utils/data/prices.toml", "-", "-")
 
 
 def _cpu_price(spec: hardware.Spec, cpu_offer: str) -> DevicePrice:
     offer = prices.hourly_price(cpu_offer)
     if offer.n_gpus or not offer.cpu_cores:
-        raise ValueError(f"cpu_offer={cpu_offer!r}: pick a CPU-only offer with a core count, e.g. "
-                         f"{value('cpu_offer')!r}")
+        raise ValueError(
+            f"cpu_offer={cpu_offer!r}: pick a CPU-only offer with a core count, e.g. {value('cpu_offer')!r}"
+        )
     if not spec.cores:
         return DevicePrice(None, "no core count in the catalog to scale a price", "-", "-")
-    return DevicePrice(offer.usd_per_hour / offer.cpu_cores * spec.cores,
-                       f"{offer.name} per-core price x {spec.cores} cores (assumption: a different CPU)",
-                       offer.source, offer.date)
+    return DevicePrice(
+        offer.usd_per_hour / offer.cpu_cores * spec.cores,
+        f"{offer.name} per-core price x {spec.cores} cores (assumption: a different CPU)",
+        offer.source,
+        offer.date,
+    )
 
 
 def device_price(spec: hardware.Spec, *, cpu_offer: str | None = None, n_gpus: int = 1) -> DevicePrice:

@@ -38,8 +38,20 @@ from lab_utils import checks, machine, roofline, timing
 from lab_utils.units import format_bytes, format_rate, format_seconds
 
 __all__ = [
-    "COPY_DTYPE", "CPU_SIZES", "GPU_SIZES", "KINDS", "MATMUL_DTYPES", "BenchRow", "BenchTable",
-    "Progress", "Skipped", "default_sizes", "measure_copy", "measure_matmul", "measure_triad", "sweep",
+    "COPY_DTYPE",
+    "CPU_SIZES",
+    "GPU_SIZES",
+    "KINDS",
+    "MATMUL_DTYPES",
+    "BenchRow",
+    "BenchTable",
+    "Progress",
+    "Skipped",
+    "default_sizes",
+    "measure_copy",
+    "measure_matmul",
+    "measure_triad",
+    "sweep",
 ]
 
 KINDS = ("matmul", "copy", "triad")
@@ -58,7 +70,9 @@ TRIAD_SCALAR = 3.0
 _PROBE_SIZE = 64  # n of the first small product that estimates a dtype's speed
 _PROBE_MAX_CALL_S = 0.25  # no probe goes on past a call this long
 _PROBE_COPY_BYTES = 4 * 2**20
-_SAFETY_FACTOR = 2.0  # a case starts only if twice its predicted time fits: larger inputs can run slower per FLOP
+_SAFETY_FACTOR = (
+    2.0  # a case starts only if twice its predicted time fits: larger inputs can run slower per FLOP
+)
 
 
 @dataclass(frozen=True)
@@ -165,13 +179,17 @@ class BenchTable:
     budget_s: float
     elapsed_s: float
 
-    def select(self, kind: str | None = None, dtype: str | None = None,
-               threads: int | None = None) -> tuple[BenchRow, ...]:
+    def select(
+        self, kind: str | None = None, dtype: str | None = None, threads: int | None = None
+    ) -> tuple[BenchRow, ...]:
         """The rows of one kind, dtype and/or thread count (None: any)."""
         if kind is not None and kind not in KINDS:
             raise ValueError(f"kind={kind!r} is not one of {KINDS}")
-        return tuple(r for r in self.rows
-                     if kind in (None, r.kind) and dtype in (None, r.dtype) and threads in (None, r.threads))
+        return tuple(
+            r
+            for r in self.rows
+            if kind in (None, r.kind) and dtype in (None, r.dtype) and threads in (None, r.threads)
+        )
 
     def best(self, kind: str, dtype: str | None = None, threads: int | None = None) -> BenchRow | None:
         """The fastest row of ``kind`` (highest FLOP/s for matmul, bytes/s for copy and triad), or
@@ -185,7 +203,8 @@ class BenchTable:
         """The matmul rows as roofline points, labelled e.g. 'fp32 matmul on cpu, measured here'."""
         return tuple(
             roofline.Point(f"{r.dtype} matmul on {r.device}, {suffix}", r.intensity, r.flops_per_s)
-            for r in self.rows if r.kind == "matmul"
+            for r in self.rows
+            if r.kind == "matmul"
         )
 
     def __str__(self) -> str:
@@ -196,22 +215,37 @@ class BenchTable:
         for r in self.rows:
             size = _size_label(r.kind, r.size, r.dtype)
             flops = format_rate(r.flops_per_s, "FLOP/s") if r.kind == "matmul" else "-"
-            lines.append((r.kind, size, r.dtype, r.device, _threads_label(r.threads), format_seconds(r.median_s),
-                          flops, format_rate(r.bytes_per_s, "B/s")))
+            lines.append(
+                (
+                    r.kind,
+                    size,
+                    r.dtype,
+                    r.device,
+                    _threads_label(r.threads),
+                    format_seconds(r.median_s),
+                    flops,
+                    format_rate(r.bytes_per_s, "B/s"),
+                )
+            )
         text = [tabulate(lines, headers=header, tablefmt="simple", disable_numparse=True)]
-        text.append(f"{len(self.rows)} case(s) in {self.elapsed_s:.1f} s of a {self.budget_s:g} s budget"
-                    f"; bytes/s counts bytes read + written")
+        text.append(
+            f"{len(self.rows)} case(s) in {self.elapsed_s:.1f} s of a {self.budget_s:g} s budget"
+            f"; bytes/s counts bytes read + written"
+        )
         counts = {r.threads for r in self.select("copy") if r.threads}
         if 1 in counts and len(counts) > 1:
             everyone, one = self.best("copy", threads=max(counts)), self.best("copy", threads=1)
-            text.append(f"copy bandwidth: {format_rate(everyone.bytes_per_s, 'B/s')} with "
-                        f"{_threads_label(everyone.threads)}, {format_rate(one.bytes_per_s, 'B/s')} with one "
-                        f"({everyone.bytes_per_s / one.bytes_per_s:.2f}x)")
+            text.append(
+                f"copy bandwidth: {format_rate(everyone.bytes_per_s, 'B/s')} with "
+                f"{_threads_label(everyone.threads)}, {format_rate(one.bytes_per_s, 'B/s')} with one "
+                f"({everyone.bytes_per_s / one.bytes_per_s:.2f}x)"
+            )
         text += [s.describe() for s in self.skipped]
         return "\n".join(text)
 
 
 # --- measuring one case ----------------------------------------------------------------------
+
 
 def _dtype_name(tensor) -> str:
     import torch
@@ -253,8 +287,9 @@ def _cpu_threads(device, threads) -> int | None:
 
     if device.type != "cpu":
         if threads is not None:
-            raise ValueError(f"threads={threads!r}: only CPU measurements take a thread count; "
-                             f"the arrays are on {device}")
+            raise ValueError(
+                f"threads={threads!r}: only CPU measurements take a thread count; the arrays are on {device}"
+            )
         return None
     return torch.get_num_threads() if threads is None else checks.count("threads", threads)
 
@@ -267,16 +302,30 @@ def measure_matmul(a, b, *, min_run_time: float = 0.2) -> BenchRow:
     """
     a, b = _check_tensor("a", a), _check_tensor("b", b)
     if a.dim() != 2 or a.shape[0] != a.shape[1] or a.shape != b.shape:
-        raise ValueError(f"a and b must be square n x n matrices of one shape, got {tuple(a.shape)} and {tuple(b.shape)}")
+        raise ValueError(
+            f"a and b must be square n x n matrices of one shape, got {tuple(a.shape)} and {tuple(b.shape)}"
+        )
     if a.dtype != b.dtype or a.device != b.device:
-        raise ValueError(f"a and b must share dtype and device, got {a.dtype}/{a.device} and {b.dtype}/{b.device}")
+        raise ValueError(
+            f"a and b must share dtype and device, got {a.dtype}/{a.device} and {b.dtype}/{b.device}"
+        )
     min_run_time = _check_min_run_time(min_run_time)
     n = a.shape[0]
     flops = roofline.matmul_flops(n, n, n)
     moved = roofline.matmul_bytes(n, n, n, a.element_size())
     result = timing.measure(lambda: a @ b, device=a.device, min_run_time=min_run_time)
-    return BenchRow("matmul", n, _dtype_name(a), str(a.device), result.median_s, flops / result.median_s,
-                    moved / result.median_s, flops, moved, result.iqr_s)
+    return BenchRow(
+        "matmul",
+        n,
+        _dtype_name(a),
+        str(a.device),
+        result.median_s,
+        flops / result.median_s,
+        moved / result.median_s,
+        flops,
+        moved,
+        result.iqr_s,
+    )
 
 
 def _check_arrays(**arrays):
@@ -284,7 +333,9 @@ def _check_arrays(**arrays):
     tensors = [_check_tensor(name, value) for name, value in arrays.items()]
     first = tensors[0]
     if any(t.shape != first.shape or t.dtype != first.dtype or t.device != first.device for t in tensors):
-        described = " and ".join(f"{name} {tuple(t.shape)} {t.dtype} {t.device}" for name, t in zip(arrays, tensors))
+        described = " and ".join(
+            f"{name} {tuple(t.shape)} {t.dtype} {t.device}" for name, t in zip(arrays, tensors)
+        )
         raise ValueError(f"{', '.join(arrays)} must share shape, dtype and device, got {described}")
     if not all(t.is_contiguous() for t in tensors):
         raise ValueError(f"{', '.join(arrays)} must be contiguous, so that every byte is moved once")
@@ -292,14 +343,25 @@ def _check_arrays(**arrays):
 
 
 def _bandwidth_row(kind: str, result, first, moved: int, threads: int | None) -> BenchRow:
-    return BenchRow(kind, first.numel(), _dtype_name(first), str(first.device), result.median_s, 0.0,
-                    moved / result.median_s, 0, moved, result.iqr_s, threads)
+    return BenchRow(
+        kind,
+        first.numel(),
+        _dtype_name(first),
+        str(first.device),
+        result.median_s,
+        0.0,
+        moved / result.median_s,
+        0,
+        moved,
+        result.iqr_s,
+        threads,
+    )
 
 
 def _chunks(array, parts: int) -> list:
     """``array`` (1-D) cut into ``parts`` contiguous pieces on 4 KiB page boundaries."""
     step = max(-(-array.size // parts // 4096), 1) * 4096
-    return [array[start:start + step] for start in range(0, array.size, step)]
+    return [array[start : start + step] for start in range(0, array.size, step)]
 
 
 def measure_copy(src, dst, *, min_run_time: float = 0.2, threads: int | None = None) -> BenchRow:
@@ -317,25 +379,30 @@ def measure_copy(src, dst, *, min_run_time: float = 0.2, threads: int | None = N
     threads = _cpu_threads(src.device, threads)
     moved = 2 * src.numel() * src.element_size()
     if src.device.type != "cpu":
-        result = timing.measure(functools.partial(dst.copy_, src), device=src.device, min_run_time=min_run_time)
+        result = timing.measure(
+            functools.partial(dst.copy_, src), device=src.device, min_run_time=min_run_time
+        )
         return _bandwidth_row("copy", result, src, moved, None)
     import numpy as np
     import torch
 
     src_bytes, dst_bytes = src.view(torch.uint8).numpy(), dst.view(torch.uint8).numpy()
     if threads == 1:
-        result = timing.measure(functools.partial(np.copyto, dst_bytes, src_bytes), device="cpu",
-                                min_run_time=min_run_time)
+        result = timing.measure(
+            functools.partial(np.copyto, dst_bytes, src_bytes), device="cpu", min_run_time=min_run_time
+        )
     else:
         pieces = _chunks(dst_bytes, threads), _chunks(src_bytes, threads)
         with ThreadPoolExecutor(max_workers=threads) as pool:
-            result = timing.measure(lambda: list(pool.map(np.copyto, *pieces)), device="cpu",
-                                    min_run_time=min_run_time)
+            result = timing.measure(
+                lambda: list(pool.map(np.copyto, *pieces)), device="cpu", min_run_time=min_run_time
+            )
     return _bandwidth_row("copy", result, src, moved, threads)
 
 
-def measure_triad(a, b, c, *, scalar: float = TRIAD_SCALAR, min_run_time: float = 0.2,
-                  threads: int | None = None) -> BenchRow:
+def measure_triad(
+    a, b, c, *, scalar: float = TRIAD_SCALAR, min_run_time: float = 0.2, threads: int | None = None
+) -> BenchRow:
     """Time STREAM's triad ``a = b + scalar * c`` (one pass, ``torch.add(b, c, alpha=scalar,
     out=a)``) with ``timing.measure``; bytes/s counts 3 x the array's size (b and c read, a
     written). On the CPU torch's own thread pool does the work with ``threads`` threads (None:
@@ -346,12 +413,17 @@ def measure_triad(a, b, c, *, scalar: float = TRIAD_SCALAR, min_run_time: float 
     threads = _cpu_threads(a.device, threads)
     import torch
 
-    result = timing.measure(functools.partial(torch.add, b, c, alpha=scalar, out=a), device=a.device,
-                            min_run_time=min_run_time, threads=threads)
+    result = timing.measure(
+        functools.partial(torch.add, b, c, alpha=scalar, out=a),
+        device=a.device,
+        min_run_time=min_run_time,
+        threads=threads,
+    )
     return _bandwidth_row("triad", result, a, 3 * a.numel() * a.element_size(), threads)
 
 
 # --- the sweep -------------------------------------------------------------------------------
+
 
 def _torch_dtype(name: str):
     import torch
@@ -402,8 +474,10 @@ def _unsupported(dtype: str, device) -> str | None:
 
     if dtype == "bf16" and device.type == "cuda" and not _bf16_supported(device):
         major, minor = torch.cuda.get_device_capability(device)
-        return (f"bf16 runs emulated, without tensor cores, below compute capability 8.0; this GPU has "
-                f"{major}.{minor} (use fp16)")
+        return (
+            f"bf16 runs emulated, without tensor cores, below compute capability 8.0; this GPU has "
+            f"{major}.{minor} (use fp16)"
+        )
     if dtype != "tf32":
         return None
     if device.type != "cuda":
@@ -418,8 +492,10 @@ def _operands(kind: str, size: int, dtype: str, device):
     import torch
 
     if kind == "matmul":
-        return (torch.randn(size, size, dtype=_torch_dtype(dtype), device=device),
-                torch.randn(size, size, dtype=_torch_dtype(dtype), device=device))
+        return (
+            torch.randn(size, size, dtype=_torch_dtype(dtype), device=device),
+            torch.randn(size, size, dtype=_torch_dtype(dtype), device=device),
+        )
     # ones, not empty: the source pages must really exist, or reads cost no memory traffic
     out = torch.zeros(size, dtype=_torch_dtype(COPY_DTYPE), device=device)
     if kind == "copy":
@@ -471,10 +547,16 @@ def default_sizes(device) -> tuple[int, ...]:
     return CPU_SIZES if machine.as_device(device).type == "cpu" else GPU_SIZES
 
 
-def sweep(*, sizes: Iterable[int] | None = None, dtypes: Iterable[str] = ("fp32",),
-          copy_bytes: Iterable[int] = (256 * 2**20,), device=None, budget_s: float = 10.0,
-          min_run_time: float = 0.1,
-          progress: bool | Callable[[Progress], None] | None = None) -> BenchTable:
+def sweep(
+    *,
+    sizes: Iterable[int] | None = None,
+    dtypes: Iterable[str] = ("fp32",),
+    copy_bytes: Iterable[int] = (256 * 2**20,),
+    device=None,
+    budget_s: float = 10.0,
+    min_run_time: float = 0.1,
+    progress: bool | Callable[[Progress], None] | None = None,
+) -> BenchTable:
     """Measure copies and triads of each size in ``copy_bytes`` (bytes of one array), then
     n x n products for each dtype in ``dtypes`` and n in ``sizes`` (ascending; None:
     :data:`CPU_SIZES` on the CPU, :data:`GPU_SIZES` on a GPU), on ``device`` (None:
@@ -524,8 +606,13 @@ def sweep(*, sizes: Iterable[int] | None = None, dtypes: Iterable[str] = ("fp32"
         row, reason = None, _unsupported(dtype, device)
         if reason is None:
             with _matmul_precision(dtype):
-                row, reason = _run_case(cases[index], device, min_run_time, seconds_per_work,
-                                        budget_s - (time.perf_counter() - start))
+                row, reason = _run_case(
+                    cases[index],
+                    device,
+                    min_run_time,
+                    seconds_per_work,
+                    budget_s - (time.perf_counter() - start),
+                )
         if row is not None:
             seconds_per_work[(kind, dtype, threads)] = row.median_s / _work(kind, size)
         outcomes[index] = row if row is not None else Skipped(kind, size, dtype, reason, threads)
@@ -587,8 +674,7 @@ def _probe(kind, size, dtype, device) -> tuple[float, float]:
     previous_s = math.inf
     while True:
         call_s = _call_seconds(kind, _operands(kind, probe, dtype, device), device)
-        if (kind != "matmul" or call_s >= 4 * previous_s or call_s >= _PROBE_MAX_CALL_S
-                or 2 * probe >= size):
+        if kind != "matmul" or call_s >= 4 * previous_s or call_s >= _PROBE_MAX_CALL_S or 2 * probe >= size:
             return call_s / _work(kind, probe), time.perf_counter() - start
         previous_s, probe = call_s, 2 * probe
 
@@ -601,9 +687,11 @@ def _predict_and_measure(case, device, min_run_time, seconds_per_work, remaining
         remaining_s -= probe_s
     predicted_s = timing.predicted_seconds(rate * _work(kind, size), min_run_time)
     if _SAFETY_FACTOR * predicted_s > remaining_s:
-        return None, (f"not run: it would take about {format_seconds(predicted_s)} and the sweep starts a case "
-                      f"only with {_SAFETY_FACTOR:g}x that left; {format_seconds(max(remaining_s, 0.0))} of the "
-                      "budget was left (a larger budget runs it)")
+        return None, (
+            f"not run: it would take about {format_seconds(predicted_s)} and the sweep starts a case "
+            f"only with {_SAFETY_FACTOR:g}x that left; {format_seconds(max(remaining_s, 0.0))} of the "
+            "budget was left (a larger budget runs it)"
+        )
     operands = _operands(kind, size, dtype, device)
     if kind == "matmul":
         return measure_matmul(*operands, min_run_time=min_run_time), None

@@ -23,8 +23,9 @@ DATE = re.compile(r"^\d{4}(-(0[1-9]|1[0-2]))?$")
 """A source date: YYYY-MM, or YYYY where the source gives only a year."""
 
 
-def parse(text: str, table: str, origin: str, *, date_key: str = "source_date",
-          allow_undated: bool = False) -> tuple[dict, ...]:
+def parse(
+    text: str, table: str, origin: str, *, date_key: str = "source_date", allow_undated: bool = False
+) -> tuple[dict, ...]:
     """The ``[[table]]`` records of TOML ``text``, each checked for a non-empty ``name`` and
     ``source`` and a date under ``date_key`` (``"undated"`` too when ``allow_undated``).
     ValueError names ``origin``, the record and what is wrong."""
@@ -80,8 +81,10 @@ def index(records, origin: str) -> dict:
         for spelling in (record.name, *getattr(record, "aliases", ())):
             key = lookup.key(spelling)
             if key in found and found[key] is not record:
-                raise ValueError(f"{origin}: {spelling!r} (of {record.name!r}) clashes with a name or alias "
-                                 f"of {found[key].name!r}; names and aliases must be unique, ignoring case, "
-                                 f"spaces, '-' and '_'")
+                raise ValueError(
+                    f"{origin}: {spelling!r} (of {record.name!r}) clashes with a name or alias "
+                    f"of {found[key].name!r}; names and aliases must be unique, ignoring case, "
+                    f"spaces, '-' and '_'"
+                )
             found[key] = record
     return found

@@ -24,8 +24,15 @@ def _is_real(value) -> bool:
     return not isinstance(value, bool) and isinstance(value, _numbers.Real)
 
 
-def number(name: str, value, *, minimum: float = 0.0, strict: bool = True, maximum: float = math.inf,
-           allow_inf: bool = False) -> float:
+def number(
+    name: str,
+    value,
+    *,
+    minimum: float = 0.0,
+    strict: bool = True,
+    maximum: float = math.inf,
+    allow_inf: bool = False,
+) -> float:
     """``value`` as a float if it is a number above ``minimum`` (or equal, when not ``strict``)
     and at most ``maximum``; finite unless ``allow_inf``. Else TypeError / ValueError naming
     ``name``, the value and the allowed range."""

@@ -24,8 +24,15 @@ from dataclasses import dataclass
 from lab_utils import checks
 
 __all__ = [
-    "AllReduceFit", "Backend", "DataParallelStep", "bus_bandwidth_bytes_per_s", "choose_backend",
-    "data_parallel_step", "fit_all_reduce", "ring_all_reduce_bytes", "ring_all_reduce_seconds",
+    "AllReduceFit",
+    "Backend",
+    "DataParallelStep",
+    "bus_bandwidth_bytes_per_s",
+    "choose_backend",
+    "data_parallel_step",
+    "fit_all_reduce",
+    "ring_all_reduce_bytes",
+    "ring_all_reduce_seconds",
 ]
 
 
@@ -73,8 +80,12 @@ class AllReduceFit:
 
     def seconds(self, message_bytes) -> float:
         """The fitted model's time for an all-reduce of ``message_bytes`` over ``n_ranks``."""
-        return ring_all_reduce_seconds(message_bytes, self.n_ranks, latency_s=self.latency_s,
-                                       bandwidth_bytes_per_s=self.bandwidth_bytes_per_s)
+        return ring_all_reduce_seconds(
+            message_bytes,
+            self.n_ranks,
+            latency_s=self.latency_s,
+            bandwidth_bytes_per_s=self.bandwidth_bytes_per_s,
+        )
 
 
 def fit_all_reduce(message_bytes, seconds, n_ranks: int) -> AllReduceFit:
@@ -104,7 +115,9 @@ def fit_all_reduce(message_bytes, seconds, n_ranks: int) -> AllReduceFit:
         intercept, slope = 0.0, sxy / sxx
     if slope <= 0:
         raise ValueError("the times do not grow with the message size: no bandwidth can be fitted")
-    return AllReduceFit(latency_s=intercept / (2 * (n_ranks - 1)), bandwidth_bytes_per_s=1 / slope, n_ranks=n_ranks)
+    return AllReduceFit(
+        latency_s=intercept / (2 * (n_ranks - 1)), bandwidth_bytes_per_s=1 / slope, n_ranks=n_ranks
+    )
 
 
 @dataclass(frozen=True)
@@ -131,13 +144,15 @@ class DataParallelStep:
         return math.inf if self.communication_s == 0 else self.compute_s / self.communication_s
 
 
-def data_parallel_step(compute_s, gradient_bytes, n_ranks: int, *, bandwidth_bytes_per_s,
-                       latency_s=0.0) -> DataParallelStep:
+def data_parallel_step(
+    compute_s, gradient_bytes, n_ranks: int, *, bandwidth_bytes_per_s, latency_s=0.0
+) -> DataParallelStep:
     """Compute and ring all-reduce time of one data-parallel step (gradients of ``gradient_bytes``)."""
     return DataParallelStep(
         compute_s=checks.number("compute_s", compute_s, strict=False),
-        communication_s=ring_all_reduce_seconds(gradient_bytes, n_ranks, latency_s=latency_s,
-                                                bandwidth_bytes_per_s=bandwidth_bytes_per_s),
+        communication_s=ring_all_reduce_seconds(
+            gradient_bytes, n_ranks, latency_s=latency_s, bandwidth_bytes_per_s=bandwidth_bytes_per_s
+        ),
     )
 
 
@@ -161,6 +176,10 @@ def choose_backend(cuda_device_count: int, local_world_size: int) -> Backend:
     if cuda_device_count >= local_world_size:
         return Backend("nccl", "cuda", f"{cuda_device_count} GPU(s) for {local_world_size} local rank(s)")
     if cuda_device_count:
-        return Backend("gloo", "cpu", f"only {cuda_device_count} GPU(s) for {local_world_size} local ranks: "
-                                      "NCCL needs one GPU per rank")
+        return Backend(
+            "gloo",
+            "cpu",
+            f"only {cuda_device_count} GPU(s) for {local_world_size} local ranks: "
+            "NCCL needs one GPU per rank",
+        )
     return Backend("gloo", "cpu", "no GPU")

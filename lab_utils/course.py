@@ -72,14 +72,17 @@ def read_header(path: str | Path) -> NotebookHeader:
     )
     missing = [
         name
-        for name, found in (("'# Title'", title), ("'**Time:** N min'", minutes),
-                            ("'**Prerequisites:**'", prerequisites),
-                            ("'## Learning objectives'", objectives))
+        for name, found in (
+            ("'# Title'", title),
+            ("'**Time:** N min'", minutes),
+            ("'**Prerequisites:**'", prerequisites),
+            ("'## Learning objectives'", objectives),
+        )
         if found is None
     ]
     if missing:
         raise ValueError(f"{path.name}: the header cell lacks {', '.join(missing)}")
-    after_title = text[title.end():].strip().splitlines()
+    after_title = text[title.end() :].strip().splitlines()
     bullets = tuple(
         line.strip()[2:].strip() for line in objectives.group(1).splitlines() if line.strip().startswith("- ")
     )
@@ -97,12 +100,19 @@ def read_header(path: str | Path) -> NotebookHeader:
 
 # --- exercises: plain Markdown in the notebooks (book/_ext/exercises.py turns them into blocks) ---
 
-SOLUTION_FOLD = ('<details class="solution-fold"><summary>Solution (open it after trying)</summary>', "</details>")
+SOLUTION_FOLD = (
+    '<details class="solution-fold"><summary>Solution (open it after trying)</summary>',
+    "</details>",
+)
 EXERCISE_HEADING = re.compile(r"^#### Exercise \d+", re.MULTILINE)
 EXERCISE = re.compile(
     r"^#### Exercise (?P<number>\d+) \((?P<minutes>\d+) min\)\n\n(?P<question>.*?)\n\n"
-    + re.escape(SOLUTION_FOLD[0]) + r"\n\n(?P<solution>.*?)\n\n" + re.escape(SOLUTION_FOLD[1]) + "$",
-    re.MULTILINE | re.DOTALL)
+    + re.escape(SOLUTION_FOLD[0])
+    + r"\n\n(?P<solution>.*?)\n\n"
+    + re.escape(SOLUTION_FOLD[1])
+    + "$",
+    re.MULTILINE | re.DOTALL,
+)
 
 
 @dataclass(frozen=True)
@@ -117,19 +127,26 @@ class Exercise:
 
 def exercises_in(markdown: str) -> list[Exercise]:
     """The exercises written in one cell's Markdown."""
-    return [Exercise(int(m["number"]), int(m["minutes"]), m["question"], m["solution"])
-            for m in EXERCISE.finditer(markdown)]
+    return [
+        Exercise(int(m["number"]), int(m["minutes"]), m["question"], m["solution"])
+        for m in EXERCISE.finditer(markdown)
+    ]
 
 
 def read_exercises(path: str | Path) -> list[Exercise]:
     """The exercises of the notebook at ``path``, in order."""
-    return [exercise for cell in read_cells(path) if cell["cell_type"] == "markdown"
-            for exercise in exercises_in(cell["source"])]
+    return [
+        exercise
+        for cell in read_cells(path)
+        if cell["cell_type"] == "markdown"
+        for exercise in exercises_in(cell["source"])
+    ]
 
 
 # --- workshop plans: minutes per section and per day (book/schedule.toml) ----------------------
 
 WHOLE_NOTEBOOK = "the whole notebook"  # the one section of an optional notebook not yet split into sections
+
 
 @dataclass(frozen=True)
 class NotebookPlan:
@@ -152,7 +169,9 @@ class NotebookPlan:
         return sum(minutes for name, minutes in self.sections if name in self.skip_if_late)
 
 
-def read_plans(schedule: str | Path, notebooks: str | Path) -> tuple[dict[str, NotebookPlan], dict[str, int], dict]:
+def read_plans(
+    schedule: str | Path, notebooks: str | Path
+) -> tuple[dict[str, NotebookPlan], dict[str, int], dict]:
     """``(notebook plans by number, other blocks' minutes, days)`` of a schedule file (TOML) for
     the notebooks in the folder ``notebooks``; ValueError names an entry that does not add up."""
     from lab_utils.catalogs import tomllib
@@ -166,13 +185,23 @@ def read_plans(schedule: str | Path, notebooks: str | Path) -> tuple[dict[str, N
         chosen = int(entry.get("in_class", 0))
         found = {e.number: e for e in read_exercises(path)} if path else {}
         if path and chosen and chosen not in found:
-            raise ValueError(f"{schedule}: notebook {number}: in_class={chosen}, but it has exercises {sorted(found)}")
+            raise ValueError(
+                f"{schedule}: notebook {number}: in_class={chosen}, but it has exercises {sorted(found)}"
+            )
         sections = tuple((str(name), int(minutes)) for name, minutes in entry["sections"])
         unknown = set(entry.get("skip_if_late", ())) - {name for name, _ in sections}
         if unknown:
-            raise ValueError(f"{schedule}: notebook {number}: skip_if_late names no section: {sorted(unknown)}")
-        plans[number] = NotebookPlan(number, sections, found.get(chosen), tuple(entry.get("skip_if_late", ())),
-                                     bool(entry.get("optional", False)), path)
+            raise ValueError(
+                f"{schedule}: notebook {number}: skip_if_late names no section: {sorted(unknown)}"
+            )
+        plans[number] = NotebookPlan(
+            number,
+            sections,
+            found.get(chosen),
+            tuple(entry.get("skip_if_late", ())),
+            bool(entry.get("optional", False)),
+            path,
+        )
     blocks = {str(name): int(minutes) for name, minutes in data["blocks"].items()}
     days = {str(name): list(items) for name, items in data["plans"].items()}
     for name, items in days.items():
@@ -182,7 +211,9 @@ def read_plans(schedule: str | Path, notebooks: str | Path) -> tuple[dict[str, N
     return plans, blocks, days
 
 
-def day_minutes(items: list[str], plans: dict[str, NotebookPlan], blocks: dict[str, int]) -> list[tuple[str, int, int]]:
+def day_minutes(
+    items: list[str], plans: dict[str, NotebookPlan], blocks: dict[str, int]
+) -> list[tuple[str, int, int]]:
     """``(block, start minute, minutes)`` of each block of a day, from minute 0."""
     rows, clock = [], 0
     for item in items:

@@ -22,5 +22,7 @@ def path(name: str) -> Path:
     parts = str(name).split("/")
     found = Path(str(resources.files("lab_utils").joinpath("data", *parts)))
     if parts[0] not in SHIPPED or ".." in parts or not found.exists():
-        raise ValueError(f"name={name!r} is not a shipped course file; allowed: files under {', '.join(SHIPPED)}")
+        raise ValueError(
+            f"name={name!r} is not a shipped course file; allowed: files under {', '.join(SHIPPED)}"
+        )
     return found

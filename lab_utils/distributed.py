@@ -30,15 +30,39 @@ from pathlib import Path
 
 from lab_utils import checks
 from lab_utils.comms import (
-    AllReduceFit, Backend, DataParallelStep, bus_bandwidth_bytes_per_s, choose_backend, data_parallel_step,
-    fit_all_reduce, ring_all_reduce_bytes, ring_all_reduce_seconds,
+    AllReduceFit,
+    Backend,
+    DataParallelStep,
+    bus_bandwidth_bytes_per_s,
+    choose_backend,
+    data_parallel_step,
+    fit_all_reduce,
+    ring_all_reduce_bytes,
+    ring_all_reduce_seconds,
 )
 
 __all__ = [
-    "AllReduceFit", "AllReduceTiming", "Backend", "CollectiveCall", "CollectiveCounter", "DataParallelStep",
-    "HeldState", "TorchrunError", "TorchrunResult", "bus_bandwidth_bytes_per_s", "choose_backend",
-    "count_collectives", "data_parallel_step", "fit_all_reduce", "held_state_bytes", "parameter_digest",
-    "ring_all_reduce_bytes", "ring_all_reduce_seconds", "run_torchrun", "time_all_reduce", "torchrun_command",
+    "AllReduceFit",
+    "AllReduceTiming",
+    "Backend",
+    "CollectiveCall",
+    "CollectiveCounter",
+    "DataParallelStep",
+    "HeldState",
+    "TorchrunError",
+    "TorchrunResult",
+    "bus_bandwidth_bytes_per_s",
+    "choose_backend",
+    "count_collectives",
+    "data_parallel_step",
+    "fit_all_reduce",
+    "held_state_bytes",
+    "parameter_digest",
+    "ring_all_reduce_bytes",
+    "ring_all_reduce_seconds",
+    "run_torchrun",
+    "time_all_reduce",
+    "torchrun_command",
     "write_result",
 ]
 
@@ -52,6 +76,7 @@ _MARKER = "LAB_UTILS_TORCHRUN_ID"  # set in every launched process's environment
 
 
 # --- launching torchrun --------------------------------------------------------------------
+
 
 def write_result(path, result: dict) -> Path:
     """Write a rank's ``result`` as JSON to ``path`` atomically (a ``.partial`` file, then a
@@ -70,9 +95,17 @@ def write_result(path, result: dict) -> Path:
     return path
 
 
-def torchrun_command(script, script_args: Sequence[str] = (), *, nproc_per_node: int = 2, nnodes: int = 1,
-                     node_rank: int = 0, master_addr: str = LOOPBACK, master_port: int | None = None,
-                     launcher: Sequence[str] = TORCHRUN) -> tuple[str, ...]:
+def torchrun_command(
+    script,
+    script_args: Sequence[str] = (),
+    *,
+    nproc_per_node: int = 2,
+    nnodes: int = 1,
+    node_rank: int = 0,
+    master_addr: str = LOOPBACK,
+    master_port: int | None = None,
+    launcher: Sequence[str] = TORCHRUN,
+) -> tuple[str, ...]:
     """The ``torchrun`` command line for ``script``.
 
     One node (``nnodes=1``): what ``--standalone`` does (a c10d rendezvous on a free port),
@@ -97,16 +130,39 @@ def torchrun_command(script, script_args: Sequence[str] = (), *, nproc_per_node:
         if master_port is not None:
             checks.count("master_port", master_port, minimum=0)
         port = 0 if master_port is None else master_port
-        where = ["--rdzv_backend", "c10d", "--rdzv_endpoint", f"{master_addr}:{port}",
-                 "--rdzv_id", "local", "--local_addr", master_addr]
+        where = [
+            "--rdzv_backend",
+            "c10d",
+            "--rdzv_endpoint",
+            f"{master_addr}:{port}",
+            "--rdzv_id",
+            "local",
+            "--local_addr",
+            master_addr,
+        ]
     else:
         if master_port is None:
             raise ValueError("master_port is required when nnodes > 1: every node must name the same port")
         if not 1 <= checks.count("master_port", master_port) <= 65535:
             raise ValueError(f"master_port={master_port!r}: must be a TCP port from 1 to 65535")
-        where = ["--node_rank", str(node_rank), "--master_addr", master_addr, "--master_port", str(master_port)]
-    return (*launcher, "--nnodes", str(nnodes), "--nproc_per_node", str(nproc_per_node), *where,
-            str(script), *script_args)
+        where = [
+            "--node_rank",
+            str(node_rank),
+            "--master_addr",
+            master_addr,
+            "--master_port",
+            str(master_port),
+        ]
+    return (
+        *launcher,
+        "--nnodes",
+        str(nnodes),
+        "--nproc_per_node",
+        str(nproc_per_node),
+        *where,
+        str(script),
+        *script_args,
+    )
 
 
 @dataclass(frozen=True)
@@ -174,8 +230,17 @@ def _stop_all(process: subprocess.Popen, marker: str, grace_s: float = 5.0) -> t
     return tuple(p.pid for p in psutil.wait_procs(stragglers, timeout=grace_s)[1])
 
 
-def run_torchrun(script, script_args: Sequence[str] = (), *, nproc_per_node: int = 2, timeout_s: float = 120.0,
-                 cwd=None, env: dict | None = None, check: bool = True, **where) -> TorchrunResult:
+def run_torchrun(
+    script,
+    script_args: Sequence[str] = (),
+    *,
+    nproc_per_node: int = 2,
+    timeout_s: float = 120.0,
+    cwd=None,
+    env: dict | None = None,
+    check: bool = True,
+    **where,
+) -> TorchrunResult:
     """Run ``script`` under ``torchrun`` with ``nproc_per_node`` processes and wait for it.
 
     The command is :func:`torchrun_command` (``where``: ``nnodes``, ``node_rank``,
@@ -195,7 +260,9 @@ def run_torchrun(script, script_args: Sequence[str] = (), *, nproc_per_node: int
     script_args = tuple(script_args) if not isinstance(script_args, (str, bytes)) else script_args
     command = torchrun_command(script.resolve(), script_args, nproc_per_node=nproc_per_node, **where)
     if env is not None and not isinstance(env, dict):
-        raise TypeError(f"env must be a dict of extra environment variables or None, got {type(env).__name__}")
+        raise TypeError(
+            f"env must be a dict of extra environment variables or None, got {type(env).__name__}"
+        )
     marker = uuid.uuid4().hex
     child_env = {**os.environ, **(env or {}), _MARKER: marker}
     try:
@@ -212,9 +279,16 @@ def run_torchrun(script, script_args: Sequence[str] = (), *, nproc_per_node: int
     child_env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, child_env.get("PYTHONPATH")) if p)
 
     started_s = time.perf_counter()
-    process = subprocess.Popen(command, cwd=cwd, env=child_env, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        command,
+        cwd=cwd,
+        env=child_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     # Read the output on a thread and wait for the process, not for the end of its output: a
     # worker that outlived torchrun would hold the pipe open.
     lines: list[str] = []
@@ -231,17 +305,24 @@ def run_torchrun(script, script_args: Sequence[str] = (), *, nproc_per_node: int
         if not reader.is_alive():
             process.stdout.close()
     output = "".join(lines)
-    result = TorchrunResult(command=command, returncode=process.returncode, wall_s=time.perf_counter() - started_s,
-                            output=output, leftover_pids=leftover)
+    result = TorchrunResult(
+        command=command,
+        returncode=process.returncode,
+        wall_s=time.perf_counter() - started_s,
+        output=output,
+        leftover_pids=leftover,
+    )
     if timed_out:
-        raise TorchrunError(f"torchrun did not finish within timeout_s={timeout_s:g}; every process was stopped",
-                            result)
+        raise TorchrunError(
+            f"torchrun did not finish within timeout_s={timeout_s:g}; every process was stopped", result
+        )
     if check and result.returncode != 0:
         raise TorchrunError(f"torchrun exited with status {result.returncode}", result)
     return result
 
 
 # --- inside the launched processes (torch) -------------------------------------------------
+
 
 def parameter_digest(module) -> str:
     """SHA-256 of every parameter's bytes, in ``named_parameters`` order: equal digests mean
@@ -310,8 +391,14 @@ def time_all_reduce(sizes_bytes, *, repeats: int = 5, device=None) -> tuple[AllR
         slowest = rounds.to(device)
         dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
         per_round = slowest.cpu().tolist()
-        results.append(AllReduceTiming(message_bytes=size, median_s=statistics.median(per_round),
-                                       min_s=min(per_round), n_ranks=n_ranks))
+        results.append(
+            AllReduceTiming(
+                message_bytes=size,
+                median_s=statistics.median(per_round),
+                min_s=min(per_round),
+                n_ranks=n_ranks,
+            )
+        )
         del tensor
     return tuple(results)
 
@@ -319,11 +406,18 @@ def time_all_reduce(sizes_bytes, *, repeats: int = 5, device=None) -> tuple[AllR
 # --- bytes on the wire and bytes held, counted inside a rank ---------------------------------
 
 _SENT_SHARE = {  # op name (c10d and functional spellings) -> bytes sent per message byte, N ranks
-    "allreduce": lambda n: 2 * (n - 1) / n, "all_reduce": lambda n: 2 * (n - 1) / n,
-    "allgather": lambda n: (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
-    "reduce_scatter": lambda n: (n - 1) / n, "broadcast": lambda n: (n - 1) / n,
-    "send": lambda n: 1.0, "recv": lambda n: 0.0, "alltoall": lambda n: (n - 1) / n,
-    "gather": lambda n: (n - 1) / n, "scatter": lambda n: (n - 1) / n, "reduce": lambda n: (n - 1) / n,
+    "allreduce": lambda n: 2 * (n - 1) / n,
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "allgather": lambda n: (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "broadcast": lambda n: (n - 1) / n,
+    "send": lambda n: 1.0,
+    "recv": lambda n: 0.0,
+    "alltoall": lambda n: (n - 1) / n,
+    "gather": lambda n: (n - 1) / n,
+    "scatter": lambda n: (n - 1) / n,
+    "reduce": lambda n: (n - 1) / n,
 }
 """Ring algorithms: an all-reduce sends 2(N-1)/N of its message per rank, an all-gather and a
 reduce-scatter (N-1)/N of the whole (gathered or scattered) tensor, a send all of it."""
@@ -453,8 +547,18 @@ def held_state_bytes(module, optimizer=None) -> HeldState:
     if not isinstance(module, torch.nn.Module):
         raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
     parameters = list(module.parameters())
-    states = [] if optimizer is None else [value for state in optimizer.state.values() for value in state.values()
-                                           if isinstance(value, torch.Tensor) and value.dim() > 0]
-    return HeldState(params_bytes=sum(local_bytes(p) for p in parameters),
-                     grads_bytes=sum(local_bytes(p.grad) for p in parameters if p.grad is not None),
-                     optimizer_states_bytes=sum(local_bytes(s) for s in states))
+    states = (
+        []
+        if optimizer is None
+        else [
+            value
+            for state in optimizer.state.values()
+            for value in state.values()
+            if isinstance(value, torch.Tensor) and value.dim() > 0
+        ]
+    )
+    return HeldState(
+        params_bytes=sum(local_bytes(p) for p in parameters),
+        grads_bytes=sum(local_bytes(p.grad) for p in parameters if p.grad is not None),
+        optimizer_states_bytes=sum(local_bytes(s) for s in states),
+    )

@@ -28,13 +28,24 @@ from lab_utils import assumptions, checks, energy, hardware, llms, memory, price
 from lab_utils.prices import SECONDS_PER_HOUR
 
 __all__ = [
-    "ATTENTION_TERMS", "FLOPS_PER_PARAM_PER_TOKEN", "HOURS_PER_MONTH",
-    "DoesNotFit", "FineTuneEstimate", "ServingCosts",
-    "api_cost", "attention_flops_per_token", "blended_price_per_million",
-    "breakeven_tokens_per_month", "cost_per_million_tokens", "decode_tokens_per_s_bound",
-    "fine_tune_estimate", "mfu_assumption",
-    "range_verdict", "serving_costs",
-    "training_flops", "training_hours",
+    "ATTENTION_TERMS",
+    "FLOPS_PER_PARAM_PER_TOKEN",
+    "HOURS_PER_MONTH",
+    "DoesNotFit",
+    "FineTuneEstimate",
+    "ServingCosts",
+    "api_cost",
+    "attention_flops_per_token",
+    "blended_price_per_million",
+    "breakeven_tokens_per_month",
+    "cost_per_million_tokens",
+    "decode_tokens_per_s_bound",
+    "fine_tune_estimate",
+    "mfu_assumption",
+    "range_verdict",
+    "serving_costs",
+    "training_flops",
+    "training_hours",
 ]
 
 HOURS_PER_MONTH = 730.0
@@ -60,6 +71,7 @@ scores' operands (2 forward passes' worth) whatever is frozen, since attention h
 
 # --- compute and time ----------------------------------------------------------------------
 
+
 def attention_flops_per_token(model, seq_len, *, causal: bool = True) -> float:
     """Forward FLOPs per token of the attention scores (Q·Kᵀ) and their weighted sum (·V) of
     ``model`` (an ``llms`` name or LLMConfig) over sequences of ``seq_len`` tokens:
@@ -70,8 +82,10 @@ def attention_flops_per_token(model, seq_len, *, causal: bool = True) -> float:
     """
     config = llms.as_config(model)
     if config.n_heads is None:
-        raise ValueError(f"model={config.name!r}: its attention shape (n_heads) is not in "
-                         f"lab_utils/data/llm_configs.toml; give attention_term='none'")
+        raise ValueError(
+            f"model={config.name!r}: its attention shape (n_heads) is not in "
+            f"lab_utils/data/llm_configs.toml; give attention_term='none'"
+        )
     seq_len = checks.count("seq_len", seq_len)
     window = config.sliding_window or seq_len
     if not causal:
@@ -83,8 +97,9 @@ def attention_flops_per_token(model, seq_len, *, causal: bool = True) -> float:
     return 4.0 * config.n_layers * config.n_heads * config.head_dim * keys
 
 
-def training_flops(n_params, n_tokens, method: str = "full", *, model=None, seq_len=None,
-                   attention_term: str | None = None) -> float:
+def training_flops(
+    n_params, n_tokens, method: str = "full", *, model=None, seq_len=None, attention_term: str | None = None
+) -> float:
     """FLOPs to process ``n_tokens`` tokens with a model of ``n_params`` parameters.
 
     method "full": 6·N·D (Kaplan et al., arXiv 2001.08361; GPT-3, 175B x 300B tokens:
@@ -102,14 +117,21 @@ def training_flops(n_params, n_tokens, method: str = "full", *, model=None, seq_
     flops = FLOPS_PER_PARAM_PER_TOKEN[method] * n_params * n_tokens
     if model is None:
         if attention_term not in (None, "none"):
-            raise ValueError(f"attention_term={attention_term!r} needs model= and seq_len= (the attention's shape)")
+            raise ValueError(
+                f"attention_term={attention_term!r} needs model= and seq_len= (the attention's shape)"
+            )
         return flops
-    term = checks.choice("attention_term", assumptions.resolve(attention_term=attention_term)[0]["attention_term"],
-                         ATTENTION_TERMS)
+    term = checks.choice(
+        "attention_term",
+        assumptions.resolve(attention_term=attention_term)[0]["attention_term"],
+        ATTENTION_TERMS,
+    )
     if term == "none":
         return flops
     if seq_len is None:
-        raise ValueError("seq_len: give the sequence length to count the attention term (or attention_term='none')")
+        raise ValueError(
+            "seq_len: give the sequence length to count the attention term (or attention_term='none')"
+        )
     per_token = attention_flops_per_token(model, seq_len, causal=term == "causal")
     return flops + _ATTENTION_PASSES[method] * per_token * n_tokens
 
@@ -139,6 +161,7 @@ def training_hours(flops, *, peak_flops, mfu, n_devices: int = 1) -> float:
 
 # --- serving ---------------------------------------------------------------------------------
 
+
 def cost_per_million_tokens(usd_per_hour, tokens_per_s) -> float:
     """Dollars per 1M tokens on a machine rented at ``usd_per_hour`` that produces
     ``tokens_per_s`` (the formula: ``prices.usd_per_million_tokens``)."""
@@ -158,12 +181,17 @@ def blended_price_per_million(price_in_per_million, price_out_per_million, outpu
     """Dollars per 1M tokens of traffic in which ``output_share`` (0 to 1) of the tokens are
     written and the rest read: the API price a workload actually pays per token."""
     output_share = checks.number("output_share", output_share, strict=False, maximum=1.0)
-    return api_cost(1e6 * (1 - output_share), 1e6 * output_share,
-                    price_in_per_million=price_in_per_million, price_out_per_million=price_out_per_million)
+    return api_cost(
+        1e6 * (1 - output_share),
+        1e6 * output_share,
+        price_in_per_million=price_in_per_million,
+        price_out_per_million=price_out_per_million,
+    )
 
 
-def decode_tokens_per_s_bound(n_params, *, bytes_per_param, bandwidth_bytes_per_s, batch: int = 1,
-                              peak_flops=None) -> float:
+def decode_tokens_per_s_bound(
+    n_params, *, bytes_per_param, bandwidth_bytes_per_s, batch: int = 1, peak_flops=None
+) -> float:
     """Upper bound on generated tokens/s: each decode step reads every weight once and makes
     one token per sequence of the batch, so tokens/s <= batch x bandwidth / (N x bytes per
     parameter). With ``peak_flops``, also <= peak / (2·N) (compute bound at large batch).
@@ -175,9 +203,12 @@ def decode_tokens_per_s_bound(n_params, *, bytes_per_param, bandwidth_bytes_per_
     n_params = checks.number("n_params", n_params)
     bytes_per_param = checks.number("bytes_per_param", bytes_per_param)
     batch = checks.count("batch", batch)
-    step_s = serving.step_bound_s(flops=FLOPS_PER_PARAM_PER_TOKEN["inference"] * n_params * batch,
-                                  bytes_read=n_params * bytes_per_param, peak_flops=peak_flops,
-                                  bandwidth_bytes_per_s=bandwidth_bytes_per_s)
+    step_s = serving.step_bound_s(
+        flops=FLOPS_PER_PARAM_PER_TOKEN["inference"] * n_params * batch,
+        bytes_read=n_params * bytes_per_param,
+        peak_flops=peak_flops,
+        bandwidth_bytes_per_s=bandwidth_bytes_per_s,
+    )
     return batch / step_s
 
 
@@ -207,25 +238,42 @@ class ServingCosts:
     @property
     def cheapest(self) -> str:
         """'api', 'pay per use' or 'always on'."""
-        costs = {"api": self.api_per_month_usd, "pay per use": self.pay_per_use_per_month_usd,
-                 "always on": self.always_on_per_month_usd}
+        costs = {
+            "api": self.api_per_month_usd,
+            "pay per use": self.pay_per_use_per_month_usd,
+            "always on": self.always_on_per_month_usd,
+        }
         return min(costs, key=costs.get)
 
 
-def _serving_inputs(api_cost_per_million, usd_per_hour, tokens_per_s, fine_tune_cost, amortize_months,
-                    always_on_usd_per_hour):
+def _serving_inputs(
+    api_cost_per_million, usd_per_hour, tokens_per_s, fine_tune_cost, amortize_months, always_on_usd_per_hour
+):
     amortize_months = assumptions.resolve(amortize_months=amortize_months)[0]["amortize_months"]
     api = checks.number("api_cost_per_million", api_cost_per_million, strict=False)
     price = checks.number("usd_per_hour", usd_per_hour, strict=False)
     tokens_per_s = checks.number("tokens_per_s", tokens_per_s)
-    fixed = checks.number("fine_tune_cost", fine_tune_cost, strict=False) / checks.number("amortize_months", amortize_months)
-    always_price = price if always_on_usd_per_hour is None else checks.number(
-        "always_on_usd_per_hour", always_on_usd_per_hour, strict=False)
+    fixed = checks.number("fine_tune_cost", fine_tune_cost, strict=False) / checks.number(
+        "amortize_months", amortize_months
+    )
+    always_price = (
+        price
+        if always_on_usd_per_hour is None
+        else checks.number("always_on_usd_per_hour", always_on_usd_per_hour, strict=False)
+    )
     return api, price, tokens_per_s, fixed, always_price
 
 
-def serving_costs(tokens_per_month, *, api_cost_per_million, usd_per_hour, tokens_per_s,
-                  fine_tune_cost=0.0, amortize_months=None, always_on_usd_per_hour=None) -> ServingCosts:
+def serving_costs(
+    tokens_per_month,
+    *,
+    api_cost_per_million,
+    usd_per_hour,
+    tokens_per_s,
+    fine_tune_cost=0.0,
+    amortize_months=None,
+    always_on_usd_per_hour=None,
+) -> ServingCosts:
     """Monthly cost of ``tokens_per_month`` on an API at ``api_cost_per_million`` (blended:
     :func:`blended_price_per_million`) and self-hosted on GPUs making ``tokens_per_s`` each
     (``serving.estimate``). Pay per use bills the GPU-seconds used at ``usd_per_hour``;
@@ -234,8 +282,13 @@ def serving_costs(tokens_per_month, *, api_cost_per_million, usd_per_hour, token
     the assumption)."""
     tokens = checks.number("tokens_per_month", tokens_per_month, strict=False)
     api, price, tokens_per_s, fixed, always_price = _serving_inputs(
-        api_cost_per_million, usd_per_hour, tokens_per_s, fine_tune_cost, amortize_months,
-        always_on_usd_per_hour)
+        api_cost_per_million,
+        usd_per_hour,
+        tokens_per_s,
+        fine_tune_cost,
+        amortize_months,
+        always_on_usd_per_hour,
+    )
     gpu_hours = tokens / tokens_per_s / SECONDS_PER_HOUR
     gpus = max(1, math.ceil(gpu_hours / HOURS_PER_MONTH))
     return ServingCosts(
@@ -248,8 +301,16 @@ def serving_costs(tokens_per_month, *, api_cost_per_million, usd_per_hour, token
     )
 
 
-def breakeven_tokens_per_month(*, api_cost_per_million, usd_per_hour, tokens_per_s, fine_tune_cost=0.0,
-                               amortize_months=None, always_on=False, always_on_usd_per_hour=None) -> float:
+def breakeven_tokens_per_month(
+    *,
+    api_cost_per_million,
+    usd_per_hour,
+    tokens_per_s,
+    fine_tune_cost=0.0,
+    amortize_months=None,
+    always_on=False,
+    always_on_usd_per_hour=None,
+) -> float:
     """The fewest tokens per month at which self-hosting costs no more than the API
     (same inputs as :func:`serving_costs`: a GPU fully busy whenever billed, so pay per use is
     a floor, no cold start or idle time; ``advisor.serve`` prices real traffic); ``math.inf``
@@ -260,8 +321,13 @@ def breakeven_tokens_per_month(*, api_cost_per_million, usd_per_hour, tokens_per
     bill reaches the cost of the GPUs needed for that volume.
     """
     api, price, tokens_per_s, fixed, always_price = _serving_inputs(
-        api_cost_per_million, usd_per_hour, tokens_per_s, fine_tune_cost, amortize_months,
-        always_on_usd_per_hour)
+        api_cost_per_million,
+        usd_per_hour,
+        tokens_per_s,
+        fine_tune_cost,
+        amortize_months,
+        always_on_usd_per_hour,
+    )
     if not always_on:
         self_hosted = cost_per_million_tokens(price, tokens_per_s)
         if fixed == 0:
@@ -281,6 +347,7 @@ def breakeven_tokens_per_month(*, api_cost_per_million, usd_per_hour, tokens_per
 
 
 # --- fine-tuning a real model ----------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class FineTuneEstimate:
@@ -348,9 +415,23 @@ class FineTuneEstimate:
         return None if kwh is None else kwh * energy.JOULES_PER_KWH / self.n_tokens
 
 
-def fine_tune_estimate(model, n_tokens, *, method=None, gpu=None, mfu=None, usd_per_gpu_hour=None,
-                       dtype=None, n_gpus=None, seq_len=None, batch=None, recompute=None,
-                       lora_rank=None, max_devices=None, attention_term=None) -> FineTuneEstimate:
+def fine_tune_estimate(
+    model,
+    n_tokens,
+    *,
+    method=None,
+    gpu=None,
+    mfu=None,
+    usd_per_gpu_hour=None,
+    dtype=None,
+    n_gpus=None,
+    seq_len=None,
+    batch=None,
+    recompute=None,
+    lora_rank=None,
+    max_devices=None,
+    attention_term=None,
+) -> FineTuneEstimate:
     """Estimate a fine-tune of ``model`` (an ``llms`` name or LLMConfig) over ``n_tokens``.
 
     FLOPs: :func:`training_flops` with the model's parameters per token and, where its shape is
@@ -365,9 +446,15 @@ def fine_tune_estimate(model, n_tokens, *, method=None, gpu=None, mfu=None, usd_
     fine-tune: ZeRO-3 as DeepSpeed reserves it (``memory.zero3_bytes_per_gpu``).
     """
     config = llms.as_config(model)
-    values, taken = assumptions.resolve(default_method=method, default_gpu=gpu, seq_len=seq_len,
-                                        batch=batch, recompute_fine_tune=recompute, lora_rank=lora_rank,
-                                        max_devices=max_devices)
+    values, taken = assumptions.resolve(
+        default_method=method,
+        default_gpu=gpu,
+        seq_len=seq_len,
+        batch=batch,
+        recompute_fine_tune=recompute,
+        lora_rank=lora_rank,
+        max_devices=max_devices,
+    )
     method = checks.choice("method", values["default_method"], assumptions.FINE_TUNE_METHODS)
     spec = hardware.as_spec(values["default_gpu"])
     if dtype is None:
@@ -380,8 +467,14 @@ def fine_tune_estimate(model, n_tokens, *, method=None, gpu=None, mfu=None, usd_
     else:
         price_usd = checks.number("usd_per_gpu_hour", usd_per_gpu_hour, strict=False)
         price_source, price_date = "given", "given"
-    estimate = memory.job_estimate(config, method=method, batch=values["batch"], seq_len=values["seq_len"],
-                                   recompute=values["recompute_fine_tune"], lora_rank=values["lora_rank"])
+    estimate = memory.job_estimate(
+        config,
+        method=method,
+        batch=values["batch"],
+        seq_len=values["seq_len"],
+        recompute=values["recompute_fine_tune"],
+        lora_rank=values["lora_rank"],
+    )
     taken[f"precision.{method}"] = estimate.precision
     n_gpus = _gpus_for(config, estimate, spec) if n_gpus is None else checks.count("n_gpus", n_gpus)
     per_node = checks.count("max_devices", values["max_devices"])
@@ -399,22 +492,38 @@ def fine_tune_estimate(model, n_tokens, *, method=None, gpu=None, mfu=None, usd_
         taken[regime] = mfu = assumptions.value(regime)
     mfu = checks.number("mfu", mfu, maximum=1.0)
     shape = {}
-    if config.n_heads is not None or attention_term is not None:  # a term given for a model without a shape: an error
+    if (
+        config.n_heads is not None or attention_term is not None
+    ):  # a term given for a model without a shape: an error
         if attention_term is None:
             taken["attention_term"] = attention_term = assumptions.value("attention_term")
         shape = dict(model=config, seq_len=estimate.seq_len, attention_term=attention_term)
     parameters_only = training_flops(config.params_per_token, n_tokens, method)
     flops = training_flops(config.params_per_token, n_tokens, method, **shape)
-    recomputed = (training_flops(config.params_per_token, n_tokens, "inference", **shape)
-                  if estimate.recompute == "full" else 0.0)
+    recomputed = (
+        training_flops(config.params_per_token, n_tokens, "inference", **shape)
+        if estimate.recompute == "full"
+        else 0.0
+    )
     if mfu * (flops + recomputed) / flops > 1:
         raise ValueError(f"mfu={mfu}: with full recomputation the GPUs would execute more than their peak")
     return FineTuneEstimate(
-        model=config.name, method=method, gpu=spec.name, n_gpus=n_gpus, n_tokens=float(n_tokens),
-        mfu=mfu, dtype=dtype, flops=flops, memory_bytes=estimate.total_bytes,
+        model=config.name,
+        method=method,
+        gpu=spec.name,
+        n_gpus=n_gpus,
+        n_tokens=float(n_tokens),
+        mfu=mfu,
+        dtype=dtype,
+        flops=flops,
+        memory_bytes=estimate.total_bytes,
         hours=training_hours(flops, peak_flops=peak, mfu=mfu, n_devices=n_gpus),
-        usd_per_gpu_hour=price_usd, price_source=price_source, assumptions=tuple(taken.items()),
-        hardware_flops=flops + recomputed, n_nodes=n_nodes, price_date=price_date,
+        usd_per_gpu_hour=price_usd,
+        price_source=price_source,
+        assumptions=tuple(taken.items()),
+        hardware_flops=flops + recomputed,
+        n_nodes=n_nodes,
+        price_date=price_date,
         attention_flops=flops - parameters_only,
     )
 
@@ -438,15 +547,18 @@ def _gpus_for(config: llms.LLMConfig, estimate, spec: hardware.Spec) -> int:
     state = sum(estimate.part(label) for label in ("weights", "gradients", "optimizer states"))
     per_gpu = estimate.total_bytes - state
     if not memory.fits(memory.zero3_bytes_per_gpu(config, _MANY_GPUS) + per_gpu, spec):
-        raise DoesNotFit(f"gpu={spec.name!r}: each GPU holds {per_gpu / 1e9:.1f} GB of activations and loss beside "
-                         "its ZeRO-3 shards and the gathered module, more than it has: no number of GPUs holds the "
-                         "job (a shorter sequence, a chunked loss or a larger GPU would)")
+        raise DoesNotFit(
+            f"gpu={spec.name!r}: each GPU holds {per_gpu / 1e9:.1f} GB of activations and loss beside "
+            "its ZeRO-3 shards and the gathered module, more than it has: no number of GPUs holds the "
+            "job (a shorter sequence, a chunked loss or a larger GPU would)"
+        )
     while not memory.fits(memory.zero3_bytes_per_gpu(config, n_gpus) + per_gpu, spec):
         n_gpus += 1
     return n_gpus
 
 
 # --- claim checks ----------------------------------------------------------------------------
+
 
 def range_verdict(claimed, low, high, tolerance=None) -> str:
     """Compare a claimed figure with the range [low, high] that sourced figures give.
@@ -457,8 +569,12 @@ def range_verdict(claimed, low, high, tolerance=None) -> str:
     claimed = checks.number("claimed", claimed)
     low = checks.number("low", low)
     high = checks.number("high", high, minimum=low, strict=False)
-    tolerance = checks.number("tolerance", assumptions.resolve(range_tolerance=tolerance)[0]["range_tolerance"],
-                              strict=False, maximum=1.0)
+    tolerance = checks.number(
+        "tolerance",
+        assumptions.resolve(range_tolerance=tolerance)[0]["range_tolerance"],
+        strict=False,
+        maximum=1.0,
+    )
     if low * (1 - tolerance) <= claimed <= high * (1 + tolerance):
         return "consistent"
     if claimed < low:

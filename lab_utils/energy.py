@@ -18,12 +18,20 @@ Pure Python: no torch.
 
 from __future__ import annotations
 
-
 from lab_utils import assumptions, checks, hardware
 
-__all__ = ["JOULES_PER_KWH", "device_watts", "emissions_kg", "facility_kwh", "grid_regions",
-           "job_energy_kwh", "joules_per_flop", "joules_per_token", "region_kg_co2e_per_kwh",
-           "tokens_per_joule"]
+__all__ = [
+    "JOULES_PER_KWH",
+    "device_watts",
+    "emissions_kg",
+    "facility_kwh",
+    "grid_regions",
+    "job_energy_kwh",
+    "joules_per_flop",
+    "joules_per_token",
+    "region_kg_co2e_per_kwh",
+    "tokens_per_joule",
+]
 
 JOULES_PER_KWH = 3.6e6
 """1 kWh = 1,000 W x 3,600 s."""
@@ -63,7 +71,9 @@ def tokens_per_joule(watts: float, tokens_per_s: float) -> float:
     return 1.0 / joules_per_token(watts, tokens_per_s)
 
 
-def job_energy_kwh(hours: float, n_devices: int, tdp_watts: float, *, power_share: float | None = None) -> float:
+def job_energy_kwh(
+    hours: float, n_devices: int, tdp_watts: float, *, power_share: float | None = None
+) -> float:
     """kWh that ``n_devices`` devices of ``tdp_watts`` draw in ``hours`` at ``power_share`` of
     their TDP (default: the ``power_share_of_tdp`` assumption). The devices alone: multiply by
     :func:`facility_kwh`'s PUE for the building's share."""
@@ -83,7 +93,11 @@ def facility_kwh(device_kwh: float, *, pue: float | None = None) -> float:
 
 def grid_regions() -> tuple[str, ...]:
     """The regions whose grid intensity the assumptions hold (``region=`` of :func:`emissions_kg`)."""
-    return tuple(a.name.removeprefix(_REGION_PREFIX) for a in assumptions.catalog() if a.name.startswith(_REGION_PREFIX))
+    return tuple(
+        a.name.removeprefix(_REGION_PREFIX)
+        for a in assumptions.catalog()
+        if a.name.startswith(_REGION_PREFIX)
+    )
 
 
 def region_kg_co2e_per_kwh(region: str | None = None) -> float:
@@ -95,7 +109,9 @@ def region_kg_co2e_per_kwh(region: str | None = None) -> float:
     return assumptions.value(_REGION_PREFIX + region)
 
 
-def emissions_kg(energy_kwh: float, *, grid_kg_per_kwh: float | None = None, region: str | None = None) -> float:
+def emissions_kg(
+    energy_kwh: float, *, grid_kg_per_kwh: float | None = None, region: str | None = None
+) -> float:
     """kg CO2e for ``energy_kwh`` at ``grid_kg_per_kwh`` (kg CO2e per kWh), else ``region``'s grid
     (:func:`grid_regions`), else the world average (``grid_kg_co2e_per_kwh``)."""
     energy_kwh = checks.number("energy_kwh", energy_kwh, strict=False)

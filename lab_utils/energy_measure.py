@@ -89,6 +89,7 @@ class EnergyReading:
 
 # --- the counters: start() and stop() -> ((name, joules), ...) ---------------------------------
 
+
 class _Nvml:
     """Every NVIDIA GPU NVML sees; millijoules since the driver loaded (64-bit: no wrap)."""
 
@@ -113,7 +114,10 @@ def _open_nvml(nvml) -> tuple[_Nvml | None, str]:
         try:
             nvml = importlib.import_module("pynvml")
         except ImportError:
-            return None, "NVML: nvidia-ml-py is not installed (pip install nvidia-ml-py, on a machine with an NVIDIA GPU)"
+            return (
+                None,
+                "NVML: nvidia-ml-py is not installed (pip install nvidia-ml-py, on a machine with an NVIDIA GPU)",
+            )
     try:
         nvml.nvmlInit()
     except Exception as exc:  # NVMLError_LibraryNotFound, _DriverNotLoaded, ...: no usable driver
@@ -124,7 +128,9 @@ def _open_nvml(nvml) -> tuple[_Nvml | None, str]:
         try:
             nvml.nvmlDeviceGetTotalEnergyConsumption(handle)
         except Exception as exc:  # NVMLError_NotSupported: GPUs older than Volta
-            refused.append(f"GPU {index} reports no energy counter ({type(exc).__name__}; Volta or newer needed)")
+            refused.append(
+                f"GPU {index} reports no energy counter ({type(exc).__name__}; Volta or newer needed)"
+            )
             continue
         handles.append(handle)
         names.append(f"nvml:gpu{index}")
@@ -159,7 +165,10 @@ def _open_rapl(root) -> tuple[_Rapl | None, str]:
         return None, f"RAPL: no {root} (not Linux, or a kernel without powercap)"
     zones = sorted(z for z in root.iterdir() if _PACKAGE_ZONE.match(z.name))
     if not zones:
-        return None, f"RAPL: no intel-rapl zone under {root} (most virtual machines and containers expose none)"
+        return (
+            None,
+            f"RAPL: no intel-rapl zone under {root} (most virtual machines and containers expose none)",
+        )
     files, ranges, names = [], [], []
     for zone in zones:
         try:
@@ -170,8 +179,10 @@ def _open_rapl(root) -> tuple[_Rapl | None, str]:
             int(energy.read_text())
             span = int((zone / "max_energy_range_uj").read_text())
         except PermissionError:
-            return None, (f"RAPL: {zone / 'energy_uj'} is readable by root only (Linux since 5.10); "
-                          f"run as root, or: sudo chmod a+r {root}/intel-rapl:*/energy_uj")
+            return None, (
+                f"RAPL: {zone / 'energy_uj'} is readable by root only (Linux since 5.10); "
+                f"run as root, or: sudo chmod a+r {root}/intel-rapl:*/energy_uj"
+            )
         except (OSError, ValueError) as exc:
             return None, f"RAPL: {zone} cannot be read ({type(exc).__name__}: {exc})"
         files.append(energy)
@@ -222,8 +233,11 @@ def find_counters(*, sources=SOURCES, powercap_root=POWERCAP_ROOT, nvml=None, ap
     ``apple``: modules standing for ``pynvml`` and ``zeus_apple_silicon`` (tests pass fakes;
     None imports the real ones when asked)."""
     sources = [checks.choice("sources", s, SOURCES) for s in checks.sequence("sources", sources)]
-    openers = {"nvml": lambda: _open_nvml(nvml), "rapl": lambda: _open_rapl(powercap_root),
-               "apple": lambda: _open_apple(apple)}
+    openers = {
+        "nvml": lambda: _open_nvml(nvml),
+        "rapl": lambda: _open_rapl(powercap_root),
+        "apple": lambda: _open_apple(apple),
+    }
     counters, reasons = [], []
     for source in sources:
         counter, reason = openers[source]()

@@ -37,8 +37,22 @@ _FORMAT_TOLERANCE = 1.3
 """A weight format matches a profile's figure for b bits when its bits are within this factor of
 b (Q4_K_M's 4.9 bits count as 4-bit, Q6_K's 6.6 as 8-bit; 32-bit weights match no 16-bit figure)."""
 
-_RECORD_KEYS = {"name", "aliases", "description", "decode_efficiency", "prefill_efficiency", "per_request_s",
-                "per_step_s", "unsourced", "title", "source", "source_date", "url", "cite", "derived"}
+_RECORD_KEYS = {
+    "name",
+    "aliases",
+    "description",
+    "decode_efficiency",
+    "prefill_efficiency",
+    "per_request_s",
+    "per_step_s",
+    "unsourced",
+    "title",
+    "source",
+    "source_date",
+    "url",
+    "cite",
+    "derived",
+}
 
 
 @dataclass(frozen=True)
@@ -73,9 +87,11 @@ class Profile:
         near = min(self.decode_efficiency, key=lambda known: abs(math.log(bits / known)))
         if max(bits / near, near / bits) > _FORMAT_TOLERANCE:
             known = ", ".join(f"{b}-bit" for b in sorted(self.decode_efficiency))
-            raise ValueError(f"weight_bytes_per_param={weight_bytes_per_param!r} ({bits:g}-bit weights): engine "
-                             f"{self.name!r} has a sourced decode efficiency only for {known} "
-                             f"(lab_utils/data/{_DATA_FILE})")
+            raise ValueError(
+                f"weight_bytes_per_param={weight_bytes_per_param!r} ({bits:g}-bit weights): engine "
+                f"{self.name!r} has a sourced decode efficiency only for {known} "
+                f"(lab_utils/data/{_DATA_FILE})"
+            )
         return self.decode_efficiency[near]
 
 
@@ -105,18 +121,30 @@ def _profile(record: dict) -> Profile:
     for key in ("title", "derived", "description", "decode_efficiency"):
         if not record.get(key):
             raise ValueError(f"{where} lacks {key}")
-    decode = {int(bits): checks.number(f"{where}: decode_efficiency[{bits}]", value, maximum=1.0)
-              for bits, value in record["decode_efficiency"].items()}
+    decode = {
+        int(bits): checks.number(f"{where}: decode_efficiency[{bits}]", value, maximum=1.0)
+        for bits, value in record["decode_efficiency"].items()
+    }
     return Profile(
-        name=record["name"], aliases=tuple(record.get("aliases", ())), description=record["description"],
+        name=record["name"],
+        aliases=tuple(record.get("aliases", ())),
+        description=record["description"],
         decode_efficiency=decode,
-        prefill_efficiency=checks.number(f"{where}: prefill_efficiency", record.get("prefill_efficiency", 1.0),
-                                         maximum=1.0),
-        per_request_s=checks.number(f"{where}: per_request_s", record.get("per_request_s", 0.0), strict=False),
+        prefill_efficiency=checks.number(
+            f"{where}: prefill_efficiency", record.get("prefill_efficiency", 1.0), maximum=1.0
+        ),
+        per_request_s=checks.number(
+            f"{where}: per_request_s", record.get("per_request_s", 0.0), strict=False
+        ),
         per_step_s=checks.number(f"{where}: per_step_s", record.get("per_step_s", 0.0), strict=False),
-        unsourced=tuple(record.get("unsourced", ())), title=record["title"], source=record["source"],
-        source_date=record["source_date"], url=record.get("url"),
-        cite=record.get("cite"), derived=record["derived"])
+        unsourced=tuple(record.get("unsourced", ())),
+        title=record["title"],
+        source=record["source"],
+        source_date=record["source_date"],
+        url=record.get("url"),
+        cite=record.get("cite"),
+        derived=record["derived"],
+    )
 
 
 @functools.cache
@@ -155,12 +183,15 @@ def get(name=None, *, device=None) -> Profile:
     profiles, index = _load()
     found = index.get(lookup.key(name))
     if found is None:
-        raise ValueError(f"engine={name!r} is not in {_ORIGIN}; allowed: "
-                         + ", ".join(repr(p.name) for p in profiles))
+        raise ValueError(
+            f"engine={name!r} is not in {_ORIGIN}; allowed: " + ", ".join(repr(p.name) for p in profiles)
+        )
     return found
 
 
-def apply(engine, *, weight_bytes_per_param, prefill_s, batch_prefill_s, decode_step_s, device=None) -> EngineTimes:
+def apply(
+    engine, *, weight_bytes_per_param, prefill_s, batch_prefill_s, decode_step_s, device=None
+) -> EngineTimes:
     """The times ``engine`` (a name, a :class:`Profile`, or None for ``device``'s default) takes,
     given the bounds: one prompt's ``prefill_s``, a batch's ``batch_prefill_s`` and one
     ``decode_step_s`` for weights of ``weight_bytes_per_param`` bytes. Each time is at least its
@@ -172,8 +203,14 @@ def apply(engine, *, weight_bytes_per_param, prefill_s, batch_prefill_s, decode_
     decode at the bound: no published figure for vllm with 4-bit weights
     """
     profile = engine if isinstance(engine, Profile) else get(engine, device=device)
-    prefill_s, batch_prefill_s, decode_step_s = (checks.number(name, value) for name, value in (
-        ("prefill_s", prefill_s), ("batch_prefill_s", batch_prefill_s), ("decode_step_s", decode_step_s)))
+    prefill_s, batch_prefill_s, decode_step_s = (
+        checks.number(name, value)
+        for name, value in (
+            ("prefill_s", prefill_s),
+            ("batch_prefill_s", batch_prefill_s),
+            ("decode_step_s", decode_step_s),
+        )
+    )
     notes = []
     if "prefill_efficiency" in profile.unsourced:
         notes.append(f"prefill at the bound: no published figure for {profile.name}'s prefill")
@@ -181,9 +218,14 @@ def apply(engine, *, weight_bytes_per_param, prefill_s, batch_prefill_s, decode_
         decode = profile.decode_efficiency_for(weight_bytes_per_param)
     except ValueError:
         decode = 1.0
-        notes.append(f"decode at the bound: no published figure for {profile.name} with "
-                     f"{weight_bits(weight_bytes_per_param):g}-bit weights")
-    return EngineTimes(engine=profile.name,
-                       ttft_s=prefill_s / profile.prefill_efficiency + profile.per_request_s,
-                       batch_prefill_s=batch_prefill_s / profile.prefill_efficiency + profile.per_request_s,
-                       decode_step_s=decode_step_s / decode + profile.per_step_s, notes=tuple(notes))
+        notes.append(
+            f"decode at the bound: no published figure for {profile.name} with "
+            f"{weight_bits(weight_bytes_per_param):g}-bit weights"
+        )
+    return EngineTimes(
+        engine=profile.name,
+        ttft_s=prefill_s / profile.prefill_efficiency + profile.per_request_s,
+        batch_prefill_s=batch_prefill_s / profile.prefill_efficiency + profile.per_request_s,
+        decode_step_s=decode_step_s / decode + profile.per_step_s,
+        notes=tuple(notes),
+    )

@@ -34,16 +34,30 @@ _DATA_FILE = "hardware.toml"
 # Keys a [[device]] table may hold, and the type each must have.
 _STR_KEYS = ("name", "kind", "memory_type", "matrix_units", "source", "source_date", "note")
 _INT_KEYS = (
-    "memory_bytes", "tdp_watts", "sm_count", "fp32_lanes_per_sm", "l2_bytes", "cores",
-    "fp32_flops_per_cycle_per_core", "bf16_flops_per_cycle_per_core", "int8_ops_per_cycle_per_core",
-    "memory_channels", "bytes_per_transfer",
+    "memory_bytes",
+    "tdp_watts",
+    "sm_count",
+    "fp32_lanes_per_sm",
+    "l2_bytes",
+    "cores",
+    "fp32_flops_per_cycle_per_core",
+    "bf16_flops_per_cycle_per_core",
+    "int8_ops_per_cycle_per_core",
+    "memory_channels",
+    "bytes_per_transfer",
 )
 _FLOAT_KEYS = ("bandwidth_bytes_per_s", "clock_hz", "memory_transfers_per_s")
 _REQUIRED_KEYS = ("name", "kind", "source", "source_date")
 _GPU_ONLY_KEYS = ("sm_count", "fp32_lanes_per_sm", "l2_bytes")
 _CPU_ONLY_KEYS = (
-    "cores", "clock_hz", "fp32_flops_per_cycle_per_core", "bf16_flops_per_cycle_per_core",
-    "int8_ops_per_cycle_per_core", "memory_channels", "memory_transfers_per_s", "bytes_per_transfer",
+    "cores",
+    "clock_hz",
+    "fp32_flops_per_cycle_per_core",
+    "bf16_flops_per_cycle_per_core",
+    "int8_ops_per_cycle_per_core",
+    "memory_channels",
+    "memory_transfers_per_s",
+    "bytes_per_transfer",
 )
 _CHANNEL_KEYS = ("memory_channels", "memory_transfers_per_s", "bytes_per_transfer")
 _PEAK_INPUT_KEYS = ("cores", "clock_hz", "fp32_flops_per_cycle_per_core")
@@ -75,9 +89,7 @@ class Spec:
     memory_bytes: int | None = None
     memory_type: str | None = None
     bandwidth_bytes_per_s: float | None = None
-    peak_flops: Mapping[str, float] = dataclasses.field(
-        default_factory=dict, hash=False
-    )
+    peak_flops: Mapping[str, float] = dataclasses.field(default_factory=dict, hash=False)
     tdp_watts: int | None = None
     sm_count: int | None = None
     fp32_lanes_per_sm: int | None = None
@@ -124,17 +136,13 @@ class Spec:
         has = ", ".join(self.peak_flops) or "none"
         if dtype not in self.peak_flops:
             if dtype not in DTYPES:
-                raise ValueError(
-                    f"dtype={dtype!r} is not one of {DTYPES}; {self.name} has: {has}"
-                )
+                raise ValueError(f"dtype={dtype!r} is not one of {DTYPES}; {self.name} has: {has}")
             raise ValueError(
-                f"dtype={dtype!r}: {self.name} has no {dtype} peak in the catalog; "
-                f"it has: {has}"
+                f"dtype={dtype!r}: {self.name} has no {dtype} peak in the catalog; it has: {has}"
             )
         if not self.bandwidth_bytes_per_s:
             raise ValueError(
-                f"dtype={dtype!r}: {self.name} has no published memory bandwidth, "
-                f"so it has no ridge point"
+                f"dtype={dtype!r}: {self.name} has no published memory bandwidth, so it has no ridge point"
             )
         return self.peak_flops[dtype] / self.bandwidth_bytes_per_s
 
@@ -181,9 +189,7 @@ def _spec_from_table(table: object, index: int, origin: str) -> Spec:
     if kind not in KINDS:
         raise ValueError(f"{where}: kind must be one of {KINDS}, got {kind!r}")
     if not catalogs.DATE.match(fields["source_date"]):
-        raise ValueError(
-            f"{where}: source_date must be YYYY or YYYY-MM, got {fields['source_date']!r}"
-        )
+        raise ValueError(f"{where}: source_date must be YYYY or YYYY-MM, got {fields['source_date']!r}")
     wrong_kind = [k for k in (_CPU_ONLY_KEYS if kind == "gpu" else _GPU_ONLY_KEYS) if k in table]
     if wrong_kind:
         raise ValueError(f"{where}: key(s) {', '.join(wrong_kind)} do not apply to a {kind}")
@@ -198,9 +204,7 @@ def _spec_from_table(table: object, index: int, origin: str) -> Spec:
         raise ValueError(f"{where}: peak_flops must be a table, got {peaks!r}")
     bad = [k for k in peaks if k not in DTYPES]
     if bad:
-        raise ValueError(
-            f"{where}: peak_flops key(s) {', '.join(map(repr, bad))} not among {DTYPES}"
-        )
+        raise ValueError(f"{where}: peak_flops key(s) {', '.join(map(repr, bad))} not among {DTYPES}")
     peak_flops = {
         dtype: _check_number(where, f"peak_flops.{dtype}", peaks[dtype], float)
         for dtype in DTYPES
@@ -217,9 +221,7 @@ def _spec_from_table(table: object, index: int, origin: str) -> Spec:
                     f"{where}: give bandwidth_bytes_per_s or {', '.join(_CHANNEL_KEYS)}, not both"
                 )
             fields["bandwidth_bytes_per_s"] = float(
-                fields["memory_channels"]
-                * fields["bytes_per_transfer"]
-                * fields["memory_transfers_per_s"]
+                fields["memory_channels"] * fields["bytes_per_transfer"] * fields["memory_transfers_per_s"]
             )
         if all(k in table for k in _PEAK_INPUT_KEYS):
             if "fp32" in peak_flops:
@@ -233,7 +235,9 @@ def _spec_from_table(table: object, index: int, origin: str) -> Spec:
         for dtype, key in _MATRIX_RATE_KEYS.items():
             if key in table:
                 if dtype in peak_flops:
-                    raise ValueError(f"{where}: peak_flops.{dtype} is computed from {key}; do not give it as well")
+                    raise ValueError(
+                        f"{where}: peak_flops.{dtype} is computed from {key}; do not give it as well"
+                    )
                 if not all(k in table for k in ("cores", "clock_hz")):
                     raise ValueError(f"{where}: {key} needs cores and clock_hz")
                 peak_flops[dtype] = float(fields["cores"] * fields["clock_hz"] * fields[key])
@@ -258,7 +262,9 @@ def _parse_catalog(text: str, origin: str = _DATA_FILE) -> tuple[Spec, ...]:
 def _load() -> tuple[tuple[Spec, ...], dict[str, Spec]]:
     """The catalog, parsed once: (GPUs then CPUs, each in file order; lookup key -> Spec)."""
     origin = f"lab_utils/data/{_DATA_FILE}"
-    specs = tuple(sorted(_parse_catalog(catalogs.text(_DATA_FILE), origin), key=lambda s: KINDS.index(s.kind)))
+    specs = tuple(
+        sorted(_parse_catalog(catalogs.text(_DATA_FILE), origin), key=lambda s: KINDS.index(s.kind))
+    )
     return specs, catalogs.index(specs, origin)
 
 
@@ -267,7 +273,9 @@ def as_spec(device) -> Spec:
     if isinstance(device, Spec):
         return device
     if not isinstance(device, str):
-        raise TypeError(f"device must be a catalog name or a hardware.Spec, got {type(device).__name__} {device!r}")
+        raise TypeError(
+            f"device must be a catalog name or a hardware.Spec, got {type(device).__name__} {device!r}"
+        )
     return get(device)
 
 

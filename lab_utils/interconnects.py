@@ -70,10 +70,13 @@ def _load() -> dict[str, Interconnect]:
         link = Interconnect(**record)
         where = f"lab_utils/data/{_DATA_FILE}: {link.name!r}"
         if hardware.get(link.name).name != link.name:
-            raise ValueError(f"{where}: name must be the catalog's spelling, {hardware.get(link.name).name!r}")
+            raise ValueError(
+                f"{where}: name must be the catalog's spelling, {hardware.get(link.name).name!r}"
+            )
         if link.pcie_generation not in PCIE_TRANSFERS_PER_S_PER_LANE:
-            raise ValueError(f"{where}: pcie_generation must be one of "
-                             f"{tuple(PCIE_TRANSFERS_PER_S_PER_LANE)}")
+            raise ValueError(
+                f"{where}: pcie_generation must be one of {tuple(PCIE_TRANSFERS_PER_S_PER_LANE)}"
+            )
         if (link.nvlink_generation == 0) != (link.nvlink_bytes_per_s_each_way == 0):
             raise ValueError(f"{where}: NVLink generation 0 goes with 0 bytes/s, and only it")
         found[link.name] = link
@@ -86,8 +89,9 @@ def get(name: str) -> Interconnect:
     device = hardware.get(name).name
     links = _load()
     if device not in links:
-        raise ValueError(f"name={name!r}: {device} has no record in lab_utils/data/{_DATA_FILE}; "
-                         f"known: {', '.join(links)}")
+        raise ValueError(
+            f"name={name!r}: {device} has no record in lab_utils/data/{_DATA_FILE}; known: {', '.join(links)}"
+        )
     return links[device]
 
 

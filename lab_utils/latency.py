@@ -14,8 +14,9 @@ from lab_utils import checks, machine
 __all__ = ["request_latencies_s"]
 
 
-def request_latencies_s(fn, *, requests: int = 100, device=None, warmup: int = 3,
-                        max_seconds: float = 1.0) -> tuple[float, ...]:
+def request_latencies_s(
+    fn, *, requests: int = 100, device=None, warmup: int = 3, max_seconds: float = 1.0
+) -> tuple[float, ...]:
     """Seconds of each of up to ``requests`` calls of ``fn()``, timed one by one.
 
     Each call is a request a client waits for: the clock reads after ``device`` (None:

@@ -22,8 +22,10 @@ def _model_type(config: llms.LLMConfig) -> str:
     if config.family == "gpt2":
         return "gpt2"
     if config.family != "llama":
-        raise ValueError(f"model={config.name!r}: family={config.family!r} has no transformers layout here; "
-                         f"use one of {', '.join(llms.FAMILIES)}")
+        raise ValueError(
+            f"model={config.name!r}: family={config.family!r} has no transformers layout here; "
+            f"use one of {', '.join(llms.FAMILIES)}"
+        )
     if config.attention_bias:
         return "qwen2"
     return "mistral" if config.sliding_window else "llama"
@@ -40,15 +42,32 @@ def hf_config(model, *, attention: str = "sdpa", **overrides):
     checks.choice("attention", attention, ("eager", "sdpa"))
     kind = _model_type(config)
     if kind == "gpt2":
-        keys = dict(n_layer=config.n_layers, n_embd=config.hidden, n_head=config.n_heads, n_inner=config.ffn_hidden,
-                    vocab_size=config.vocab_size, n_positions=config.max_positions,
-                    tie_word_embeddings=config.tied_embeddings, attn_pdrop=0.0, resid_pdrop=0.0, embd_pdrop=0.0,
-                    bos_token_id=config.vocab_size - 1, eos_token_id=config.vocab_size - 1)
+        keys = dict(
+            n_layer=config.n_layers,
+            n_embd=config.hidden,
+            n_head=config.n_heads,
+            n_inner=config.ffn_hidden,
+            vocab_size=config.vocab_size,
+            n_positions=config.max_positions,
+            tie_word_embeddings=config.tied_embeddings,
+            attn_pdrop=0.0,
+            resid_pdrop=0.0,
+            embd_pdrop=0.0,
+            bos_token_id=config.vocab_size - 1,
+            eos_token_id=config.vocab_size - 1,
+        )
     else:
-        keys = dict(num_hidden_layers=config.n_layers, hidden_size=config.hidden, num_attention_heads=config.n_heads,
-                    num_key_value_heads=config.n_kv_heads, intermediate_size=config.ffn_hidden,
-                    vocab_size=config.vocab_size, max_position_embeddings=config.max_positions or 4096,
-                    tie_word_embeddings=config.tied_embeddings, head_dim=config.head_dim)
+        keys = dict(
+            num_hidden_layers=config.n_layers,
+            hidden_size=config.hidden,
+            num_attention_heads=config.n_heads,
+            num_key_value_heads=config.n_kv_heads,
+            intermediate_size=config.ffn_hidden,
+            vocab_size=config.vocab_size,
+            max_position_embeddings=config.max_positions or 4096,
+            tie_word_embeddings=config.tied_embeddings,
+            head_dim=config.head_dim,
+        )
         if kind == "mistral":
             keys["sliding_window"] = config.sliding_window
     keys.update(overrides, use_cache=False, attn_implementation=attention)
@@ -85,14 +104,20 @@ def saved_tensors(model, input_ids) -> list[SavedTensor]:
 
     if not isinstance(model, torch.nn.Module) or not isinstance(input_ids, torch.Tensor):
         raise TypeError("model must be a torch.nn.Module and input_ids a tensor of token ids")
-    free = {torch_compat.storage_key(t.untyped_storage()) for t in (*model.parameters(), *model.buffers(), input_ids)}
+    free = {
+        torch_compat.storage_key(t.untyped_storage())
+        for t in (*model.parameters(), *model.buffers(), input_ids)
+    }
     saved = {}
 
     def pack(tensor):
         key = torch_compat.storage_key(tensor.untyped_storage())
         if key not in free:
-            saved[key] = SavedTensor(tuple(tensor.shape), str(tensor.dtype).removeprefix("torch."),
-                                     tensor.untyped_storage().nbytes())
+            saved[key] = SavedTensor(
+                tuple(tensor.shape),
+                str(tensor.dtype).removeprefix("torch."),
+                tensor.untyped_storage().nbytes(),
+            )
         return tensor
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):

@@ -77,11 +77,22 @@ def linear_shapes(config: LLMConfig) -> tuple[tuple[str, int, int, bool], ...]:
     names ``transformers`` uses (GPT-2's ``c_attn`` holds q, k and v in one matrix)."""
     h, f = config.hidden, config.ffn_hidden
     if config.family == "gpt2":
-        return (("c_attn", h, 3 * h, True), ("attn.c_proj", h, h, True),
-                ("c_fc", h, f, True), ("mlp.c_proj", f, h, True))
+        return (
+            ("c_attn", h, 3 * h, True),
+            ("attn.c_proj", h, h, True),
+            ("c_fc", h, f, True),
+            ("mlp.c_proj", f, h, True),
+        )
     q, kv, bias = config.n_heads * config.head_dim, config.n_kv_heads * config.head_dim, config.attention_bias
-    return (("q_proj", h, q, bias), ("k_proj", h, kv, bias), ("v_proj", h, kv, bias), ("o_proj", q, h, False),
-            ("gate_proj", h, f, False), ("up_proj", h, f, False), ("down_proj", f, h, False))
+    return (
+        ("q_proj", h, q, bias),
+        ("k_proj", h, kv, bias),
+        ("v_proj", h, kv, bias),
+        ("o_proj", q, h, False),
+        ("gate_proj", h, f, False),
+        ("up_proj", h, f, False),
+        ("down_proj", f, h, False),
+    )
 
 
 def count_params(config: LLMConfig) -> int:
@@ -116,8 +127,10 @@ def as_config(model) -> LLMConfig:
     if isinstance(model, LLMConfig):
         return model
     if not isinstance(model, str):
-        raise TypeError(f"model must be a model name from lab_utils.llms or an llms.LLMConfig, got "
-                        f"{type(model).__name__} {model!r}")
+        raise TypeError(
+            f"model must be a model name from lab_utils.llms or an llms.LLMConfig, got "
+            f"{type(model).__name__} {model!r}"
+        )
     return get(model)
 
 

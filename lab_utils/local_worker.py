@@ -47,7 +47,9 @@ class LocalWorker:
 
     def _post(self, path: str, body: dict | None, timeout_s: float) -> dict:
         data = b"" if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.url + path, data=data, headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            self.url + path, data=data, headers={"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(request, timeout=timeout_s) as response:
             return json.loads(response.read())
 
@@ -118,13 +120,25 @@ def serve(handler_path, first_input=None, *, port: int | None = None, timeout_s:
         raise ValueError(f"timeout_s={timeout_s!r}: must be > 0")
     port = free_port() if port is None else port
     command = [
-        sys.executable, str(handler_path.resolve()), "--rp_serve_api",
-        "--rp_api_host", HOST, "--rp_api_port", str(port), "--rp_log_level", "ERROR",
+        sys.executable,
+        str(handler_path.resolve()),
+        "--rp_serve_api",
+        "--rp_api_host",
+        HOST,
+        "--rp_api_port",
+        str(port),
+        "--rp_log_level",
+        "ERROR",
     ]
     started_s = time.perf_counter()
     process = subprocess.Popen(
-        command, cwd=handler_path.parent, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        command,
+        cwd=handler_path.parent,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
     )
     worker = LocalWorker(url=f"http://{HOST}:{port}", process=process, started_s=started_s)
     # Keep the last lines of output for error messages, without letting the pipe fill up.

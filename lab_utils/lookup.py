@@ -25,5 +25,9 @@ def find(name, index: dict, what: str, known: list[str]):
         return found
     close = difflib.get_close_matches(key(name), index, n=6, cutoff=0.6)
     suggestions = list(dict.fromkeys(index[k].name for k in close))
-    hint = "closest: " + ", ".join(map(repr, suggestions)) if suggestions else "known: " + ", ".join(map(repr, known))
+    hint = (
+        "closest: " + ", ".join(map(repr, suggestions))
+        if suggestions
+        else "known: " + ", ".join(map(repr, known))
+    )
     raise ValueError(f"name={name!r} is not in the {what}; {hint}")

@@ -106,7 +106,10 @@ def cpu_model() -> str:
         try:
             return subprocess.run(
                 ["sysctl", "-n", "machdep.cpu.brand_string"],
-                capture_output=True, text=True, check=True, timeout=5,
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=5,
             ).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             pass
@@ -126,8 +129,16 @@ def cpu_vector_unit() -> str | None:
                 match = re.search(r"^flags\s*:\s*(.+)$", cpuinfo.read(), re.MULTILINE)
             flags = set(match.group(1).lower().split()) if match else set()
         elif sys.platform == "darwin":
-            flags = set(subprocess.run(["sysctl", "-n", "machdep.cpu.features", "machdep.cpu.leaf7_features"],
-                                       capture_output=True, text=True, timeout=5).stdout.lower().split())
+            flags = set(
+                subprocess.run(
+                    ["sysctl", "-n", "machdep.cpu.features", "machdep.cpu.leaf7_features"],
+                    capture_output=True,
+                    text=True,
+                    timeout=5,
+                )
+                .stdout.lower()
+                .split()
+            )
     except (OSError, subprocess.SubprocessError):
         return None
     if "avx512f" in flags:

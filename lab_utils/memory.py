@@ -32,12 +32,35 @@ from dataclasses import dataclass
 from lab_utils import assumptions, checks, hardware, llms
 
 __all__ = [
-    "ATTENTION", "BYTES_PER_VALUE", "CUDA_CONTEXT_BYTES", "JOB_METHODS", "LORA_TARGETS", "LOSS_IMPLS", "RECOMPUTE",
-    "TRAINING_PRECISIONS", "OPTIMIZERS", "JobEstimate", "LongestFit", "TrainingState",
-    "accelerate_training_bytes", "activation_bytes", "fits", "gpus_needed",
-    "job_estimate", "kv_cache_bytes", "llm_activation_bytes", "longest_seq_len", "lora_params", "loss_bytes",
-    "param_count_parts", "usable_bytes", "zero3_bytes_per_gpu",
-    "tiny_gpt_activation_bytes", "training_state_bytes", "training_state_parts", "weight_bytes",
+    "ATTENTION",
+    "BYTES_PER_VALUE",
+    "CUDA_CONTEXT_BYTES",
+    "JOB_METHODS",
+    "LORA_TARGETS",
+    "LOSS_IMPLS",
+    "RECOMPUTE",
+    "TRAINING_PRECISIONS",
+    "OPTIMIZERS",
+    "JobEstimate",
+    "LongestFit",
+    "TrainingState",
+    "accelerate_training_bytes",
+    "activation_bytes",
+    "fits",
+    "gpus_needed",
+    "job_estimate",
+    "kv_cache_bytes",
+    "llm_activation_bytes",
+    "longest_seq_len",
+    "lora_params",
+    "loss_bytes",
+    "param_count_parts",
+    "usable_bytes",
+    "zero3_bytes_per_gpu",
+    "tiny_gpt_activation_bytes",
+    "training_state_bytes",
+    "training_state_parts",
+    "weight_bytes",
 ]
 
 BYTES_PER_VALUE = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": 0.5}
@@ -70,6 +93,7 @@ assumption)."""
 
 # --- training state ------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class TrainingState:
     """Bytes per device for the weights, gradients and optimizer state of one training job.
@@ -97,9 +121,14 @@ def _state_bytes_per_param(precision: str, optimizer: str) -> tuple[float, float
     return value, value, value * moments
 
 
-def training_state_bytes(n_params, precision: str = "mixed", optimizer: str = "adamw",
-                         zero_stage: int = 0, data_parallel: int = 1,
-                         fp32_grad_accum: bool = False) -> TrainingState:
+def training_state_bytes(
+    n_params,
+    precision: str = "mixed",
+    optimizer: str = "adamw",
+    zero_stage: int = 0,
+    data_parallel: int = 1,
+    fp32_grad_accum: bool = False,
+) -> TrainingState:
     """Weights, gradients and optimizer state per device, in bytes (activations not included).
 
     ZeRO accounting (Rajbhandari et al., arXiv 1910.02054, Fig. 1): mixed-precision Adam keeps
@@ -156,8 +185,11 @@ def training_state_parts(n_params, precision: str = "mixed") -> list[tuple[str, 
     states (:func:`training_state_bytes`), and for "autocast" the bf16 weight copies autocast
     caches and backward keeps (2 bytes per parameter)."""
     state = training_state_bytes(n_params, precision=precision)
-    parts = [("weights", state.params_bytes), ("gradients", state.grads_bytes),
-             ("optimizer states", state.optimizer_states_bytes)]
+    parts = [
+        ("weights", state.params_bytes),
+        ("gradients", state.grads_bytes),
+        ("optimizer states", state.optimizer_states_bytes),
+    ]
     if precision == "autocast":
         parts.append(("bf16 weight copies (autocast)", weight_bytes(n_params, "bf16")))
     return parts
@@ -182,6 +214,7 @@ def accelerate_training_bytes(n_params, dtype: str = "float16") -> float:
 
 # --- activations and KV cache --------------------------------------------------------------
 
+
 def activation_bytes(*, n_layers, hidden, n_heads, seq_len, batch, recompute: str = "none") -> float:
     """Bytes the transformer layers keep for the backward pass, 16-bit training.
 
@@ -193,9 +226,15 @@ def activation_bytes(*, n_layers, hidden, n_heads, seq_len, batch, recompute: st
     a ``transformers`` model as fine-tuned today use :func:`llm_activation_bytes`.
     """
     n_layers, hidden, n_heads, seq_len, batch = (
-        checks.count(name, value) for name, value in
-        (("n_layers", n_layers), ("hidden", hidden), ("n_heads", n_heads),
-         ("seq_len", seq_len), ("batch", batch)))
+        checks.count(name, value)
+        for name, value in (
+            ("n_layers", n_layers),
+            ("hidden", hidden),
+            ("n_heads", n_heads),
+            ("seq_len", seq_len),
+            ("batch", batch),
+        )
+    )
     checks.choice("recompute", recompute, RECOMPUTE)
     sbh = seq_len * batch * hidden
     if recompute == "full":
@@ -226,8 +265,10 @@ def tiny_gpt_activation_bytes(config, batch: int, bytes_per_value: float = 4) ->
     """
     for name in ("n_layers", "hidden", "n_heads", "seq_len"):
         if not isinstance(getattr(config, name, None), int):
-            raise TypeError(f"config must have integer n_layers, hidden, n_heads and seq_len "
-                            f"(a models.GPTConfig); {name} is {getattr(config, name, None)!r}")
+            raise TypeError(
+                f"config must have integer n_layers, hidden, n_heads and seq_len "
+                f"(a models.GPTConfig); {name} is {getattr(config, name, None)!r}"
+            )
     batch = checks.count("batch", batch)
     bytes_per_value = checks.number("bytes_per_value", bytes_per_value)
     s, h, a = config.seq_len, config.hidden, config.n_heads
@@ -242,8 +283,9 @@ backward) and "sdpa" (PyTorch's fused scaled_dot_product_attention, FlashAttenti
 softmax is recomputed in backward from the output and one log-sum-exp per row, no s x s)."""
 
 
-def _layer_activation_bytes(config: llms.LLMConfig, tokens: int, batch: int, seq_len: int,
-                            attention: str, value: int) -> float:
+def _layer_activation_bytes(
+    config: llms.LLMConfig, tokens: int, batch: int, seq_len: int, attention: str, value: int
+) -> float:
     """Bytes one block of ``config`` saves for backward over ``tokens`` = batch x seq_len."""
     h, f, heads = config.hidden, config.ffn_hidden, config.n_heads
     q, kv = heads * config.head_dim, config.n_kv_heads * config.head_dim
@@ -265,8 +307,9 @@ def _layer_activation_bytes(config: llms.LLMConfig, tokens: int, batch: int, seq
     return kept + value * tokens * 3 * q + (4 + (value if value != 4 else 0)) * scores
 
 
-def llm_activation_bytes(model, *, seq_len, batch=1, recompute: str = "none", attention: str = "sdpa",
-                         bytes_per_value=2) -> float:
+def llm_activation_bytes(
+    model, *, seq_len, batch=1, recompute: str = "none", attention: str = "sdpa", bytes_per_value=2
+) -> float:
     """Bytes autograd keeps for backward in one forward pass of a whole ``transformers`` model,
     from the embedding output to the loss, logits included.
 
@@ -284,12 +327,16 @@ def llm_activation_bytes(model, *, seq_len, batch=1, recompute: str = "none", at
     """
     config = llms.as_config(model)
     if config.family is None:
-        raise ValueError(f"model={config.name!r}: its layer shapes are not in lab_utils/data/llm_configs.toml")
+        raise ValueError(
+            f"model={config.name!r}: its layer shapes are not in lab_utils/data/llm_configs.toml"
+        )
     seq_len, batch = checks.count("seq_len", seq_len), checks.count("batch", batch)
     checks.choice("recompute", recompute, RECOMPUTE)
     checks.choice("attention", attention, ATTENTION)
     if isinstance(bytes_per_value, bool) or bytes_per_value not in (2, 4):
-        raise ValueError(f"bytes_per_value={bytes_per_value!r} is not allowed; use 2 (bf16, fp16) or 4 (fp32)")
+        raise ValueError(
+            f"bytes_per_value={bytes_per_value!r} is not allowed; use 2 (bf16, fp16) or 4 (fp32)"
+        )
     value = int(bytes_per_value)
     tokens = batch * seq_len
     layer = _layer_activation_bytes(config, tokens, batch, seq_len, attention, value)
@@ -343,7 +390,9 @@ def loss_bytes(model, *, seq_len, batch=1, loss_impl: str, bytes_per_value=2, lo
     seq_len, batch = checks.count("seq_len", seq_len), checks.count("batch", batch)
     checks.choice("loss_impl", loss_impl, LOSS_IMPLS)
     if isinstance(bytes_per_value, bool) or bytes_per_value not in (2, 4):
-        raise ValueError(f"bytes_per_value={bytes_per_value!r} is not allowed; use 2 (bf16, fp16) or 4 (fp32)")
+        raise ValueError(
+            f"bytes_per_value={bytes_per_value!r} is not allowed; use 2 (bf16, fp16) or 4 (fp32)"
+        )
     tokens, vocab, value = batch * seq_len, config.vocab_size, int(bytes_per_value)
     log_probs = _saved_log_probs_bytes(config, tokens)
     if loss_impl == "hf":
@@ -365,9 +414,15 @@ def kv_cache_bytes(*, n_layers, n_kv_heads, head_dim, seq_len, batch=1, bytes_pe
     8 KV heads of 128): 2·32·8·128·2 = 131,072 bytes = 131 kB per token.
     """
     n_layers, n_kv_heads, head_dim, seq_len, batch = (
-        checks.count(name, value) for name, value in
-        (("n_layers", n_layers), ("n_kv_heads", n_kv_heads), ("head_dim", head_dim),
-         ("seq_len", seq_len), ("batch", batch)))
+        checks.count(name, value)
+        for name, value in (
+            ("n_layers", n_layers),
+            ("n_kv_heads", n_kv_heads),
+            ("head_dim", head_dim),
+            ("seq_len", seq_len),
+            ("batch", batch),
+        )
+    )
     bytes_per_value = checks.number("bytes_per_value", bytes_per_value)
     return float(2 * n_layers * n_kv_heads * head_dim * seq_len * batch * bytes_per_value)
 
@@ -398,15 +453,21 @@ def lora_params(model, rank: int = 16, targets: str = "attention") -> int:
     rank = checks.count("rank", rank)
     checks.choice("targets", targets, LORA_TARGETS)
     if model.family is None:
-        raise ValueError(f"model={model.name!r}: its layer shapes (family, n_heads, ffn_hidden) are not "
-                         f"in lab_utils/data/llm_configs.toml, so its adapters cannot be counted")
+        raise ValueError(
+            f"model={model.name!r}: its layer shapes (family, n_heads, ffn_hidden) are not "
+            f"in lab_utils/data/llm_configs.toml, so its adapters cannot be counted"
+        )
     attention = {"c_attn", "attn.c_proj", "q_proj", "k_proj", "v_proj", "o_proj"}
-    per_layer = sum(rank * (n_in + n_out) for name, n_in, n_out, _ in llms.linear_shapes(model)
-                    if targets == "all-linear" or name in attention)
+    per_layer = sum(
+        rank * (n_in + n_out)
+        for name, n_in, n_out, _ in llms.linear_shapes(model)
+        if targets == "all-linear" or name in attention
+    )
     return model.n_layers * per_layer
 
 
 # --- a whole job on a real model -----------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class JobEstimate:
@@ -464,17 +525,27 @@ def _frozen_weights(config: llms.LLMConfig, precision: str, constant_bits: float
         return [("weights", weight_bytes(config.n_params, precision))]
     quantised = config.n_layers * sum(n_in * n_out for _, n_in, n_out, _ in llms.linear_shapes(config))
     label = "NF4" if precision == "int4" else precision
-    parts = [(f"weights ({label}: block linears)", weight_bytes(quantised, precision)),
-             ("weights (bf16: embeddings, head, norms)", weight_bytes(config.n_params - quantised, "bf16"))]
+    parts = [
+        (f"weights ({label}: block linears)", weight_bytes(quantised, precision)),
+        ("weights (bf16: embeddings, head, norms)", weight_bytes(config.n_params - quantised, "bf16")),
+    ]
     if precision == "int4":
         parts.append(("quantisation constants", quantised * constant_bits / 8))
     return parts
 
 
-def job_estimate(model, method: str = "inference", precision: str | None = None, batch: int | None = None,
-                 seq_len: int | None = None, recompute: str | None = None,
-                 lora_rank: int | None = None, attention: str | None = None,
-                 lora_targets: str | None = None, loss_impl: str | None = None) -> JobEstimate:
+def job_estimate(
+    model,
+    method: str = "inference",
+    precision: str | None = None,
+    batch: int | None = None,
+    seq_len: int | None = None,
+    recompute: str | None = None,
+    lora_rank: int | None = None,
+    attention: str | None = None,
+    lora_targets: str | None = None,
+    loss_impl: str | None = None,
+) -> JobEstimate:
     """Memory for one job on a public model (``llms.get`` name or LLMConfig), in bytes.
 
     method "inference": weights in ``precision`` plus a bf16 KV cache for ``batch`` sequences of
@@ -525,9 +596,18 @@ def job_estimate(model, method: str = "inference", precision: str | None = None,
     if method == "inference":
         parts.append(("weights", weight_bytes(model.n_params, precision)))
         if model.n_heads is not None and model.n_kv_heads is not None:
-            parts.append(("KV cache", kv_cache_bytes(
-                n_layers=model.n_layers, n_kv_heads=model.n_kv_heads, head_dim=model.head_dim,
-                seq_len=seq_len, batch=batch)))
+            parts.append(
+                (
+                    "KV cache",
+                    kv_cache_bytes(
+                        n_layers=model.n_layers,
+                        n_kv_heads=model.n_kv_heads,
+                        head_dim=model.head_dim,
+                        seq_len=seq_len,
+                        batch=batch,
+                    ),
+                )
+            )
         else:
             left_out.append("KV cache")
     else:
@@ -539,26 +619,54 @@ def job_estimate(model, method: str = "inference", precision: str | None = None,
             parts += _frozen_weights(model, precision, taken.get("nf4_constant_bits_per_weight", 0.0))
             if adapted:
                 adapters = training_state_bytes(lora_params(model, lora_rank, lora_targets), precision="fp32")
-                parts += [("adapters", adapters.params_bytes), ("gradients", adapters.grads_bytes),
-                          ("optimizer states", adapters.optimizer_states_bytes)]
+                parts += [
+                    ("adapters", adapters.params_bytes),
+                    ("gradients", adapters.grads_bytes),
+                    ("optimizer states", adapters.optimizer_states_bytes),
+                ]
             else:
                 left_out.append("adapters")
         if model.family is not None:
             value = 4 if precision == "fp32" else 2
-            saved = llm_activation_bytes(model, seq_len=seq_len, batch=batch, recompute=recompute,
-                                         attention=attention, bytes_per_value=value)
+            saved = llm_activation_bytes(
+                model,
+                seq_len=seq_len,
+                batch=batch,
+                recompute=recompute,
+                attention=attention,
+                bytes_per_value=value,
+            )
             if loss_impl == "chunked":
                 taken["loss_chunks"] = assumptions.value("loss_chunks")
-            parts += [("activations", saved - _saved_log_probs_bytes(model, batch * seq_len)),
-                      (f"loss at its peak ({loss_impl})", loss_bytes(
-                          model, seq_len=seq_len, batch=batch, loss_impl=loss_impl, bytes_per_value=value,
-                          loss_chunks=taken.get("loss_chunks")))]
+            parts += [
+                ("activations", saved - _saved_log_probs_bytes(model, batch * seq_len)),
+                (
+                    f"loss at its peak ({loss_impl})",
+                    loss_bytes(
+                        model,
+                        seq_len=seq_len,
+                        batch=batch,
+                        loss_impl=loss_impl,
+                        bytes_per_value=value,
+                        loss_chunks=taken.get("loss_chunks"),
+                    ),
+                ),
+            ]
         else:
             left_out += ["activations", "loss"]
-    return JobEstimate(model=model.name, method=method, precision=precision, batch=batch,
-                       seq_len=seq_len, parts=tuple(parts), left_out=tuple(left_out),
-                       recompute=recompute, assumptions=tuple(taken.items()), attention=attention,
-                       loss_impl=loss_impl)
+    return JobEstimate(
+        model=model.name,
+        method=method,
+        precision=precision,
+        batch=batch,
+        seq_len=seq_len,
+        parts=tuple(parts),
+        left_out=tuple(left_out),
+        recompute=recompute,
+        assumptions=tuple(taken.items()),
+        attention=attention,
+        loss_impl=loss_impl,
+    )
 
 
 def param_count_parts(n_params, method: str, precision: str | None = None) -> tuple[tuple[str, float], ...]:
@@ -585,8 +693,9 @@ def _usable_bytes(spec: hardware.Spec, reserve_bytes) -> float:
     reserve_bytes = checks.number("reserve_bytes", reserve_bytes, strict=False)
     usable = spec.memory_bytes - reserve_bytes
     if usable <= 0:
-        raise ValueError(f"reserve_bytes={reserve_bytes!r} leaves nothing of {spec.name}'s "
-                         f"{spec.memory_bytes} bytes")
+        raise ValueError(
+            f"reserve_bytes={reserve_bytes!r} leaves nothing of {spec.name}'s {spec.memory_bytes} bytes"
+        )
     return usable
 
 
@@ -628,8 +737,9 @@ class LongestFit:
     estimate: JobEstimate | None
 
 
-def longest_seq_len(model, gpu, *, method: str = "inference", reserve_bytes=CUDA_CONTEXT_BYTES[1],
-                    **job) -> LongestFit:
+def longest_seq_len(
+    model, gpu, *, method: str = "inference", reserve_bytes=CUDA_CONTEXT_BYTES[1], **job
+) -> LongestFit:
     """The longest ``seq_len`` at which :func:`job_estimate` of ``model`` and ``method`` fits one
     ``gpu`` (:func:`fits`, less ``reserve_bytes``), up to the model's context window (2**24
     tokens where the catalog has none). ``job``: the other keywords of :func:`job_estimate`
@@ -658,4 +768,3 @@ def longest_seq_len(model, gpu, *, method: str = "inference", reserve_bytes=CUDA
         middle = (low + high) // 2
         low, high = (middle, high) if fit(middle) else (low, middle)
     return LongestFit(spec.name, low, "memory", estimate(low) if low else None)
-

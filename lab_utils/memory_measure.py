@@ -58,6 +58,7 @@ def _live_bytes_mode(limit_bytes=None, device_type=None):
     private API.
     """
     from torch.multiprocessing.reductions import StorageWeakRef
+
     class LiveBytes(torch_compat.dispatch_mode_base()):
         def __init__(self):
             super().__init__()
@@ -101,8 +102,9 @@ class BudgetExceeded(MemoryError):
 
     def __init__(self, budget_bytes: int, live_bytes: int):
         self.budget_bytes, self.live_bytes = budget_bytes, live_bytes
-        super().__init__(f"tensors created in this block need {live_bytes:,} bytes; "
-                         f"the budget is {budget_bytes:,} bytes")
+        super().__init__(
+            f"tensors created in this block need {live_bytes:,} bytes; the budget is {budget_bytes:,} bytes"
+        )
 
 
 @contextlib.contextmanager
@@ -206,14 +208,25 @@ def measure_training_step(model, batch, loss_fn=None, optimizer=None) -> StepMem
         optimizer.step()
 
     if device.type == "cuda":
-        owned = [*parameters, *model.buffers(), *inputs, *torch_compat.tensors_in(list(optimizer.state.values()))]
+        owned = [
+            *parameters,
+            *model.buffers(),
+            *inputs,
+            *torch_compat.tensors_in(list(optimizer.state.values())),
+        ]
         peak = _cuda_step_peak(device, step, _storage_bytes([t for t in owned if t.device == device]))
         method = "torch.cuda.max_memory_allocated during the step - memory_allocated before + the step's own tensors"
     else:
         tracker = _live_bytes_mode(device_type=device.type)
         with tracker:
-            tracker.track([*parameters, *model.buffers(), *inputs,
-                           *torch_compat.tensors_in(list(optimizer.state.values()))])
+            tracker.track(
+                [
+                    *parameters,
+                    *model.buffers(),
+                    *inputs,
+                    *torch_compat.tensors_in(list(optimizer.state.values())),
+                ]
+            )
             step()
         peak, method = tracker.peak, "tracked tensor lifetimes"
 

@@ -66,8 +66,11 @@ class MLP(nn.Module):
         """FLOPs of one forward pass of ``batch`` rows: each linear layer's matrix product, 2 x
         batch x in x out (``roofline.matmul_flops``); biases and GELUs left out (FlopCounterMode
         counts the same: tests/test_forward_flops.py)."""
-        return sum(roofline.matmul_flops(batch, layer.out_features, layer.in_features)
-                   for layer in self.layers if isinstance(layer, nn.Linear))
+        return sum(
+            roofline.matmul_flops(batch, layer.out_features, layer.in_features)
+            for layer in self.layers
+            if isinstance(layer, nn.Linear)
+        )
 
 
 class CausalSelfAttention(nn.Module):
@@ -96,12 +99,15 @@ class CausalSelfAttention(nn.Module):
         ``past`` keys and values (a (k, v) pair, or None): returns (output, (k, v) so far)."""
         batch, seq, hidden = x.shape
         head_dim = hidden // self.n_heads
-        q, k, v = (t.view(batch, seq, self.n_heads, head_dim).transpose(1, 2) for t in self.qkv(x).split(hidden, dim=2))
+        q, k, v = (
+            t.view(batch, seq, self.n_heads, head_dim).transpose(1, 2)
+            for t in self.qkv(x).split(hidden, dim=2)
+        )
         if past is not None:
             k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
         start = k.shape[2] - seq
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(head_dim)
-        scores = scores.masked_fill(~self.mask[start:start + seq, :start + seq], float("-inf"))
+        scores = scores.masked_fill(~self.mask[start : start + seq, : start + seq], float("-inf"))
         out = torch.softmax(scores, dim=-1) @ v
         return self.proj(out.transpose(1, 2).reshape(batch, seq, hidden)), (k, v)
 
@@ -176,7 +182,9 @@ class TinyGPT(nn.Module):
         end = start + tokens.shape[1]
         if end > self.config.seq_len:
             raise ValueError(f"{end} positions exceed config.seq_len={self.config.seq_len}")
-        x = self.token_embedding(tokens) + self.position_embedding(torch.arange(start, end, device=tokens.device))
+        x = self.token_embedding(tokens) + self.position_embedding(
+            torch.arange(start, end, device=tokens.device)
+        )
         new_cache = []
         for block, past in zip(self.blocks, cache):
             x, past = block.cached(x, past)
@@ -191,8 +199,10 @@ class TinyGPT(nn.Module):
         if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
             raise ValueError(f"max_new_tokens={max_new_tokens!r}: must be a positive integer")
         if tokens.shape[-1] + max_new_tokens - 1 > self.config.seq_len:
-            raise ValueError(f"max_new_tokens={max_new_tokens}: prompt {tokens.shape[-1]} + new tokens exceed "
-                             f"config.seq_len={self.config.seq_len}")
+            raise ValueError(
+                f"max_new_tokens={max_new_tokens}: prompt {tokens.shape[-1]} + new tokens exceed "
+                f"config.seq_len={self.config.seq_len}"
+            )
         logits, cache = self.prefill(tokens)
         out = [tokens]
         for step in range(max_new_tokens):
@@ -209,10 +219,19 @@ def llm_config(config: GPTConfig):
     from lab_utils import llms
 
     h = config.hidden
-    return llms.LLMConfig(name=f"tiny GPT ({config.n_layers} layers, hidden {h})", aliases=(),
-                          n_layers=config.n_layers, hidden=h, n_params=config.n_layers * 12 * h * h + h * config.vocab_size,
-                          source="lab_utils.models.GPTConfig", source_date="2026", n_heads=config.n_heads,
-                          n_kv_heads=config.n_heads, ffn_hidden=4 * h, vocab_size=config.vocab_size)
+    return llms.LLMConfig(
+        name=f"tiny GPT ({config.n_layers} layers, hidden {h})",
+        aliases=(),
+        n_layers=config.n_layers,
+        hidden=h,
+        n_params=config.n_layers * 12 * h * h + h * config.vocab_size,
+        source="lab_utils.models.GPTConfig",
+        source_date="2026",
+        n_heads=config.n_heads,
+        n_kv_heads=config.n_heads,
+        ffn_hidden=4 * h,
+        vocab_size=config.vocab_size,
+    )
 
 
 def random_tokens(config: GPTConfig, batch: int, seed: int = 0):
@@ -236,12 +255,21 @@ class LoRALinear(nn.Module):
         super().__init__()
         if not isinstance(base, nn.Linear):
             raise TypeError(f"base must be an nn.Linear, got {type(base).__name__}")
-        if isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= min(base.in_features, base.out_features):
+        if (
+            isinstance(rank, bool)
+            or not isinstance(rank, int)
+            or not 1 <= rank <= min(base.in_features, base.out_features)
+        ):
             raise ValueError(
                 f"rank={rank!r}: must be an integer from 1 to min(in, out) = "
                 f"{min(base.in_features, base.out_features)}"
             )
-        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha) or alpha <= 0:
+        if (
+            isinstance(alpha, bool)
+            or not isinstance(alpha, (int, float))
+            or not math.isfinite(alpha)
+            or alpha <= 0
+        ):
             raise ValueError(f"alpha={alpha!r}: must be a finite number > 0")
         self.base = base
         self.rank = rank
@@ -264,8 +292,11 @@ class LoRALinear(nn.Module):
     def merge(self) -> nn.Linear:
         """A plain ``nn.Linear`` holding the merged weight (and the base bias): no extra cost at inference."""
         merged = nn.Linear(
-            self.base.in_features, self.base.out_features, bias=self.base.bias is not None,
-            device=self.base.weight.device, dtype=self.base.weight.dtype,
+            self.base.in_features,
+            self.base.out_features,
+            bias=self.base.bias is not None,
+            device=self.base.weight.device,
+            dtype=self.base.weight.dtype,
         )
         with torch.no_grad():
             merged.weight.copy_(self.merged_weight())
@@ -274,7 +305,7 @@ class LoRALinear(nn.Module):
         return merged
 
 
-def apply_lora(model: "TinyGPT", rank: int = 4, alpha: float = 8.0) -> "TinyGPT":
+def apply_lora(model: TinyGPT, rank: int = 4, alpha: float = 8.0) -> TinyGPT:
     """Freeze every weight of ``model`` and wrap the linears of its blocks in :class:`LoRALinear`.
 
     The attention (qkv, proj) and MLP linears get adapters; embeddings, norms and the tied

@@ -30,6 +30,7 @@ __all__ = [
     "gustafson_speedup",
 ]
 
+
 def amdahl_speedup(parallel_fraction: float, workers: int) -> float:
     """Speed-up of a fixed amount of work on ``workers`` workers: ``1 / ((1 - p) + p / n)``.
 

@@ -77,9 +77,15 @@ def figure(title: str, xlabel: str, ylabel: str, **subplots_kwargs):
 
 # --- charts of the calculators ---------------------------------------------------------------
 
-def roofline(points: Iterable[_roofline.Point] = (), roofs: Iterable[_roofline.Roof] = (), *,
-             devices=_roofline.DEFAULT_DEVICES, intensity_range: tuple[float, float] = (0.1, 1e4),
-             title: str = "Roofline: attainable and measured throughput"):
+
+def roofline(
+    points: Iterable[_roofline.Point] = (),
+    roofs: Iterable[_roofline.Roof] = (),
+    *,
+    devices=_roofline.DEFAULT_DEVICES,
+    intensity_range: tuple[float, float] = (0.1, 1e4),
+    title: str = "Roofline: attainable and measured throughput",
+):
     """Draw rooflines and measured points on log-log axes; return ``(fig, ax)``.
 
     ``devices``: catalog devices drawn as solid roofs (names or ``hardware.Spec``; see
@@ -103,8 +109,13 @@ def roofline(points: Iterable[_roofline.Point] = (), roofs: Iterable[_roofline.R
         raise ValueError(f"intensity_range={intensity_range!r}: the first bound must be below the second")
 
     intensities = np.geomspace(low, high, 201)
-    fig, ax = figure(title, "arithmetic intensity (FLOP/byte)", "throughput (FLOP/s)",
-                     figsize=(8.0, 6.4), layout="constrained")
+    fig, ax = figure(
+        title,
+        "arithmetic intensity (FLOP/byte)",
+        "throughput (FLOP/s)",
+        figsize=(8.0, 6.4),
+        layout="constrained",
+    )
     ax.set_xscale("log")
     ax.set_yscale("log")
     for roof, style in [(r, "-") for r in device_roofs] + [(r, "--") for r in extra_roofs]:
@@ -115,9 +126,15 @@ def roofline(points: Iterable[_roofline.Point] = (), roofs: Iterable[_roofline.R
         groups.setdefault(point.label, []).append(point)
     markers = "osD^v<>"
     for index, (label, group) in enumerate(groups.items()):
-        ax.scatter([p.intensity for p in group], [p.flops_per_s for p in group],
-                   marker=markers[index % len(markers)], s=36, color="black" if index == 0 else None,
-                   zorder=3, label=label)
+        ax.scatter(
+            [p.intensity for p in group],
+            [p.flops_per_s for p in group],
+            marker=markers[index % len(markers)],
+            s=36,
+            color="black" if index == 0 else None,
+            zorder=3,
+            label=label,
+        )
     ax.set_xlim(low, high)
     if device_roofs or extra_roofs or points:
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=9)
@@ -127,7 +144,13 @@ def roofline(points: Iterable[_roofline.Point] = (), roofs: Iterable[_roofline.R
 # --- the advisor's ranking: cost against time, one point per working option -----------------
 
 _BOUND_MARKERS = {"compute": "o", "bandwidth": "s", "memory": "x", "cold starts": "^", "price": "D"}
-_KIND_COLOURS = {"cpu": "vermillion", "gpu": "blue", "serverless": "orange", "api": "green", "hosted": "green"}
+_KIND_COLOURS = {
+    "cpu": "vermillion",
+    "gpu": "blue",
+    "serverless": "orange",
+    "api": "green",
+    "hosted": "green",
+}
 
 
 def advice_chart(advice, title: str | None = None):
@@ -136,7 +159,9 @@ def advice_chart(advice, title: str | None = None):
     horizontal line at their cost). ``advice``: an ``advisor.Advice``. Returns (fig, ax)."""
     serving = advice.period == "month"
     xlabel = "request latency (s)" if serving else "wall-clock time of the job (h)"
-    fig, ax = figure(title or advice.job, xlabel, f"cost per {advice.period} (US dollars)", figsize=(8.5, 5.0))
+    fig, ax = figure(
+        title or advice.job, xlabel, f"cost per {advice.period} (US dollars)", figsize=(8.5, 5.0)
+    )
     drawn_kinds, drawn_bounds = set(), set()
     for o in advice.options:
         if not o.works or o.cost_usd is None:
@@ -144,14 +169,26 @@ def advice_chart(advice, title: str | None = None):
         colour = PALETTE[_KIND_COLOURS[o.kind]]
         if o.kind in ("api", "hosted"):
             ax.axhline(o.cost_usd, color=colour, linewidth=0.8, linestyle="--", alpha=0.6)
-            ax.annotate(o.name, (0.99, o.cost_usd), xycoords=("axes fraction", "data"), ha="right", va="bottom",
-                        fontsize=7, color=colour)
+            ax.annotate(
+                o.name,
+                (0.99, o.cost_usd),
+                xycoords=("axes fraction", "data"),
+                ha="right",
+                va="bottom",
+                fontsize=7,
+                color=colour,
+            )
             drawn_kinds.add(o.kind)
             continue
         x = o.latency_s if serving else o.hours
         ax.scatter([x], [o.cost_usd], marker=_BOUND_MARKERS[o.bound], color=colour, s=45)
-        ax.annotate(o.name.replace(" always on", ""), (x, o.cost_usd), xytext=(4, 3), textcoords="offset points",
-                    fontsize=7)
+        ax.annotate(
+            o.name.replace(" always on", ""),
+            (x, o.cost_usd),
+            xytext=(4, 3),
+            textcoords="offset points",
+            fontsize=7,
+        )
         drawn_kinds.add(o.kind)
         drawn_bounds.add(o.bound)
     ax.set_xscale("log")
@@ -172,10 +209,19 @@ CLASS_MAX_MACHINES = 30
 """The most machines :func:`class_roofline` draws (identical devices share a line of the legend)."""
 
 _CLASS_MARKERS = "osD^vPX*"
-_SHORTEN = [(re.compile(pattern, re.IGNORECASE), repl) for pattern, repl in (
-    (r"\((R|TM)\)", ""), (r"(\bCPU\b\s*)?@\s*[\d.]+\s*GHz", ""), (r"\b\d+-Core Processor\b", ""),
-    (r"\bwith Radeon Graphics\b", ""), (r"^\d+th Gen\s+", ""),
-    (r"^(NVIDIA|AMD|Intel|Apple|Tesla)\s+", ""), (r"^(GeForce|Tesla|Radeon)\s+", ""), (r"\s+", " "))]
+_SHORTEN = [
+    (re.compile(pattern, re.IGNORECASE), repl)
+    for pattern, repl in (
+        (r"\((R|TM)\)", ""),
+        (r"(\bCPU\b\s*)?@\s*[\d.]+\s*GHz", ""),
+        (r"\b\d+-Core Processor\b", ""),
+        (r"\bwith Radeon Graphics\b", ""),
+        (r"^\d+th Gen\s+", ""),
+        (r"^(NVIDIA|AMD|Intel|Apple|Tesla)\s+", ""),
+        (r"^(GeForce|Tesla|Radeon)\s+", ""),
+        (r"\s+", " "),
+    )
+]
 
 
 class ClassMachine(NamedTuple):
@@ -196,7 +242,7 @@ def short_device_name(name: str, max_chars: int = 24) -> str:
     for pattern, repl in _SHORTEN:
         short = pattern.sub(repl, short).strip()
     short = short or str(name).strip() or "?"
-    return short if len(short) <= max_chars else "…" + short[len(short) - max_chars + 1:]
+    return short if len(short) <= max_chars else "…" + short[len(short) - max_chars + 1 :]
 
 
 def class_colours(n: int) -> list:
@@ -208,8 +254,11 @@ def class_colours(n: int) -> list:
     if n > CLASS_MAX_MACHINES:
         raise ValueError(f"n={n}: the class roofline draws at most {CLASS_MAX_MACHINES} machines")
     tab10, tab20b, tab20c = (matplotlib.colormaps[name] for name in ("tab10", "tab20b", "tab20c"))
-    colours = ([tab10(i) for i in range(10)] + [tab20b(i) for i in (0, 4, 8, 12, 16, 1, 5, 9, 13, 17)]
-               + [tab20c(i) for i in (0, 4, 8, 12, 16, 1, 5, 9, 13, 17)])
+    colours = (
+        [tab10(i) for i in range(10)]
+        + [tab20b(i) for i in (0, 4, 8, 12, 16, 1, 5, 9, 13, 17)]
+        + [tab20c(i) for i in (0, 4, 8, 12, 16, 1, 5, 9, 13, 17)]
+    )
     return colours[:n]
 
 
@@ -229,7 +278,7 @@ def class_groups(machines) -> list[tuple[str, str, list[ClassMachine]]]:
 
 
 def _class_label(name: str, kind: str, members: list[ClassMachine], dtypes: set[str]) -> str:
-    """"T4 · cuda ×8: 3.9–4.6 TFLOP/s" for a group, "M2 · mps (learner13): 1.3 TFLOP/s" for one."""
+    """ "T4 · cuda ×8: 3.9–4.6 TFLOP/s" for a group, "M2 · mps (learner13): 1.3 TFLOP/s" for one."""
     from lab_utils.units import format_rate
 
     who = f" ×{len(members)}" if len(members) > 1 else f" ({short_device_name(members[0].learner, 12)})"
@@ -243,9 +292,14 @@ def _class_label(name: str, kind: str, members: list[ClassMachine], dtypes: set[
     return f"{name} · {kind}{who}{dtype}" + (f": {spread}" if spread else "")
 
 
-def class_roofline(machines, *, devices=_roofline.DEFAULT_DEVICES, dtype: str | None = None,
-                   intensity_range: tuple[float, float] = (0.1, 1e4),
-                   title: str = "Class roofline: the room's machines (measured) and catalog devices"):
+def class_roofline(
+    machines,
+    *,
+    devices=_roofline.DEFAULT_DEVICES,
+    dtype: str | None = None,
+    intensity_range: tuple[float, float] = (0.1, 1e4),
+    title: str = "Class roofline: the room's machines (measured) and catalog devices",
+):
     """The class roofline for a projector (16:9, 1280 x 720 pixels): identical devices merged
     into one legend line ("T4 · cuda ×8", with the spread of their best FLOP/s), each group in
     its own colour and marker (dashed: the group's median measured roof; band: its spread),
@@ -261,7 +315,9 @@ def class_roofline(machines, *, devices=_roofline.DEFAULT_DEVICES, dtype: str | 
     if not machines:
         raise ValueError("machines is empty: give at least one ClassMachine")
     if len(machines) > CLASS_MAX_MACHINES:
-        raise ValueError(f"machines holds {len(machines)}: the class roofline draws at most {CLASS_MAX_MACHINES}")
+        raise ValueError(
+            f"machines holds {len(machines)}: the class roofline draws at most {CLASS_MAX_MACHINES}"
+        )
     groups = class_groups(machines)
     measured_dtypes = [m.roof.dtype for m in machines if m.roof is not None]
     if dtype is None:
@@ -274,9 +330,17 @@ def class_roofline(machines, *, devices=_roofline.DEFAULT_DEVICES, dtype: str | 
         return _roofline.attainable_flops(roof.peak_flops, roof.bandwidth_bytes_per_s, intensities)
 
     legend_size = 13 if len(groups) <= 15 else 11 if len(groups) <= 22 else 9.5
-    with plt.rc_context({"font.size": 14, "axes.titlesize": 18, "axes.labelsize": 15, "legend.fontsize": legend_size}):
-        fig, ax = figure(title, "arithmetic intensity (FLOP/byte)", "throughput (FLOP/s)",
-                         figsize=(16, 9), dpi=80, layout="constrained")
+    with plt.rc_context(
+        {"font.size": 14, "axes.titlesize": 18, "axes.labelsize": 15, "legend.fontsize": legend_size}
+    ):
+        fig, ax = figure(
+            title,
+            "arithmetic intensity (FLOP/byte)",
+            "throughput (FLOP/s)",
+            figsize=(16, 9),
+            dpi=80,
+            layout="constrained",
+        )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.title.set_fontsize(18)
@@ -292,25 +356,69 @@ def class_roofline(machines, *, devices=_roofline.DEFAULT_DEVICES, dtype: str | 
             else:
                 near[1].append(name)
         for peak, names in labels:
-            ax.text(high / 1.5, peak * 1.08, f"{', '.join(names)} (vendor)", color="0.3", fontsize=11,
-                    ha="right", va="bottom", zorder=4)
+            ax.text(
+                high / 1.5,
+                peak * 1.08,
+                f"{', '.join(names)} (vendor)",
+                color="0.3",
+                fontsize=11,
+                ha="right",
+                va="bottom",
+                zorder=4,
+            )
         handles = []
         for index, ((name, kind, members), colour) in enumerate(zip(groups, colours)):
             marker = _CLASS_MARKERS[index % len(_CLASS_MARKERS)]
             roofs = sorted((m.roof for m in members if m.roof is not None), key=lambda roof: roof.peak_flops)
             if roofs:
-                ax.plot(intensities, attainable(roofs[len(roofs) // 2]), "--", color=colour, linewidth=1.8, zorder=2)
+                ax.plot(
+                    intensities,
+                    attainable(roofs[len(roofs) // 2]),
+                    "--",
+                    color=colour,
+                    linewidth=1.8,
+                    zorder=2,
+                )
             if len(roofs) > 1:
                 curves = np.array([attainable(roof) for roof in roofs])
-                ax.fill_between(intensities, curves.min(axis=0), curves.max(axis=0), color=colour, alpha=0.18,
-                                linewidth=0, zorder=2)
+                ax.fill_between(
+                    intensities,
+                    curves.min(axis=0),
+                    curves.max(axis=0),
+                    color=colour,
+                    alpha=0.18,
+                    linewidth=0,
+                    zorder=2,
+                )
             points = [p for m in members for p in m.points]
-            ax.scatter([p.intensity for p in points], [p.flops_per_s for p in points], marker=marker, s=60,
-                       color=colour, edgecolors="black", linewidths=0.4, zorder=3)
-            handles.append(Line2D([], [], color=colour, linestyle="--" if roofs else "none", marker=marker,
-                                  markersize=9, markeredgecolor="black", markeredgewidth=0.4,
-                                  label=_class_label(name, kind, members, {dtype})))
+            ax.scatter(
+                [p.intensity for p in points],
+                [p.flops_per_s for p in points],
+                marker=marker,
+                s=60,
+                color=colour,
+                edgecolors="black",
+                linewidths=0.4,
+                zorder=3,
+            )
+            handles.append(
+                Line2D(
+                    [],
+                    [],
+                    color=colour,
+                    linestyle="--" if roofs else "none",
+                    marker=marker,
+                    markersize=9,
+                    markeredgecolor="black",
+                    markeredgewidth=0.4,
+                    label=_class_label(name, kind, members, {dtype}),
+                )
+            )
         ax.set_xlim(low, high)
-        fig.legend(handles=handles, loc="outside right upper", ncol=1,
-                   title=f"{len(machines)} machines, {dtype} matmul, measured\n(dashed: median roof; band: spread)")
+        fig.legend(
+            handles=handles,
+            loc="outside right upper",
+            ncol=1,
+            title=f"{len(machines)} machines, {dtype} matmul, measured\n(dashed: median roof; band: spread)",
+        )
     return fig

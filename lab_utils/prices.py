@@ -14,8 +14,17 @@ from dataclasses import dataclass
 from lab_utils import catalogs, checks, hardware, lookup
 
 __all__ = [
-    "SECONDS_PER_HOUR", "ApiPrice", "HourlyPrice", "ServerlessPrice", "api_price", "api_prices",
-    "hourly_price", "hourly_prices", "serverless_price", "serverless_prices", "usd_per_million_tokens",
+    "SECONDS_PER_HOUR",
+    "ApiPrice",
+    "HourlyPrice",
+    "ServerlessPrice",
+    "api_price",
+    "api_prices",
+    "hourly_price",
+    "hourly_prices",
+    "serverless_price",
+    "serverless_prices",
+    "usd_per_million_tokens",
 ]
 
 SECONDS_PER_HOUR = 3600.0
@@ -28,6 +37,8 @@ def usd_per_million_tokens(usd_per_hour, tokens_per_s) -> float:
     usd_per_hour = checks.number("usd_per_hour", usd_per_hour, strict=False)
     tokens_per_s = checks.number("tokens_per_s", tokens_per_s)
     return usd_per_hour / (tokens_per_s * SECONDS_PER_HOUR) * 1e6
+
+
 _DATA_FILE = "prices.toml"
 
 
@@ -123,7 +134,9 @@ def _record(cls, table: dict, where: str):
             table[key] = tuple(table[key])
     for gpu in (*table.get("gpus", ()), *([table["gpu"]] if table.get("gpu") else [])):
         if hardware.get(gpu).name != gpu:
-            raise ValueError(f"{where}: GPU {gpu!r} must be spelt as the catalog's name {hardware.get(gpu).name!r}")
+            raise ValueError(
+                f"{where}: GPU {gpu!r} must be spelt as the catalog's name {hardware.get(gpu).name!r}"
+            )
     try:
         return cls(**table)
     except TypeError as error:
@@ -139,15 +152,20 @@ def _prices() -> dict[str, tuple]:
     loaded = {}
     for key, cls in _TABLES.items():
         records = catalogs.load(_DATA_FILE, key, date_key="date", allow_undated=True)
-        loaded[key] = tuple(_record(cls, table, f"{origin} [[{key}]] #{number}")
-                            for number, table in enumerate(records, start=1))
+        loaded[key] = tuple(
+            _record(cls, table, f"{origin} [[{key}]] #{number}")
+            for number, table in enumerate(records, start=1)
+        )
     return loaded
 
 
 def _find(kind: str, name: str, what: str):
     records = _prices()[kind]
-    index = {lookup.key(spelling): record for record in records
-             for spelling in (record.name, *getattr(record, "aliases", ()))}
+    index = {
+        lookup.key(spelling): record
+        for record in records
+        for spelling in (record.name, *getattr(record, "aliases", ()))
+    }
     return lookup.find(name, index, what, [record.name for record in records])
 
 
@@ -191,5 +209,7 @@ def serverless_price(name: str) -> ServerlessPrice:
         for record in serverless_prices():
             if gpu in record.gpus:
                 return record
-        raise ValueError(f"name={name!r}: no serverless price lists the {gpu}; "
-                         f"classes: {', '.join(r.label for r in serverless_prices())}") from None
+        raise ValueError(
+            f"name={name!r}: no serverless price lists the {gpu}; "
+            f"classes: {', '.join(r.label for r in serverless_prices())}"
+        ) from None

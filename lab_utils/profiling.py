@@ -22,21 +22,91 @@ CATEGORIES = ("matmul", "elementwise", "optimizer", "data", "other")
 CLOCKS = ("cpu", "device")
 
 # Operator stems (namespace, leading "_", trailing "_" and "_backward..." removed) per category.
-_MATMUL_STEMS = frozenset({
-    "mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul", "linear", "mv", "addmv", "dot", "einsum",
-    "convolution", "conv1d", "conv2d", "conv3d", "mkldnn_convolution", "linear_dynamic",
-    "scaled_dot_product_attention", "scaled_dot_product_flash_attention",
-    "scaled_dot_product_efficient_attention", "scaled_mm", "int_mm", "fbgemm_linear_int8_weight",
-})
-_ELEMENTWISE_STEMS = frozenset({
-    "add", "sub", "rsub", "mul", "div", "neg", "abs", "exp", "log", "pow", "sqrt", "rsqrt",
-    "reciprocal", "gelu", "relu", "silu", "sigmoid", "tanh", "threshold", "clamp", "maximum",
-    "minimum", "where", "masked_fill", "fill", "zero", "softmax", "log_softmax", "layer_norm",
-    "native_layer_norm", "rms_norm", "fused_rms_norm", "group_norm", "batch_norm",
-    "native_batch_norm", "dropout", "native_dropout", "sum", "mean", "var", "std", "amax",
-    "nll_loss", "nll_loss_forward", "nll_loss2d", "cross_entropy_loss", "mse_loss", "addcmul",
-    "addcdiv", "lerp", "sign", "cos", "sin", "erf",
-})
+_MATMUL_STEMS = frozenset(
+    {
+        "mm",
+        "addmm",
+        "bmm",
+        "baddbmm",
+        "addbmm",
+        "matmul",
+        "linear",
+        "mv",
+        "addmv",
+        "dot",
+        "einsum",
+        "convolution",
+        "conv1d",
+        "conv2d",
+        "conv3d",
+        "mkldnn_convolution",
+        "linear_dynamic",
+        "scaled_dot_product_attention",
+        "scaled_dot_product_flash_attention",
+        "scaled_dot_product_efficient_attention",
+        "scaled_mm",
+        "int_mm",
+        "fbgemm_linear_int8_weight",
+    }
+)
+_ELEMENTWISE_STEMS = frozenset(
+    {
+        "add",
+        "sub",
+        "rsub",
+        "mul",
+        "div",
+        "neg",
+        "abs",
+        "exp",
+        "log",
+        "pow",
+        "sqrt",
+        "rsqrt",
+        "reciprocal",
+        "gelu",
+        "relu",
+        "silu",
+        "sigmoid",
+        "tanh",
+        "threshold",
+        "clamp",
+        "maximum",
+        "minimum",
+        "where",
+        "masked_fill",
+        "fill",
+        "zero",
+        "softmax",
+        "log_softmax",
+        "layer_norm",
+        "native_layer_norm",
+        "rms_norm",
+        "fused_rms_norm",
+        "group_norm",
+        "batch_norm",
+        "native_batch_norm",
+        "dropout",
+        "native_dropout",
+        "sum",
+        "mean",
+        "var",
+        "std",
+        "amax",
+        "nll_loss",
+        "nll_loss_forward",
+        "nll_loss2d",
+        "cross_entropy_loss",
+        "mse_loss",
+        "addcmul",
+        "addcdiv",
+        "lerp",
+        "sign",
+        "cos",
+        "sin",
+        "erf",
+    }
+)
 _OPTIMIZER = re.compile(r"^Optimizer\.|_foreach_|adamw?_?$|fused_adam|fused_sgd|zero_grad", re.IGNORECASE)
 _DATA = re.compile(r"^enumerate\(DataLoader\)|DataLoader|^data$|^data[ :/#]", re.IGNORECASE)
 _SUFFIXES = re.compile(r"(_backward(_data|_input|_weight)?|_forward|_out)$")
@@ -123,7 +193,7 @@ def _self_us(event, clock: str) -> float:
 
 
 def _labelled_range(event) -> str | None:
-    """"optimizer" or "data" if ``event`` or a range around it carries that label, else None."""
+    """ "optimizer" or "data" if ``event`` or a range around it carries that label, else None."""
     while event is not None:
         category = categorize(event.key)
         if category in ("optimizer", "data"):
@@ -154,8 +224,14 @@ def group_profile(events, *, clock: str = "cpu") -> ProfileBreakdown:
         entry = by_op.setdefault((event.key, category), [0.0, 0])
         entry[0] += seconds
         entry[1] += int(getattr(event, "count", 1))
-    ops = sorted((OpTime(name=name, category=category, self_s=seconds, calls=calls)
-                  for (name, category), (seconds, calls) in by_op.items()), key=lambda op: op.self_s, reverse=True)
+    ops = sorted(
+        (
+            OpTime(name=name, category=category, self_s=seconds, calls=calls)
+            for (name, category), (seconds, calls) in by_op.items()
+        ),
+        key=lambda op: op.self_s,
+        reverse=True,
+    )
     return ProfileBreakdown(clock=clock, seconds_by_category=tuple(totals.items()), ops=tuple(ops))
 
 
@@ -196,8 +272,13 @@ class DecodeAugmentDataset:
         rng = np.random.default_rng((self.seed, index))
         image = rng.integers(0, 256, size=(self.side, self.side, 3), dtype=np.uint8).astype(np.float32) / 255
         for _ in range(self.work):  # a 5-point blur: stencil work, as in decoding and resizing
-            image = (image + np.roll(image, 1, 0) + np.roll(image, -1, 0)
-                     + np.roll(image, 1, 1) + np.roll(image, -1, 1)) / 5
+            image = (
+                image
+                + np.roll(image, 1, 0)
+                + np.roll(image, -1, 0)
+                + np.roll(image, 1, 1)
+                + np.roll(image, -1, 1)
+            ) / 5
         if rng.random() < 0.5:
             image = image[:, ::-1]
         image = (image - image.mean(axis=(0, 1))) / (image.std(axis=(0, 1)) + 1e-6)
@@ -270,5 +351,10 @@ def time_loader(loader, step, *, max_batches: int | None = None, device=None) ->
     del iterator  # stops the workers now rather than at garbage collection
     if batches == 0:
         raise ValueError("loader gave only one batch: give it at least two to time")
-    return LoaderRun(num_workers=int(getattr(loader, "num_workers", 0)), batches=batches,
-                     first_batch_s=first_batch_s, wait_s=wait_s, compute_s=compute_s)
+    return LoaderRun(
+        num_workers=int(getattr(loader, "num_workers", 0)),
+        batches=batches,
+        first_batch_s=first_batch_s,
+        wait_s=wait_s,
+        compute_s=compute_s,
+    )

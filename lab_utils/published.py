@@ -26,13 +26,45 @@ import functools
 import math
 from dataclasses import dataclass
 
-from lab_utils import (advisor, assumptions, catalogs, checks, economics, hardware, llms, lookup, memory, prices,
-                       serverless, serving)
+from lab_utils import (
+    advisor,
+    assumptions,
+    catalogs,
+    checks,
+    economics,
+    hardware,
+    llms,
+    lookup,
+    memory,
+    prices,
+    serverless,
+    serving,
+)
 
-__all__ = ["COURSE_KINDS", "QUESTIONS", "Comparison", "Measurement", "bands", "cold_start_s", "compare",
-           "decode_tokens_per_s", "get", "longest_sequence_tokens", "matmul_flops", "measurements",
-           "prefill_tokens_per_s", "recommender_training_s", "request_output_tokens_per_s", "request_prompt_tokens_per_s", "restored_start_s", "samples_per_s",
-           "server_output_tokens_per_s", "serving_joules_per_output_token", "table", "training_tokens_per_s"]
+__all__ = [
+    "COURSE_KINDS",
+    "QUESTIONS",
+    "Comparison",
+    "Measurement",
+    "bands",
+    "cold_start_s",
+    "compare",
+    "decode_tokens_per_s",
+    "get",
+    "longest_sequence_tokens",
+    "matmul_flops",
+    "measurements",
+    "prefill_tokens_per_s",
+    "recommender_training_s",
+    "request_output_tokens_per_s",
+    "request_prompt_tokens_per_s",
+    "restored_start_s",
+    "samples_per_s",
+    "server_output_tokens_per_s",
+    "serving_joules_per_output_token",
+    "table",
+    "training_tokens_per_s",
+]
 
 _DATA_FILE = "published.toml"
 
@@ -40,6 +72,7 @@ COURSE_KINDS = ("bound", "estimate")
 
 
 # --- the questions: each answers in the unit of the measurements that ask it ----------------
+
 
 def matmul_flops(*, device, dtype):
     """The dense peak of ``device`` in ``dtype`` (vendor specification): what no matmul beats."""
@@ -63,7 +96,9 @@ def decode_tokens_per_s(*, model, device, context_len, **options):
     return 1.0 / serving.decode_step_s(model, device=device, context_len=context_len, **options)
 
 
-def server_output_tokens_per_s(*, model, device, prompt_len, output_len, n_devices=1, engine="bound", **options):
+def server_output_tokens_per_s(
+    *, model, device, prompt_len, output_len, n_devices=1, engine="bound", **options
+):
     """Generated tokens/s of a server kept full (continuous batching at the largest batch whose
     KV caches fit, :func:`serving.max_batch`), on ``n_devices`` of ``device`` as one replica;
     ``engine`` (default "bound": the roofline itself) turns it into an engine's estimate;
@@ -72,22 +107,35 @@ def server_output_tokens_per_s(*, model, device, prompt_len, output_len, n_devic
     batch = serving.max_batch(model, device=spec, context_len=prompt_len + output_len, **options)
     if batch < 1:
         raise ValueError(f"model={llms.as_config(model).name!r} does not fit {spec.name}")
-    return serving.estimate(model, device=spec, prompt_len=prompt_len, output_len=output_len, batch=batch,
-                            usd_per_hour=0.0, engine=engine, **options).output_tokens_per_s
+    return serving.estimate(
+        model,
+        device=spec,
+        prompt_len=prompt_len,
+        output_len=output_len,
+        batch=batch,
+        usd_per_hour=0.0,
+        engine=engine,
+        **options,
+    ).output_tokens_per_s
 
 
 def request_output_tokens_per_s(*, model, device, prompt_len, output_len, **options):
     """Generated tokens/s of one request alone, its prefill included: :func:`serving.estimate` at
     batch 1; ``options`` (engine, weight_bytes_per_param, ...) go to it as they are."""
-    return serving.estimate(model, device=device, prompt_len=prompt_len, output_len=output_len, usd_per_hour=0.0,
-                            **options).output_tokens_per_s
+    return serving.estimate(
+        model, device=device, prompt_len=prompt_len, output_len=output_len, usd_per_hour=0.0, **options
+    ).output_tokens_per_s
 
 
 def request_prompt_tokens_per_s(*, model, device, prompt_len, **options):
     """Prompt tokens/s of one request alone: ``prompt_len`` / :func:`serving.estimate`'s time to
     first token at batch 1; ``options`` (engine, ...) go to it as they are."""
-    return prompt_len / serving.estimate(model, device=device, prompt_len=prompt_len, output_len=1, usd_per_hour=0.0,
-                                         **options).ttft_s
+    return (
+        prompt_len
+        / serving.estimate(
+            model, device=device, prompt_len=prompt_len, output_len=1, usd_per_hour=0.0, **options
+        ).ttft_s
+    )
 
 
 def training_tokens_per_s(*, model, device, method="full", dtype="bf16", mfu=None):
@@ -97,20 +145,38 @@ def training_tokens_per_s(*, model, device, method="full", dtype="bf16", mfu=Non
     n_params = llms.as_config(model).n_params
     mfu = assumptions.resolve(mfu=mfu)[0]["mfu"]
     tokens = 1e9
-    hours = economics.training_hours(economics.training_flops(n_params, tokens, method),
-                                     peak_flops=matmul_flops(device=device, dtype=dtype), mfu=mfu)
+    hours = economics.training_hours(
+        economics.training_flops(n_params, tokens, method),
+        peak_flops=matmul_flops(device=device, dtype=dtype),
+        mfu=mfu,
+    )
     return tokens / (hours * prices.SECONDS_PER_HOUR)
 
 
-def recommender_training_s(*, device, dense_params, n_examples, embedding_params, lookups_per_example, embedding_dim,
-                           n_sockets=1, **options):
+def recommender_training_s(
+    *,
+    device,
+    dense_params,
+    n_examples,
+    embedding_params,
+    lookups_per_example,
+    embedding_dim,
+    n_sockets=1,
+    **options,
+):
     """Seconds to train a recommender on ``n_sockets`` of the CPU ``device``: the advisor's lower
     bound for one (:func:`advisor.train`: the dense part's FLOPs at ``cpu_mfu`` of the peak, the
     embedding rows' gathers at ``gather_efficiency`` of the bandwidth) over ``n_sockets`` (ideal
     scaling: the advisor has no two-socket option); ``options`` go to it as they are."""
     name = hardware.as_spec(device).name
-    advice = advisor.train(dense_params, n_examples, embedding_params=embedding_params,
-                           lookups_per_example=lookups_per_example, embedding_dim=embedding_dim, **options)
+    advice = advisor.train(
+        dense_params,
+        n_examples,
+        embedding_params=embedding_params,
+        lookups_per_example=lookups_per_example,
+        embedding_dim=embedding_dim,
+        **options,
+    )
     return advice.option(name).hours * prices.SECONDS_PER_HOUR / checks.count("n_sockets", n_sockets)
 
 
@@ -138,8 +204,15 @@ def serving_joules_per_output_token(*, model, device, prompt_len, output_len, ba
     """Joules per generated token of ``device`` serving ``batch`` requests at once:
     :func:`serving.estimate`'s ``joules_per_output_token`` (the device's power from its TDP, the
     device's default engine applied to the bound); ``options`` go to it as they are."""
-    return serving.estimate(model, device=device, prompt_len=prompt_len, output_len=output_len, batch=batch,
-                            usd_per_hour=0.0, **options).joules_per_output_token
+    return serving.estimate(
+        model,
+        device=device,
+        prompt_len=prompt_len,
+        output_len=output_len,
+        batch=batch,
+        usd_per_hour=0.0,
+        **options,
+    ).joules_per_output_token
 
 
 def restored_start_s(*, weight_bytes, **options):
@@ -167,6 +240,7 @@ QUESTIONS = {
 
 
 # --- the records ------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Measurement:
@@ -221,8 +295,11 @@ def _measurement(record: dict, origin: str) -> Measurement:
     missing = [key for key in _STR_FIELDS + ("figure", "inputs") if key not in record]
     if missing:
         raise ValueError(f"{where} lacks {', '.join(missing)}")
-    unknown = set(record) - set(_STR_FIELDS) - {"name", "source", "source_date", "figure", "inputs",
-                                                 "expected_miss", "note"}
+    unknown = (
+        set(record)
+        - set(_STR_FIELDS)
+        - {"name", "source", "source_date", "figure", "inputs", "expected_miss", "note"}
+    )
     if unknown:
         raise ValueError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
     if record["question"] not in QUESTIONS:
@@ -232,14 +309,23 @@ def _measurement(record: dict, origin: str) -> Measurement:
     if record["area"] not in _AREAS:
         raise ValueError(f"{where}: area must be one of {_AREAS}, got {record['area']!r}")
     if record["device_kind"] not in hardware.KINDS:
-        raise ValueError(f"{where}: device_kind must be one of {hardware.KINDS}, got {record['device_kind']!r}")
+        raise ValueError(
+            f"{where}: device_kind must be one of {hardware.KINDS}, got {record['device_kind']!r}"
+        )
     if record["unit"] != QUESTIONS[record["question"]][1]:
-        raise ValueError(f"{where}: unit {record['unit']!r} is not the unit of question {record['question']!r} "
-                         f"({QUESTIONS[record['question']][1]!r})")
+        raise ValueError(
+            f"{where}: unit {record['unit']!r} is not the unit of question {record['question']!r} "
+            f"({QUESTIONS[record['question']][1]!r})"
+        )
     figure = checks.number(f"{where}: figure", record["figure"])
     fields = {key: record[key] for key in _STR_FIELDS + ("name", "source", "source_date")}
-    return Measurement(**fields, figure=figure, inputs=tuple(record["inputs"].items()),
-                       expected_miss=record.get("expected_miss"), note=record.get("note"))
+    return Measurement(
+        **fields,
+        figure=figure,
+        inputs=tuple(record["inputs"].items()),
+        expected_miss=record.get("expected_miss"),
+        note=record.get("note"),
+    )
 
 
 @functools.cache

@@ -56,8 +56,16 @@ def read(path) -> Reference:
     missing = [key for key in ("device", "date", "machine", "measurements", "skipped") if key not in data]
     if missing:
         raise ValueError(f"{path.name}: lacks {', '.join(missing)}")
-    return Reference(data["device"], data["date"], data["machine"], data["measurements"], data["skipped"], path,
-                     software=data.get("software") or {}, gpu_state=data.get("gpu_state_before") or {})
+    return Reference(
+        data["device"],
+        data["date"],
+        data["machine"],
+        data["measurements"],
+        data["skipped"],
+        path,
+        software=data.get("software") or {},
+        gpu_state=data.get("gpu_state_before") or {},
+    )
 
 
 def load(device_name: str | None = None, directory=None) -> Reference | None:

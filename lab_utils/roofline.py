@@ -29,8 +29,15 @@ from dataclasses import dataclass
 from lab_utils import checks, hardware
 
 __all__ = [
-    "DEFAULT_DEVICES", "Point", "Roof", "arithmetic_intensity", "attainable_flops",
-    "matmul_bytes", "matmul_flops", "matmul_intensity", "roof_of",
+    "DEFAULT_DEVICES",
+    "Point",
+    "Roof",
+    "arithmetic_intensity",
+    "attainable_flops",
+    "matmul_bytes",
+    "matmul_flops",
+    "matmul_intensity",
+    "roof_of",
 ]
 
 DEFAULT_DEVICES = ("T4", "A100 80GB SXM", "H100 SXM", "H200 SXM", "AMD EPYC 9684X")
@@ -42,7 +49,9 @@ DTYPE_PREFERENCE = ("bf16", "fp16", "fp32")
 
 
 def _dimensions(**sizes) -> list[int]:
-    return [checks.count(name, value, what="a positive int (a matrix dimension)") for name, value in sizes.items()]
+    return [
+        checks.count(name, value, what="a positive int (a matrix dimension)") for name, value in sizes.items()
+    ]
 
 
 def _is_array(value) -> bool:
@@ -59,12 +68,19 @@ def _nonnegative_array(name: str, array, *, strict: bool, allow_inf: bool):
     if array.dtype.kind not in "iuf":  # bool, str, object arrays are refused
         raise TypeError(f"{name} must be a number or an array of numbers, got an array of {array.dtype}")
     array = array.astype(float)
-    bad = np.isnan(array) | (array < 0) | ((array == 0) if strict else False) | (np.isinf(array) & (not allow_inf))
+    bad = (
+        np.isnan(array)
+        | (array < 0)
+        | ((array == 0) if strict else False)
+        | (np.isinf(array) & (not allow_inf))
+    )
     if bad.any():
         index = np.unravel_index(int(np.flatnonzero(bad)[0]), array.shape)
         where = ", ".join(str(int(i)) for i in index)
         relation = ">" if strict else ">="
-        raise ValueError(f"{name}[{where}]={float(array[index])!r}: every entry must be a number {relation} 0")
+        raise ValueError(
+            f"{name}[{where}]={float(array[index])!r}: every entry must be a number {relation} 0"
+        )
     return array
 
 

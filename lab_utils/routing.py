@@ -29,8 +29,14 @@ from lab_utils.interconnects import PCIE_TRANSFERS_PER_S_PER_LANE, pcie_bytes_pe
 from lab_utils.prices import SECONDS_PER_HOUR
 
 __all__ = [
-    "PCIE_TRANSFERS_PER_S_PER_LANE", "OffloadFloor", "Route", "Mix",
-    "crossover_batch", "mix", "offload_floor", "pcie_bytes_per_s",
+    "PCIE_TRANSFERS_PER_S_PER_LANE",
+    "OffloadFloor",
+    "Route",
+    "Mix",
+    "crossover_batch",
+    "mix",
+    "offload_floor",
+    "pcie_bytes_per_s",
 ]
 # PCIE_TRANSFERS_PER_S_PER_LANE and pcie_bytes_per_s are data (lab_utils.interconnects), used here
 # to price offloading and listed so that notebooks find the host link beside it
@@ -49,6 +55,7 @@ def _seconds_tuple(name: str, values) -> tuple[float, ...]:
 
 
 # --- the host link and the cost of offloading ------------------------------------------------
+
 
 @dataclass(frozen=True)
 class OffloadFloor:
@@ -74,8 +81,18 @@ class OffloadFloor:
         return "issuing operations" if self.issue_s >= self.transfer_s + self.work_s else "transfer + work"
 
 
-def offload_floor(*, flops, device_bytes, transfer_bytes, launches, launch_s, peak_flops,
-                  bandwidth_bytes_per_s, link_bytes_per_s, framework_s=0.0) -> OffloadFloor:
+def offload_floor(
+    *,
+    flops,
+    device_bytes,
+    transfer_bytes,
+    launches,
+    launch_s,
+    peak_flops,
+    bandwidth_bytes_per_s,
+    link_bytes_per_s,
+    framework_s=0.0,
+) -> OffloadFloor:
     """Lower bound on the seconds of one request offloaded to a GPU (see :class:`OffloadFloor`).
 
     flops: arithmetic of the request; device_bytes: bytes its kernels move in GPU memory (at
@@ -117,7 +134,8 @@ def crossover_batch(batches, cpu_seconds, gpu_seconds) -> int | None:
     if not len(batches) == len(cpu) == len(gpu):
         raise ValueError(
             f"batches, cpu_seconds and gpu_seconds must have one entry per batch; got lengths "
-            f"{len(batches)}, {len(cpu)}, {len(gpu)}")
+            f"{len(batches)}, {len(cpu)}, {len(gpu)}"
+        )
     for i, batch in enumerate(batches):
         checks.count(f"batches[{i}]", batch, minimum=1)
     if any(later <= earlier for earlier, later in zip(batches, batches[1:])):
@@ -133,6 +151,7 @@ def crossover_batch(batches, cpu_seconds, gpu_seconds) -> int | None:
 
 
 # --- routing a mix of requests ---------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Route:
@@ -155,8 +174,9 @@ class Route:
             raise ValueError(f"name={self.name!r}: give each route a non-empty name")
         object.__setattr__(self, "share", checks.number("share", self.share, maximum=1.0, strict=False))
         object.__setattr__(self, "latencies_s", _seconds_tuple("latencies_s", self.latencies_s))
-        object.__setattr__(self, "usd_per_hour",
-                           checks.number("usd_per_hour", self.usd_per_hour, strict=False))
+        object.__setattr__(
+            self, "usd_per_hour", checks.number("usd_per_hour", self.usd_per_hour, strict=False)
+        )
         checks.count("concurrency", self.concurrency, minimum=1)
 
     @property
@@ -192,7 +212,9 @@ class Mix:
             shares = ", ".join(f"{r.name}: {r.share:g}" for r in routes)
             raise ValueError(f"the routes' shares must add up to 1, got {total:.12g} ({shares})")
         object.__setattr__(self, "routes", routes)
-        points = sorted((s, r.share / len(r.latencies_s)) for r in routes for s in r.latencies_s if r.share > 0)
+        points = sorted(
+            (s, r.share / len(r.latencies_s)) for r in routes for s in r.latencies_s if r.share > 0
+        )
         cumulative, running = [], 0.0
         for _, weight in points:
             running += weight

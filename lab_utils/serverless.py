@@ -127,7 +127,7 @@ def simulate(
     arrival_times_s,
     *,
     service_s: float,
-    cold_start_s: "float | ColdStart",
+    cold_start_s: float | ColdStart,
     idle_timeout_s: float,
     max_workers: int,
     price_per_worker_s: float,
@@ -156,7 +156,9 @@ def simulate(
     max_workers = checks.count("max_workers", max_workers, minimum=1)
     price_per_worker_s = checks.number("price_per_worker_s", price_per_worker_s, strict=False)
     active_workers = checks.count("active_workers", active_workers, minimum=0)
-    active_price_per_worker_s = checks.number("active_price_per_worker_s", active_price_per_worker_s, strict=False)
+    active_price_per_worker_s = checks.number(
+        "active_price_per_worker_s", active_price_per_worker_s, strict=False
+    )
     if active_workers > max_workers:
         raise ValueError(f"active_workers={active_workers} exceeds max_workers={max_workers}")
 
@@ -247,14 +249,18 @@ MAX_ARRIVALS = 10_000_000  # a list of arrivals this long takes about a gigabyte
 def _at_most_max_arrivals(expected: float, what: str) -> None:
     """ValueError naming ``what`` when a generator would make more than MAX_ARRIVALS arrivals."""
     if expected > MAX_ARRIVALS:
-        raise ValueError(f"{what} asks for about {expected:.3g} arrivals; at most {MAX_ARRIVALS:,} are simulated")
+        raise ValueError(
+            f"{what} asks for about {expected:.3g} arrivals; at most {MAX_ARRIVALS:,} are simulated"
+        )
 
 
 def poisson_arrivals(rate_per_s: float, duration_s: float, seed: int = 0) -> tuple[float, ...]:
     """Independent arrivals at an average ``rate_per_s`` over ``duration_s`` (steady traffic)."""
     rate_per_s = checks.number("rate_per_s", rate_per_s, strict=False)
     duration_s = checks.number("duration_s", duration_s, strict=False)
-    _at_most_max_arrivals(rate_per_s * duration_s, f"rate_per_s={rate_per_s:g} over duration_s={duration_s:g}")
+    _at_most_max_arrivals(
+        rate_per_s * duration_s, f"rate_per_s={rate_per_s:g} over duration_s={duration_s:g}"
+    )
     rng, times, t = random.Random(seed), [], 0.0
     while rate_per_s > 0:
         t += rng.expovariate(rate_per_s)
@@ -272,8 +278,10 @@ def bursty_arrivals(
     burst_every_s = checks.number("burst_every_s", burst_every_s)
     duration_s = checks.number("duration_s", duration_s, strict=False)
     spread_s = checks.number("spread_s", spread_s, strict=False)
-    _at_most_max_arrivals(burst_size * duration_s / burst_every_s,
-                          f"burst_size={burst_size} every burst_every_s={burst_every_s:g} over duration_s={duration_s:g}")
+    _at_most_max_arrivals(
+        burst_size * duration_s / burst_every_s,
+        f"burst_size={burst_size} every burst_every_s={burst_every_s:g} over duration_s={duration_s:g}",
+    )
     rng = random.Random(seed)
     starts = [k * burst_every_s for k in range(math.ceil(duration_s / burst_every_s))]
     return tuple(sorted(s + rng.uniform(0, spread_s) for s in starts for _ in range(burst_size)))
@@ -327,13 +335,27 @@ class ColdStart:
         return math.ceil(self.total_s) * checks.number("price_per_worker_s", price_per_worker_s, strict=False)
 
 
-_COLD_START_SECONDS = {"image_pull_s": "image pull", "container_start_s": "container start",
-                       "cuda_init_s": "CUDA init", "engine_start_s": "engine start"}
+_COLD_START_SECONDS = {
+    "image_pull_s": "image pull",
+    "container_start_s": "container start",
+    "cuda_init_s": "CUDA init",
+    "engine_start_s": "engine start",
+}
 
 
-def cold_start(weight_bytes, *, image_pull_s=None, container_start_s=None, cuda_init_s=None,
-               weight_load_bytes_per_s=None, engine_start_s=None, model_cached=None,
-               download_bytes_per_s=None, restore_s=None, restore_hit_rate=None) -> ColdStart:
+def cold_start(
+    weight_bytes,
+    *,
+    image_pull_s=None,
+    container_start_s=None,
+    cuda_init_s=None,
+    weight_load_bytes_per_s=None,
+    engine_start_s=None,
+    model_cached=None,
+    download_bytes_per_s=None,
+    restore_s=None,
+    restore_hit_rate=None,
+) -> ColdStart:
     """The cold start of a worker that serves ``weight_bytes`` of weights.
 
     A plain start: image pull + container start + model download (``weight_bytes`` /
@@ -345,9 +367,16 @@ def cold_start(weight_bytes, *, image_pull_s=None, container_start_s=None, cuda_
     ``cold_start.*`` assumption of its name.
     """
     weight_bytes = checks.number("weight_bytes", weight_bytes, strict=False)
-    given = {"image_pull_s": image_pull_s, "container_start_s": container_start_s, "cuda_init_s": cuda_init_s,
-             "weight_load_bytes_per_s": weight_load_bytes_per_s, "engine_start_s": engine_start_s,
-             "model_cached": model_cached, "restore_s": restore_s, "restore_hit_rate": restore_hit_rate}
+    given = {
+        "image_pull_s": image_pull_s,
+        "container_start_s": container_start_s,
+        "cuda_init_s": cuda_init_s,
+        "weight_load_bytes_per_s": weight_load_bytes_per_s,
+        "engine_start_s": engine_start_s,
+        "model_cached": model_cached,
+        "restore_s": restore_s,
+        "restore_hit_rate": restore_hit_rate,
+    }
     resolved, taken = assumptions.resolve(**{f"cold_start__{name}": value for name, value in given.items()})
     values = {name: resolved[f"cold_start.{name}"] for name in given}
     seconds = {name: checks.number(name, values[name], strict=False) for name in _COLD_START_SECONDS}
@@ -358,11 +387,19 @@ def cold_start(weight_bytes, *, image_pull_s=None, container_start_s=None, cuda_
         download, downloaded = assumptions.resolve(cold_start__download_bytes_per_s=download_bytes_per_s)
         download_bytes_per_s = download["cold_start.download_bytes_per_s"]
         taken.update(downloaded)
-        parts.append(("model download", weight_bytes / checks.number("download_bytes_per_s", download_bytes_per_s)))
+        parts.append(
+            ("model download", weight_bytes / checks.number("download_bytes_per_s", download_bytes_per_s))
+        )
     load_s = weight_bytes / checks.number("weight_load_bytes_per_s", values["weight_load_bytes_per_s"])
-    parts += [("CUDA init", seconds["cuda_init_s"]), ("weight load", load_s),
-              ("engine start", seconds["engine_start_s"])]
+    parts += [
+        ("CUDA init", seconds["cuda_init_s"]),
+        ("weight load", load_s),
+        ("engine start", seconds["engine_start_s"]),
+    ]
     hit_rate = checks.number("restore_hit_rate", values["restore_hit_rate"], strict=False, maximum=1.0)
-    return ColdStart(tuple(parts), tuple(taken.items()),
-                     restore_s=checks.number("restore_s", values["restore_s"], strict=False),
-                     restore_hit_rate=hit_rate)
+    return ColdStart(
+        tuple(parts),
+        tuple(taken.items()),
+        restore_s=checks.number("restore_s", values["restore_s"], strict=False),
+        restore_hit_rate=hit_rate,
+    )

@@ -39,9 +39,24 @@ from dataclasses import dataclass
 
 from lab_utils import assumptions, checks, energy, engines, hardware, llms, memory, prices
 
-__all__ = ["PRECISIONS", "Precision", "ServingEstimate", "at_load", "batch_latency", "capacity", "decode_limit",
-           "decode_step_s", "estimate", "kv_bytes_per_sequence", "max_batch", "prefill_s", "replica",
-           "resolve_precision", "sizable", "step_bound_s"]
+__all__ = [
+    "PRECISIONS",
+    "Precision",
+    "ServingEstimate",
+    "at_load",
+    "batch_latency",
+    "capacity",
+    "decode_limit",
+    "decode_step_s",
+    "estimate",
+    "kv_bytes_per_sequence",
+    "max_batch",
+    "prefill_s",
+    "replica",
+    "resolve_precision",
+    "sizable",
+    "step_bound_s",
+]
 
 PRECISIONS = ("bf16", "fp16", "fp8", "int8", "int4")
 """The precisions a model is served in: 16-bit, FP8 (weights and compute where the device has
@@ -62,10 +77,14 @@ def replica(device, n_devices: int) -> hardware.Spec:
     n_devices = checks.count("n_devices", n_devices)
     if n_devices == 1:
         return spec
-    return dataclasses.replace(spec, name=f"{n_devices} x {spec.name}", memory_bytes=n_devices * (spec.memory_bytes or 0),
-                               bandwidth_bytes_per_s=n_devices * spec.bandwidth_bytes_per_s,
-                               peak_flops={dtype: n_devices * peak for dtype, peak in spec.peak_flops.items()},
-                               tdp_watts=n_devices * spec.tdp_watts if spec.tdp_watts else spec.tdp_watts)
+    return dataclasses.replace(
+        spec,
+        name=f"{n_devices} x {spec.name}",
+        memory_bytes=n_devices * (spec.memory_bytes or 0),
+        bandwidth_bytes_per_s=n_devices * spec.bandwidth_bytes_per_s,
+        peak_flops={dtype: n_devices * peak for dtype, peak in spec.peak_flops.items()},
+        tdp_watts=n_devices * spec.tdp_watts if spec.tdp_watts else spec.tdp_watts,
+    )
 
 
 @dataclass(frozen=True)
@@ -80,7 +99,9 @@ class Precision:
     compute_dtype: str
 
 
-def resolve_precision(precision=None, *, device, weight_bytes_per_param=None, kv_bytes_per_value=None) -> Precision:
+def resolve_precision(
+    precision=None, *, device, weight_bytes_per_param=None, kv_bytes_per_value=None
+) -> Precision:
     """The :class:`Precision` of serving in ``precision`` (default: the ``precision.inference``
     assumption) on ``device``. Weights: ``memory.BYTES_PER_VALUE``; KV cache: the
     ``kv_bytes_per_value`` assumption (16 bits: engines keep the cache in the activations'
@@ -93,16 +114,22 @@ def resolve_precision(precision=None, *, device, weight_bytes_per_param=None, kv
     weight = memory.BYTES_PER_VALUE[name] if weight_bytes_per_param is None else weight_bytes_per_param
     kv = assumptions.resolve(kv_bytes_per_value=kv_bytes_per_value)[0]["kv_bytes_per_value"]
     compute = "fp8" if name == "fp8" and "fp8" in spec.peak_flops else assumptions.compute_dtype(spec)
-    return Precision(name, checks.number("weight_bytes_per_param", weight), checks.number("kv_bytes_per_value", kv),
-                     compute)
+    return Precision(
+        name,
+        checks.number("weight_bytes_per_param", weight),
+        checks.number("kv_bytes_per_value", kv),
+        compute,
+    )
 
 
 def sizable(model) -> str | None:
     """None when the catalog has what serving needs to size ``model``'s KV cache; else why not."""
     config = llms.as_config(model)
     if config.n_kv_heads is None or config.head_dim is None:
-        return (f"cannot estimate: {config.name}'s attention shape (n_heads, n_kv_heads) is not in "
-                f"lab_utils/data/llm_configs.toml, so its KV cache cannot be sized")
+        return (
+            f"cannot estimate: {config.name}'s attention shape (n_heads, n_kv_heads) is not in "
+            f"lab_utils/data/llm_configs.toml, so its KV cache cannot be sized"
+        )
     return None
 
 
@@ -114,8 +141,13 @@ def kv_bytes_per_sequence(model, *, context_len, kv_bytes_per_value=None) -> flo
     if why:
         raise ValueError(f"model={config.name!r}: {why}")
     kv = assumptions.resolve(kv_bytes_per_value=kv_bytes_per_value)[0]["kv_bytes_per_value"]
-    return memory.kv_cache_bytes(n_layers=config.n_layers, n_kv_heads=config.n_kv_heads, head_dim=config.head_dim,
-                                 seq_len=checks.count("context_len", context_len), bytes_per_value=kv)
+    return memory.kv_cache_bytes(
+        n_layers=config.n_layers,
+        n_kv_heads=config.n_kv_heads,
+        head_dim=config.head_dim,
+        seq_len=checks.count("context_len", context_len),
+        bytes_per_value=kv,
+    )
 
 
 def step_bound_s(*, flops, bytes_read, peak_flops, bandwidth_bytes_per_s) -> float:
@@ -138,30 +170,65 @@ def _decode_parts(model, device, batch, context_len, precision, weight_bytes_per
     """One decode step's work: dict(flops, weight_bytes, kv_bytes, peak_flops, bandwidth_bytes_per_s)."""
     config, spec = llms.as_config(model), _device(device)
     batch = checks.count("batch", batch)
-    served = resolve_precision(precision, device=spec, weight_bytes_per_param=weight_bytes_per_param,
-                               kv_bytes_per_value=kv_bytes_per_value)
+    served = resolve_precision(
+        precision,
+        device=spec,
+        weight_bytes_per_param=weight_bytes_per_param,
+        kv_bytes_per_value=kv_bytes_per_value,
+    )
     kv = kv_bytes_per_sequence(config, context_len=context_len, kv_bytes_per_value=served.kv_bytes_per_value)
-    return dict(flops=2 * config.params_per_token * batch,
-                weight_bytes=_weights_read(config, batch) * served.weight_bytes_per_param, kv_bytes=batch * kv,
-                peak_flops=spec.peak_flops[served.compute_dtype], bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s)
+    return dict(
+        flops=2 * config.params_per_token * batch,
+        weight_bytes=_weights_read(config, batch) * served.weight_bytes_per_param,
+        kv_bytes=batch * kv,
+        peak_flops=spec.peak_flops[served.compute_dtype],
+        bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s,
+    )
 
 
-def decode_step_s(model, *, device, batch=1, context_len, precision=None, weight_bytes_per_param=None,
-                  kv_bytes_per_value=None) -> float:
+def decode_step_s(
+    model,
+    *,
+    device,
+    batch=1,
+    context_len,
+    precision=None,
+    weight_bytes_per_param=None,
+    kv_bytes_per_value=None,
+) -> float:
     """Seconds of one decode step at least: ``batch`` sequences, each with ``context_len`` tokens
     in its KV cache, make one token each. max(2 x active params x batch / peak, (weight bytes +
     batch x KV bytes) / bandwidth). Llama-3.1-8B, bf16, one H100 SXM, 4,096 tokens: 4.94 ms."""
-    step = _decode_parts(model, device, batch, context_len, precision, weight_bytes_per_param, kv_bytes_per_value)
-    return step_bound_s(flops=step["flops"], bytes_read=step["weight_bytes"] + step["kv_bytes"],
-                        peak_flops=step["peak_flops"], bandwidth_bytes_per_s=step["bandwidth_bytes_per_s"])
+    step = _decode_parts(
+        model, device, batch, context_len, precision, weight_bytes_per_param, kv_bytes_per_value
+    )
+    return step_bound_s(
+        flops=step["flops"],
+        bytes_read=step["weight_bytes"] + step["kv_bytes"],
+        peak_flops=step["peak_flops"],
+        bandwidth_bytes_per_s=step["bandwidth_bytes_per_s"],
+    )
 
 
-def decode_limit(model, *, device, batch=1, context_len, precision=None, weight_bytes_per_param=None,
-                 kv_bytes_per_value=None) -> str:
+def decode_limit(
+    model,
+    *,
+    device,
+    batch=1,
+    context_len,
+    precision=None,
+    weight_bytes_per_param=None,
+    kv_bytes_per_value=None,
+) -> str:
     """What bounds that decode step: "compute", "weights" (reading them dominates the bytes) or
     "kv cache" (the batch's caches outweigh the weights)."""
-    step = _decode_parts(model, device, batch, context_len, precision, weight_bytes_per_param, kv_bytes_per_value)
-    if step["flops"] / step["peak_flops"] >= (step["weight_bytes"] + step["kv_bytes"]) / step["bandwidth_bytes_per_s"]:
+    step = _decode_parts(
+        model, device, batch, context_len, precision, weight_bytes_per_param, kv_bytes_per_value
+    )
+    if (
+        step["flops"] / step["peak_flops"]
+        >= (step["weight_bytes"] + step["kv_bytes"]) / step["bandwidth_bytes_per_s"]
+    ):
         return "compute"
     return "weights" if step["weight_bytes"] >= step["kv_bytes"] else "kv cache"
 
@@ -176,23 +243,37 @@ def prefill_s(model, *, device, prompt_len, batch=1, precision=None, weight_byte
     batch = checks.count("batch", batch)
     served = resolve_precision(precision, device=spec, weight_bytes_per_param=weight_bytes_per_param)
     attention_width = config.n_heads * config.head_dim if config.n_heads else config.hidden
-    flops = batch * (2 * config.params_per_token * prompt_len + 2 * config.n_layers * prompt_len ** 2 * attention_width)
-    return step_bound_s(flops=flops, bytes_read=_weights_read(config, batch * prompt_len) * served.weight_bytes_per_param,
-                        peak_flops=spec.peak_flops[served.compute_dtype],
-                        bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s)
+    flops = batch * (
+        2 * config.params_per_token * prompt_len + 2 * config.n_layers * prompt_len**2 * attention_width
+    )
+    return step_bound_s(
+        flops=flops,
+        bytes_read=_weights_read(config, batch * prompt_len) * served.weight_bytes_per_param,
+        peak_flops=spec.peak_flops[served.compute_dtype],
+        bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s,
+    )
 
 
-def max_batch(model, *, device, context_len, precision=None, weight_bytes_per_param=None,
-              kv_bytes_per_value=None) -> int:
+def max_batch(
+    model, *, device, context_len, precision=None, weight_bytes_per_param=None, kv_bytes_per_value=None
+) -> int:
     """How many sequences of ``context_len`` tokens have room for their KV caches beside the
     weights: (memory - weights - CUDA context reserve) // KV bytes per sequence; 0 when the
     weights do not fit. The reserve is the ``cuda_context_bytes`` assumption."""
     config, spec = llms.as_config(model), _device(device)
-    served = resolve_precision(precision, device=spec, weight_bytes_per_param=weight_bytes_per_param,
-                               kv_bytes_per_value=kv_bytes_per_value)
+    served = resolve_precision(
+        precision,
+        device=spec,
+        weight_bytes_per_param=weight_bytes_per_param,
+        kv_bytes_per_value=kv_bytes_per_value,
+    )
     if not spec.memory_bytes:
         raise ValueError(f"device={spec.name!r} has no memory size in the catalog")
-    free = spec.memory_bytes - assumptions.value("cuda_context_bytes") - config.n_params * served.weight_bytes_per_param
+    free = (
+        spec.memory_bytes
+        - assumptions.value("cuda_context_bytes")
+        - config.n_params * served.weight_bytes_per_param
+    )
     kv = kv_bytes_per_sequence(config, context_len=context_len, kv_bytes_per_value=served.kv_bytes_per_value)
     return max(0, math.floor(free / kv))
 
@@ -264,8 +345,20 @@ def _price(spec: hardware.Spec, usd_per_hour) -> tuple[float | None, str]:
     return price.usd_per_hour, f"{price.offer} ({price.source}, {price.date})"
 
 
-def estimate(model, *, device, prompt_len, output_len, batch=1, precision=None, weight_bytes_per_param=None,
-             kv_bytes_per_value=None, efficiency=1.0, usd_per_hour=None, engine=None) -> ServingEstimate:
+def estimate(
+    model,
+    *,
+    device,
+    prompt_len,
+    output_len,
+    batch=1,
+    precision=None,
+    weight_bytes_per_param=None,
+    kv_bytes_per_value=None,
+    efficiency=1.0,
+    usd_per_hour=None,
+    engine=None,
+) -> ServingEstimate:
     """TTFT, TPOT, tokens/s and $ per 1M tokens of requests of ``prompt_len`` tokens in and
     ``output_len`` out, ``batch`` at a time on one ``device``, served in ``precision``.
 
@@ -283,33 +376,53 @@ def estimate(model, *, device, prompt_len, output_len, batch=1, precision=None, 
     output_len = checks.count("output_len", output_len)
     batch = checks.count("batch", batch)
     efficiency = checks.number("efficiency", efficiency, maximum=1.0)
-    served = resolve_precision(precision, device=spec, weight_bytes_per_param=weight_bytes_per_param,
-                               kv_bytes_per_value=kv_bytes_per_value)
+    served = resolve_precision(
+        precision,
+        device=spec,
+        weight_bytes_per_param=weight_bytes_per_param,
+        kv_bytes_per_value=kv_bytes_per_value,
+    )
     shape = dict(device=spec, precision=served.name, weight_bytes_per_param=served.weight_bytes_per_param)
     kv = dict(kv_bytes_per_value=served.kv_bytes_per_value)
     room = max_batch(config, context_len=prompt_len + output_len, **shape, **kv)
     if batch > room:
-        raise ValueError(f"batch={batch}: {spec.name} has room for the KV caches of {room} sequences of "
-                         f"{prompt_len + output_len} tokens beside {config.name}'s weights in {served.name} "
-                         f"(max_batch)")
+        raise ValueError(
+            f"batch={batch}: {spec.name} has room for the KV caches of {room} sequences of "
+            f"{prompt_len + output_len} tokens beside {config.name}'s weights in {served.name} "
+            f"(max_batch)"
+        )
     context = prompt_len + max(1, output_len // 2)
     times = engines.apply(
-        engine, device=spec, weight_bytes_per_param=served.weight_bytes_per_param,
+        engine,
+        device=spec,
+        weight_bytes_per_param=served.weight_bytes_per_param,
         prefill_s=prefill_s(config, prompt_len=prompt_len, **shape) / efficiency,
         batch_prefill_s=prefill_s(config, prompt_len=prompt_len, batch=batch, **shape) / efficiency,
-        decode_step_s=decode_step_s(config, batch=batch, context_len=context, **shape, **kv) / efficiency)
+        decode_step_s=decode_step_s(config, batch=batch, context_len=context, **shape, **kv) / efficiency,
+    )
     cycle_s = times.batch_prefill_s + output_len * times.decode_step_s
     usd_per_hour, source = _price(spec, usd_per_hour)
     return ServingEstimate(
-        model=config.name, device=spec.name, batch=batch, prompt_len=prompt_len, output_len=output_len,
+        model=config.name,
+        device=spec.name,
+        batch=batch,
+        prompt_len=prompt_len,
+        output_len=output_len,
         ttft_s=times.ttft_s,
-        tpot_s=cycle_s / output_len, latency_s=cycle_s,
-        tokens_per_s=batch * (prompt_len + output_len) / cycle_s, output_tokens_per_s=batch * output_len / cycle_s,
+        tpot_s=cycle_s / output_len,
+        latency_s=cycle_s,
+        tokens_per_s=batch * (prompt_len + output_len) / cycle_s,
+        output_tokens_per_s=batch * output_len / cycle_s,
         requests_per_s=batch / cycle_s,
         limit=decode_limit(config, batch=batch, context_len=context, **shape, **kv),
-        usd_per_hour=usd_per_hour, price_source=source, engine=times.engine,
+        usd_per_hour=usd_per_hour,
+        price_source=source,
+        engine=times.engine,
         watts=energy.device_watts(spec) if spec.tdp_watts else None,
-        precision=served.name, compute_dtype=served.compute_dtype, engine_notes=times.notes)
+        precision=served.name,
+        compute_dtype=served.compute_dtype,
+        engine_notes=times.notes,
+    )
 
 
 def _largest_batch(model, common, room, fits) -> int:
@@ -325,50 +438,137 @@ def _largest_batch(model, common, room, fits) -> int:
     return low
 
 
-def _common(model, device, prompt_len, output_len, precision, weight_bytes_per_param, kv_bytes_per_value,
-            efficiency, usd_per_hour, engine):
-    common = dict(device=device, prompt_len=prompt_len, output_len=output_len, precision=precision,
-                  weight_bytes_per_param=weight_bytes_per_param, kv_bytes_per_value=kv_bytes_per_value,
-                  efficiency=efficiency, usd_per_hour=usd_per_hour, engine=engine)
-    room = max_batch(model, device=device, context_len=checks.count("prompt_len", prompt_len)
-                     + checks.count("output_len", output_len), precision=precision,
-                     weight_bytes_per_param=weight_bytes_per_param, kv_bytes_per_value=kv_bytes_per_value)
+def _common(
+    model,
+    device,
+    prompt_len,
+    output_len,
+    precision,
+    weight_bytes_per_param,
+    kv_bytes_per_value,
+    efficiency,
+    usd_per_hour,
+    engine,
+):
+    common = dict(
+        device=device,
+        prompt_len=prompt_len,
+        output_len=output_len,
+        precision=precision,
+        weight_bytes_per_param=weight_bytes_per_param,
+        kv_bytes_per_value=kv_bytes_per_value,
+        efficiency=efficiency,
+        usd_per_hour=usd_per_hour,
+        engine=engine,
+    )
+    room = max_batch(
+        model,
+        device=device,
+        context_len=checks.count("prompt_len", prompt_len) + checks.count("output_len", output_len),
+        precision=precision,
+        weight_bytes_per_param=weight_bytes_per_param,
+        kv_bytes_per_value=kv_bytes_per_value,
+    )
     return common, room
 
 
-def capacity(model, *, device, prompt_len, output_len, latency_target_s, precision=None, weight_bytes_per_param=None,
-             kv_bytes_per_value=None, efficiency=1.0, usd_per_hour=None, engine=None) -> ServingEstimate | None:
+def capacity(
+    model,
+    *,
+    device,
+    prompt_len,
+    output_len,
+    latency_target_s,
+    precision=None,
+    weight_bytes_per_param=None,
+    kv_bytes_per_value=None,
+    efficiency=1.0,
+    usd_per_hour=None,
+    engine=None,
+) -> ServingEstimate | None:
     """The batch that serves the most requests/s while each request finishes within
     ``latency_target_s`` (:func:`estimate` at the largest such batch, up to :func:`max_batch`);
     None when even one request alone takes longer, or the weights do not fit."""
     latency_target_s = checks.number("latency_target_s", latency_target_s)
-    common, room = _common(model, device, prompt_len, output_len, precision, weight_bytes_per_param,
-                           kv_bytes_per_value, efficiency, usd_per_hour, engine)
+    common, room = _common(
+        model,
+        device,
+        prompt_len,
+        output_len,
+        precision,
+        weight_bytes_per_param,
+        kv_bytes_per_value,
+        efficiency,
+        usd_per_hour,
+        engine,
+    )
     best = _largest_batch(model, common, room, lambda e: e.latency_s <= latency_target_s)
     return estimate(model, batch=best, **common) if best else None
 
 
-def batch_latency(model, *, device, prompt_len, output_len, precision=None, weight_bytes_per_param=None,
-                  kv_bytes_per_value=None, efficiency=1.0, engine=None):
+def batch_latency(
+    model,
+    *,
+    device,
+    prompt_len,
+    output_len,
+    precision=None,
+    weight_bytes_per_param=None,
+    kv_bytes_per_value=None,
+    efficiency=1.0,
+    engine=None,
+):
     """A function of n: the seconds a request takes in a batch of n (:func:`estimate`'s
     ``latency_s``), each n computed once; what ``serverless.simulate`` takes as ``service_s``."""
-    @functools.lru_cache(maxsize=None)
+
+    @functools.cache
     def latency_s(batch: int) -> float:
-        return estimate(model, device=device, prompt_len=prompt_len, output_len=output_len, batch=batch,
-                        precision=precision, weight_bytes_per_param=weight_bytes_per_param,
-                        kv_bytes_per_value=kv_bytes_per_value, efficiency=efficiency, usd_per_hour=0.0,
-                        engine=engine).latency_s
+        return estimate(
+            model,
+            device=device,
+            prompt_len=prompt_len,
+            output_len=output_len,
+            batch=batch,
+            precision=precision,
+            weight_bytes_per_param=weight_bytes_per_param,
+            kv_bytes_per_value=kv_bytes_per_value,
+            efficiency=efficiency,
+            usd_per_hour=0.0,
+            engine=engine,
+        ).latency_s
 
     return latency_s
 
 
-def at_load(model, *, device, prompt_len, output_len, requests_per_s, precision=None, weight_bytes_per_param=None,
-            kv_bytes_per_value=None, efficiency=1.0, usd_per_hour=None, engine=None) -> ServingEstimate | None:
+def at_load(
+    model,
+    *,
+    device,
+    prompt_len,
+    output_len,
+    requests_per_s,
+    precision=None,
+    weight_bytes_per_param=None,
+    kv_bytes_per_value=None,
+    efficiency=1.0,
+    usd_per_hour=None,
+    engine=None,
+) -> ServingEstimate | None:
     """The server at a steady load of ``requests_per_s``: :func:`estimate` at the smallest batch
     whose requests/s keep up (a request waits for no more than that batch); None when no batch
     that fits (:func:`max_batch`) keeps up: the queue grows without end."""
     requests_per_s = checks.number("requests_per_s", requests_per_s)
-    common, room = _common(model, device, prompt_len, output_len, precision, weight_bytes_per_param,
-                           kv_bytes_per_value, efficiency, usd_per_hour, engine)
+    common, room = _common(
+        model,
+        device,
+        prompt_len,
+        output_len,
+        precision,
+        weight_bytes_per_param,
+        kv_bytes_per_value,
+        efficiency,
+        usd_per_hour,
+        engine,
+    )
     too_slow = _largest_batch(model, common, room, lambda e: e.requests_per_s < requests_per_s)
     return estimate(model, batch=too_slow + 1, **common) if too_slow < room else None

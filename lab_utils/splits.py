@@ -33,8 +33,20 @@ from dataclasses import asdict, dataclass
 
 from lab_utils import assumptions, checks, comms, hardware, interconnects, llms, memory
 
-__all__ = ["ACTIVATION_BYTES", "SPLITS", "ClusterPlan", "PlanRow", "Split", "bubble_fraction", "cluster_plan",
-           "data_parallel", "fully_sharded", "pipeline_parallel", "tensor_parallel", "tiny_gpt_splits"]
+__all__ = [
+    "ACTIVATION_BYTES",
+    "SPLITS",
+    "ClusterPlan",
+    "PlanRow",
+    "Split",
+    "bubble_fraction",
+    "cluster_plan",
+    "data_parallel",
+    "fully_sharded",
+    "pipeline_parallel",
+    "tensor_parallel",
+    "tiny_gpt_splits",
+]
 
 SPLITS = ("dp", "fsdp", "tp", "pp")
 """Data parallel, fully sharded data parallel (ZeRO-3), tensor parallel, pipeline parallel."""
@@ -58,19 +70,31 @@ class Split:
 
 
 def _state(n_params, precision, optimizer, zero_stage=0, data_parallel=1) -> memory.TrainingState:
-    return memory.training_state_bytes(n_params, precision=precision, optimizer=optimizer, zero_stage=zero_stage,
-                                       data_parallel=data_parallel)
+    return memory.training_state_bytes(
+        n_params, precision=precision, optimizer=optimizer, zero_stage=zero_stage, data_parallel=data_parallel
+    )
 
 
 def data_parallel(n_params, n_ranks: int, *, precision: str = "mixed", optimizer: str = "adamw") -> Split:
     """DP: the whole state on every rank; one ring all-reduce of the gradients per step."""
     state = _state(n_params, precision, optimizer)
-    return Split("dp", checks.count("n_ranks", n_ranks), state.total_bytes,
-                 comms.ring_all_reduce_bytes(state.grads_bytes, n_ranks))
+    return Split(
+        "dp",
+        checks.count("n_ranks", n_ranks),
+        state.total_bytes,
+        comms.ring_all_reduce_bytes(state.grads_bytes, n_ranks),
+    )
 
 
-def fully_sharded(n_params, n_ranks: int, *, precision: str = "mixed", optimizer: str = "adamw",
-                  microbatches: int = 1, kept_params=0) -> Split:
+def fully_sharded(
+    n_params,
+    n_ranks: int,
+    *,
+    precision: str = "mixed",
+    optimizer: str = "adamw",
+    microbatches: int = 1,
+    kept_params=0,
+) -> Split:
     """FSDP / ZeRO-3: state / N; bytes (N-1)/N · (m·(2P - K) + G) per rank per step.
 
     P: the weights' bytes, G: the gradients', K: the bytes of ``kept_params`` parameters that stay
@@ -85,23 +109,45 @@ def fully_sharded(n_params, n_ranks: int, *, precision: str = "mixed", optimizer
         raise ValueError(f"kept_params={kept_params!r}: must not exceed n_params={n_params!r}")
     kept_bytes = full.params_bytes * kept_params / n_params
     gathered = microbatches * (2 * full.params_bytes - kept_bytes)
-    return Split("fsdp", n_ranks, _state(n_params, precision, optimizer, 3, n_ranks).total_bytes,
-                 (n_ranks - 1) / n_ranks * (gathered + full.grads_bytes))
+    return Split(
+        "fsdp",
+        n_ranks,
+        _state(n_params, precision, optimizer, 3, n_ranks).total_bytes,
+        (n_ranks - 1) / n_ranks * (gathered + full.grads_bytes),
+    )
 
 
-def tensor_parallel(n_params, n_ranks: int, *, n_layers: int, batch: int, seq_len: int, hidden: int,
-                    precision: str = "mixed", optimizer: str = "adamw", microbatches: int = 1,
-                    replicated_params=0) -> Split:
+def tensor_parallel(
+    n_params,
+    n_ranks: int,
+    *,
+    n_layers: int,
+    batch: int,
+    seq_len: int,
+    hidden: int,
+    precision: str = "mixed",
+    optimizer: str = "adamw",
+    microbatches: int = 1,
+    replicated_params=0,
+) -> Split:
     """TP (Megatron): every parameter but ``replicated_params`` split over t ranks; per layer
     and micro-batch, two all-reduces of batch·seq·hidden activations forward, two backward."""
     n_ranks = checks.count("n_ranks", n_ranks)
     replicated = checks.number("replicated_params", replicated_params, strict=False)
     per_rank = replicated + (checks.number("n_params", n_params) - replicated) / n_ranks
-    activation = (checks.count("batch", batch) * checks.count("seq_len", seq_len) * checks.count("hidden", hidden)
-                  * ACTIVATION_BYTES[checks.choice("precision", precision, memory.TRAINING_PRECISIONS)])
+    activation = (
+        checks.count("batch", batch)
+        * checks.count("seq_len", seq_len)
+        * checks.count("hidden", hidden)
+        * ACTIVATION_BYTES[checks.choice("precision", precision, memory.TRAINING_PRECISIONS)]
+    )
     all_reduces = 4 * checks.count("n_layers", n_layers) * checks.count("microbatches", microbatches)
-    return Split("tp", n_ranks, _state(per_rank, precision, optimizer).total_bytes,
-                 all_reduces * comms.ring_all_reduce_bytes(activation, n_ranks))
+    return Split(
+        "tp",
+        n_ranks,
+        _state(per_rank, precision, optimizer).total_bytes,
+        all_reduces * comms.ring_all_reduce_bytes(activation, n_ranks),
+    )
 
 
 def bubble_fraction(stages: int, microbatches: int) -> float:
@@ -110,25 +156,54 @@ def bubble_fraction(stages: int, microbatches: int) -> float:
     return (stages - 1) / (microbatches + stages - 1)
 
 
-def pipeline_parallel(stage_params, stages: int, *, batch: int, seq_len: int, hidden: int, microbatches: int,
-                      precision: str = "mixed", optimizer: str = "adamw", tied_params=0) -> Split:
+def pipeline_parallel(
+    stage_params,
+    stages: int,
+    *,
+    batch: int,
+    seq_len: int,
+    hidden: int,
+    microbatches: int,
+    precision: str = "mixed",
+    optimizer: str = "adamw",
+    tied_params=0,
+) -> Split:
     """PP: the largest stage's state (``stage_params`` parameters) and the bytes sent by the
     busiest stage: per step the activations of the whole batch (batch·seq·hidden, in
     ``microbatches`` pieces) forward and their gradients back; a middle stage sends both, the
     first and last one each. ``tied_params``: an embedding shared by the first and last stage,
     whose gradients they all-reduce once per step (Megatron-LM's embedding group)."""
     stages = checks.count("stages", stages, minimum=2)
-    activation = (checks.count("batch", batch) * checks.count("seq_len", seq_len) * checks.count("hidden", hidden)
-                  * ACTIVATION_BYTES[checks.choice("precision", precision, memory.TRAINING_PRECISIONS)])
+    activation = (
+        checks.count("batch", batch)
+        * checks.count("seq_len", seq_len)
+        * checks.count("hidden", hidden)
+        * ACTIVATION_BYTES[checks.choice("precision", precision, memory.TRAINING_PRECISIONS)]
+    )
     tied_params = checks.number("tied_params", tied_params, strict=False)
     tied = _state(tied_params, precision, optimizer).grads_bytes if tied_params else 0.0
     sends = activation * (2 if stages > 2 else 1) + comms.ring_all_reduce_bytes(tied, 2)
-    return Split("pp", stages, _state(stage_params, precision, optimizer).total_bytes, sends,
-                 bubble_fraction(stages, microbatches))
+    return Split(
+        "pp",
+        stages,
+        _state(stage_params, precision, optimizer).total_bytes,
+        sends,
+        bubble_fraction(stages, microbatches),
+    )
 
 
-def tiny_gpt_splits(n_ranks: int, *, vocab_size: int, seq_len: int, hidden: int, n_layers: int, batch: int,
-                    microbatches: int, precision: str = "fp32", optimizer: str = "adamw") -> dict[str, Split]:
+def tiny_gpt_splits(
+    n_ranks: int,
+    *,
+    vocab_size: int,
+    seq_len: int,
+    hidden: int,
+    n_layers: int,
+    batch: int,
+    microbatches: int,
+    precision: str = "fp32",
+    optimizer: str = "adamw",
+) -> dict[str, Split]:
     """The four splits of ``lab_utils.models.TinyGPT`` as ``scripts/split_train.py`` runs them
     ({"dp", "fsdp", "tp", "pp"}; the pipeline on 2 stages, its largest stage).
 
@@ -138,8 +213,15 @@ def tiny_gpt_splits(n_ranks: int, *, vocab_size: int, seq_len: int, hidden: int,
     embeddings and the first half of the blocks on stage 0, the rest, the final norm and a copy
     of the tied embedding (its output layer) on stage 1.
     """
-    v, s, h, n = (checks.count(name, value) for name, value in
-                  (("vocab_size", vocab_size), ("seq_len", seq_len), ("hidden", hidden), ("n_layers", n_layers)))
+    v, s, h, n = (
+        checks.count(name, value)
+        for name, value in (
+            ("vocab_size", vocab_size),
+            ("seq_len", seq_len),
+            ("hidden", hidden),
+            ("n_layers", n_layers),
+        )
+    )
     block = 12 * h * h + 13 * h
     n_params = v * h + s * h + n * block + 2 * h
     root = v * h + s * h + 2 * h
@@ -149,14 +231,31 @@ def tiny_gpt_splits(n_ranks: int, *, vocab_size: int, seq_len: int, hidden: int,
     return {
         "dp": data_parallel(n_params, n_ranks, **common),
         "fsdp": fully_sharded(n_params, n_ranks, kept_params=root, **common),
-        "tp": tensor_parallel(n_params, n_ranks, n_layers=n, batch=batch, seq_len=s, hidden=h,
-                              replicated_params=root + 6 * h * n, **common),
-        "pp": pipeline_parallel(stage_params, 2, batch=batch, seq_len=s, hidden=h, microbatches=microbatches,
-                                tied_params=v * h, **common),
+        "tp": tensor_parallel(
+            n_params,
+            n_ranks,
+            n_layers=n,
+            batch=batch,
+            seq_len=s,
+            hidden=h,
+            replicated_params=root + 6 * h * n,
+            **common,
+        ),
+        "pp": pipeline_parallel(
+            stage_params,
+            2,
+            batch=batch,
+            seq_len=s,
+            hidden=h,
+            microbatches=microbatches,
+            tied_params=v * h,
+            **common,
+        ),
     }
 
 
 # --- from a laptop to a cluster ---------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class PlanRow:
@@ -198,9 +297,17 @@ class ClusterPlan:
         return asdict(self)
 
 
-def cluster_plan(model, gpu, gpus_per_node: int | None = None, nodes: int | None = None, *, batch: int | None = None,
-                 seq_len: int | None = None, microbatches: int | None = None,
-                 network_bytes_per_s=None) -> ClusterPlan:
+def cluster_plan(
+    model,
+    gpu,
+    gpus_per_node: int | None = None,
+    nodes: int | None = None,
+    *,
+    batch: int | None = None,
+    seq_len: int | None = None,
+    microbatches: int | None = None,
+    network_bytes_per_s=None,
+) -> ClusterPlan:
     """Size DP, FSDP, TP and PP, and TP inside a node combined with FSDP or PP across nodes,
     for a full fine-tune (mixed precision, AdamW) of catalog ``model`` on ``nodes`` nodes of
     ``gpus_per_node`` catalog ``gpu`` (default: the ``max_devices`` and ``cluster_nodes`` assumptions).
@@ -219,8 +326,14 @@ def cluster_plan(model, gpu, gpus_per_node: int | None = None, nodes: int | None
     spec = hardware.get(gpu) if isinstance(gpu, str) else hardware.as_spec(gpu)
     if spec.kind != "gpu" or not spec.memory_bytes:
         raise ValueError(f"gpu={spec.name!r}: must be a catalog GPU with its memory")
-    values, taken = assumptions.resolve(max_devices=gpus_per_node, cluster_nodes=nodes, batch=batch, seq_len=seq_len,
-                                        pipeline_microbatches=microbatches, inter_node_bytes_per_s=network_bytes_per_s)
+    values, taken = assumptions.resolve(
+        max_devices=gpus_per_node,
+        cluster_nodes=nodes,
+        batch=batch,
+        seq_len=seq_len,
+        pipeline_microbatches=microbatches,
+        inter_node_bytes_per_s=network_bytes_per_s,
+    )
     gpus_per_node = checks.count("gpus_per_node", values["max_devices"])
     nodes = checks.count("nodes", values["cluster_nodes"])
     batch = checks.count("batch", values["batch"])
@@ -235,8 +348,17 @@ def cluster_plan(model, gpu, gpus_per_node: int | None = None, nodes: int | None
     shape = {"batch": batch, "seq_len": seq_len, "hidden": hidden, "precision": precision}
 
     def row(layout, inside, across, state, nvlink_bytes, network_bytes, bubble=0.0):
-        return PlanRow(layout, inside, across, state, state <= spec.memory_bytes, nvlink_bytes, network_bytes,
-                       nvlink_bytes / nvlink + network_bytes / network, bubble)
+        return PlanRow(
+            layout,
+            inside,
+            across,
+            state,
+            state <= spec.memory_bytes,
+            nvlink_bytes,
+            network_bytes,
+            nvlink_bytes / nvlink + network_bytes / network,
+            bubble,
+        )
 
     dp = data_parallel(psi, n, precision=precision)
     fsdp = fully_sharded(psi, n, precision=precision)  # one gather per step: the m micro-batches as one
@@ -247,8 +369,15 @@ def cluster_plan(model, gpu, gpus_per_node: int | None = None, nodes: int | None
     def one_split(split: Split):  # a split over every GPU: across nodes, it runs at the network's pace
         name = split.name.upper()
         on_nvlink, on_network = (split.bytes_per_step, 0.0) if nodes == 1 else (0.0, split.bytes_per_step)
-        return row(f"{name} x{n}", name, across or name, split.state_bytes_per_rank, on_nvlink, on_network,
-                   split.bubble_fraction)
+        return row(
+            f"{name} x{n}",
+            name,
+            across or name,
+            split.state_bytes_per_rank,
+            on_nvlink,
+            on_network,
+            split.bubble_fraction,
+        )
 
     rows = [one_split(dp), one_split(fsdp), one_split(tp_all)]
     if n > 1:
@@ -257,12 +386,41 @@ def cluster_plan(model, gpu, gpus_per_node: int | None = None, nodes: int | None
         # TP inside each node; the node's shard of the model (psi / t) is what goes across.
         shard = psi / gpus_per_node
         fsdp_across = fully_sharded(shard, nodes, precision=precision)
-        rows.append(row(f"TP x{gpus_per_node} + FSDP x{nodes}", "TP", "FSDP", fsdp_across.state_bytes_per_rank,
-                        tp_node.bytes_per_step, fsdp_across.bytes_per_step))
+        rows.append(
+            row(
+                f"TP x{gpus_per_node} + FSDP x{nodes}",
+                "TP",
+                "FSDP",
+                fsdp_across.state_bytes_per_rank,
+                tp_node.bytes_per_step,
+                fsdp_across.bytes_per_step,
+            )
+        )
         pp_across = pipeline_parallel(shard / nodes, nodes, microbatches=m, **shape)
         # each GPU sends its 1/t of the boundary activations (sequence-parallel layout)
-        rows.append(row(f"TP x{gpus_per_node} + PP x{nodes}", "TP", "PP", pp_across.state_bytes_per_rank,
-                        tp_node.bytes_per_step / nodes, pp_across.bytes_per_step / gpus_per_node,
-                        pp_across.bubble_fraction))
-    return ClusterPlan(config.name, spec.name, gpus_per_node, nodes, precision, batch, seq_len, m, nvlink, network,
-                       float(spec.memory_bytes), tuple(rows), tuple(taken.items()))
+        rows.append(
+            row(
+                f"TP x{gpus_per_node} + PP x{nodes}",
+                "TP",
+                "PP",
+                pp_across.state_bytes_per_rank,
+                tp_node.bytes_per_step / nodes,
+                pp_across.bytes_per_step / gpus_per_node,
+                pp_across.bubble_fraction,
+            )
+        )
+    return ClusterPlan(
+        config.name,
+        spec.name,
+        gpus_per_node,
+        nodes,
+        precision,
+        batch,
+        seq_len,
+        m,
+        nvlink,
+        network,
+        float(spec.memory_bytes),
+        tuple(rows),
+        tuple(taken.items()),
+    )

@@ -68,8 +68,9 @@ def _default_threads(max_threads: int) -> list[int]:
     return counts + [max_threads]
 
 
-def thread_scaling(fn, *, threads=None, min_run_time: float = 0.1, time_budget_s: float | None = None,
-                   min_runs: int = 5) -> ThreadScaling:
+def thread_scaling(
+    fn, *, threads=None, min_run_time: float = 0.1, time_budget_s: float | None = None, min_runs: int = 5
+) -> ThreadScaling:
     """Time ``fn()`` on the CPU under ``torch.set_num_threads(n)`` for each ``n`` in ``threads``.
 
     ``threads``: thread counts to try (1 is always measured first, as the baseline); None:
@@ -106,5 +107,5 @@ def thread_scaling(fn, *, threads=None, min_run_time: float = 0.1, time_budget_s
         threads=tuple(measured),
         median_s=tuple(medians),
         iqr_s=tuple(iqrs),
-        skipped=tuple(counts[len(measured):]),
+        skipped=tuple(counts[len(measured) :]),
     )

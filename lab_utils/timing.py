@@ -109,8 +109,9 @@ def _calls_per_block(block_s: float, call_s: float) -> int:
     return max(1, math.ceil(block_s / max(call_s, 1e-9)))  # no call of Python code takes under 1 ns
 
 
-def measure(fn, *, device=None, min_run_time: float = 0.2, min_runs: int = 5,
-            threads: int | None = None) -> Timing:
+def measure(
+    fn, *, device=None, min_run_time: float = 0.2, min_runs: int = 5, threads: int | None = None
+) -> Timing:
     """Time ``fn()`` for at least ``min_run_time`` seconds and ``min_runs`` blocks; return the
     median seconds per call and the IQR over blocks.
 
@@ -149,7 +150,9 @@ def measure(fn, *, device=None, min_run_time: float = 0.2, min_runs: int = 5,
             synchronized_clock()
         clock_s = (synchronized_clock() - reads_start) / 10
         block_s = _block_seconds(clock_s, min_run_time, min_runs)
-        calls = _calls_per_block(block_s, call_s)  # too few when the warm-up's clock reads dominate: see below
+        calls = _calls_per_block(
+            block_s, call_s
+        )  # too few when the warm-up's clock reads dominate: see below
         blocks_s = [_time_block(fn, calls, synchronized_clock)]
         if blocks_s[0] < block_s / 2:  # a call far quicker than the warm-up said: size again, drop it
             calls = _calls_per_block(block_s, blocks_s[0] / calls)

@@ -29,6 +29,7 @@ def tensors_in(value) -> list:
 
         def tree_leaves(tree):
             return tree_flatten(tree)[0]
+
     return [leaf for leaf in tree_leaves(value) if isinstance(leaf, torch.Tensor)]
 
 
@@ -37,8 +38,9 @@ def dispatch_mode_base():
     try:
         from torch.utils._python_dispatch import TorchDispatchMode
     except ImportError as error:  # pragma: no cover
-        raise RuntimeError("this torch has no TorchDispatchMode; the course's memory tracker needs "
-                           "torch >= 2.0") from error
+        raise RuntimeError(
+            "this torch has no TorchDispatchMode; the course's memory tracker needs torch >= 2.0"
+        ) from error
     return TorchDispatchMode
 
 

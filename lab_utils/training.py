@@ -18,11 +18,31 @@ from lab_utils import checks, machine
 CORPORA = ("general", "domain")
 METHODS = ("full", "lora")
 
-_SUBJECTS = ("the cat", "a small dog", "my friend", "the teacher", "an old man", "the children",
-             "a red bird", "the farmer", "our neighbour", "the baker")
+_SUBJECTS = (
+    "the cat",
+    "a small dog",
+    "my friend",
+    "the teacher",
+    "an old man",
+    "the children",
+    "a red bird",
+    "the farmer",
+    "our neighbour",
+    "the baker",
+)
 _VERBS = ("sees", "finds", "likes", "carries", "paints", "follows", "hears", "helps", "visits", "draws")
-_OBJECTS = ("the river", "a green apple", "the tall tree", "a wooden box", "the quiet town",
-            "a blue kite", "the warm bread", "a long letter", "the north road", "a yellow hat")
+_OBJECTS = (
+    "the river",
+    "a green apple",
+    "the tall tree",
+    "a wooden box",
+    "the quiet town",
+    "a blue kite",
+    "the warm bread",
+    "a long letter",
+    "the north road",
+    "a yellow hat",
+)
 _ENDINGS = ("", " in the morning", " after lunch", " near the sea", " every day", " with care")
 _ITEMS = ("cable", "adapter", "keyboard", "monitor", "charger", "headset", "mouse", "dock")
 _STATUSES = ("shipped", "packed", "delayed", "delivered", "returned")
@@ -87,7 +107,9 @@ def _as_tokens(text: bytes, seq_len: int, device, what: str):
     return torch.frombuffer(bytearray(text), dtype=torch.uint8).to(device=device, dtype=torch.long)
 
 
-def evaluate_loss(model, text: bytes, *, batch: int = 32, n_batches: int = 2, seed: int = 1, device=None) -> float:
+def evaluate_loss(
+    model, text: bytes, *, batch: int = 32, n_batches: int = 2, seed: int = 1, device=None
+) -> float:
     """Mean next-token cross-entropy (nats per byte) of ``model`` on random windows of ``text``."""
     import torch
 
@@ -202,7 +224,9 @@ def fine_tune(
     for name, value in (("steps", steps), ("batch", batch)):
         checks.count(name, value)
     if checks.count("warmup_steps", warmup_steps) >= steps:
-        raise ValueError(f"warmup_steps={warmup_steps!r}: must be an integer from 1 to steps - 1 = {steps - 1}")
+        raise ValueError(
+            f"warmup_steps={warmup_steps!r}: must be an integer from 1 to steps - 1 = {steps - 1}"
+        )
     checks.number("lr", lr)
     if max_seconds is not None:
         checks.number("max_seconds", max_seconds)

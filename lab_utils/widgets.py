@@ -53,9 +53,15 @@ def _live_panel(draw, controls: dict, rows):
 
 def _memory_figure(model, method, precision, batch, seq_len, recompute):
     """The job's memory, part by part, above a bar per catalog GPU marked fits / does not fit."""
-    estimate = memory.job_estimate(model, method=method, precision=precision, batch=batch,
-                                   seq_len=seq_len, recompute=recompute)
-    precision, recompute, batch, seq_len = estimate.precision, estimate.recompute, estimate.batch, estimate.seq_len
+    estimate = memory.job_estimate(
+        model, method=method, precision=precision, batch=batch, seq_len=seq_len, recompute=recompute
+    )
+    precision, recompute, batch, seq_len = (
+        estimate.precision,
+        estimate.recompute,
+        estimate.batch,
+        estimate.seq_len,
+    )
     gpus = sorted(hardware.catalog("gpu"), key=lambda spec: spec.memory_bytes)
     reserve = memory.CUDA_CONTEXT_BYTES[1]
     lower_bound = " (lower bound)" if estimate.left_out else ""
@@ -63,7 +69,8 @@ def _memory_figure(model, method, precision, batch, seq_len, recompute):
     fig, ax = plots.figure(
         f"{estimate.model}, {method} in {precision}, batch {batch} x {seq_len} tokens{recomputed}: "
         f"{format_bytes(estimate.total_bytes)}{lower_bound}",
-        bytes_label("memory"), "this job, then each GPU (vendor spec memory)",
+        bytes_label("memory"),
+        "this job, then each GPU (vendor spec memory)",
         figsize=(9.0, 5.4),
     )
     labels, values = zip(*estimate.parts)
@@ -74,21 +81,33 @@ def _memory_figure(model, method, precision, batch, seq_len, recompute):
     rows = ["this job (estimate)"]
     for row, spec in enumerate(gpus, start=1):
         fits = memory.fits(estimate.total_bytes, spec)
-        ax.barh(row, bytes_in(spec.memory_bytes), color=plots.PALETTE["green"] if fits else "white",
-                edgecolor=plots.PALETTE["green"] if fits else plots.PALETTE["vermillion"],
-                hatch=None if fits else "//")
+        ax.barh(
+            row,
+            bytes_in(spec.memory_bytes),
+            color=plots.PALETTE["green"] if fits else "white",
+            edgecolor=plots.PALETTE["green"] if fits else plots.PALETTE["vermillion"],
+            hatch=None if fits else "//",
+        )
         verdict = "fits" if fits else f"no: {memory.gpus_needed(estimate.total_bytes, spec)}+ GPUs"
-        ax.annotate(verdict, (bytes_in(spec.memory_bytes), row), xytext=(4, 0),
-                    textcoords="offset points", va="center", fontsize=9,
-                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5})
+        ax.annotate(
+            verdict,
+            (bytes_in(spec.memory_bytes), row),
+            xytext=(4, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=9,
+            bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5},
+        )
         rows.append(spec.name)
     ax.axvline(bytes_in(estimate.total_bytes), color=plots.PALETTE["black"], linestyle="--", linewidth=1)
     ax.set_xlim(0, bytes_in(max(estimate.total_bytes, gpus[-1].memory_bytes)) * 1.22)
     ax.set_yticks(range(len(rows)), rows)
     ax.invert_yaxis()
     ax.legend(title="parts of the job", loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9)
-    note = (f"fits: estimate <= nominal memory - {format_bytes(reserve)} for the CUDA context. "
-            f"'N+ GPUs': the fewest if the job split evenly.")
+    note = (
+        f"fits: estimate <= nominal memory - {format_bytes(reserve)} for the CUDA context. "
+        f"'N+ GPUs': the fewest if the job split evenly."
+    )
     if estimate.left_out:
         note += f" Not counted (no data): {', '.join(estimate.left_out)}."
     fig.text(0.01, 0.01, note, fontsize=8)
@@ -96,9 +115,15 @@ def _memory_figure(model, method, precision, batch, seq_len, recompute):
     return fig
 
 
-def memory_calculator(model: str = "Llama-3.1-8B", method: str = "inference", precision: str | None = None,
-                      batch: int | None = None, seq_len: int | None = None, recompute: str | None = None,
-                      static: bool = False):
+def memory_calculator(
+    model: str = "Llama-3.1-8B",
+    method: str = "inference",
+    precision: str | None = None,
+    batch: int | None = None,
+    seq_len: int | None = None,
+    recompute: str | None = None,
+    static: bool = False,
+):
     """Will this job fit? The memory of ``memory.job_estimate`` against every catalog GPU.
 
     Controls: model (``llms.catalog()``), method (inference, full fine-tune, LoRA, QLoRA),
@@ -115,18 +140,24 @@ def memory_calculator(model: str = "Llama-3.1-8B", method: str = "inference", pr
 
     import ipywidgets as w
 
-    start = memory.job_estimate(model, method=method, precision=precision, batch=batch, seq_len=seq_len,
-                                recompute=recompute)  # bad starting values fail here, naming the parameter
+    start = memory.job_estimate(
+        model, method=method, precision=precision, batch=batch, seq_len=seq_len, recompute=recompute
+    )  # bad starting values fail here, naming the parameter
     precision, recompute, batch, seq_len = start.precision, start.recompute, start.batch, start.seq_len
     controls = {
-        "model": w.Dropdown(options=[config.name for config in llms.catalog()],
-                            value=llms.get(model).name, description="model"),
+        "model": w.Dropdown(
+            options=[config.name for config in llms.catalog()],
+            value=llms.get(model).name,
+            description="model",
+        ),
         "method": w.Dropdown(options=memory.JOB_METHODS, value=method, description="method"),
-        "precision": w.Dropdown(options=memory.precisions_for(method), value=precision,
-                                description="precision"),
+        "precision": w.Dropdown(
+            options=memory.precisions_for(method), value=precision, description="precision"
+        ),
         "batch": w.SelectionSlider(options=sorted({*_BATCHES, batch}), value=batch, description="batch"),
-        "seq_len": w.SelectionSlider(options=sorted({*_SEQ_LENS, seq_len}), value=seq_len,
-                                     description="tokens"),
+        "seq_len": w.SelectionSlider(
+            options=sorted({*_SEQ_LENS, seq_len}), value=seq_len, description="tokens"
+        ),
         "recompute": w.Dropdown(options=memory.RECOMPUTE, value=recompute, description="recompute"),
     }
 
@@ -134,8 +165,9 @@ def memory_calculator(model: str = "Llama-3.1-8B", method: str = "inference", pr
         controls["precision"].options = memory.precisions_for(change["new"])
 
     controls["method"].observe(allowed_precisions, names="value")  # before any redraw
-    return _live_panel(_memory_figure, controls,
-                       [("model", "method", "precision"), ("batch", "seq_len", "recompute")])
+    return _live_panel(
+        _memory_figure, controls, [("model", "method", "precision"), ("batch", "seq_len", "recompute")]
+    )
 
 
 # --- API or self-hosted? (notebook 05) ------------------------------------------------------
@@ -157,9 +189,21 @@ def _requests_grid(requests_per_day_grid) -> tuple[float, ...]:
     return grid
 
 
-def cost_curves(model=None, gpu=None, api=None, *, batch=None, input_tokens=None, output_tokens=None,
-                method=None, fine_tune_tokens=None, mfu=None, efficiency=None, amortize_months=None,
-                requests_per_day_grid=None) -> dict:
+def cost_curves(
+    model=None,
+    gpu=None,
+    api=None,
+    *,
+    batch=None,
+    input_tokens=None,
+    output_tokens=None,
+    method=None,
+    fine_tune_tokens=None,
+    mfu=None,
+    efficiency=None,
+    amortize_months=None,
+    requests_per_day_grid=None,
+) -> dict:
     """The cost calculator's figures: for each of ``requests_per_day_grid`` (None:
     :data:`REQUESTS_PER_DAY_GRID`; fewer volumes draw faster), the Options of
     ``advisor.serve`` (the one engine, as ``lab-utils pick serve``) for ``gpu`` always on, its
@@ -174,63 +218,139 @@ def cost_curves(model=None, gpu=None, api=None, *, batch=None, input_tokens=None
     ``default_gpu``, ``default_method`` and ``compare_api`` assumptions, fine_tune_tokens its own,
     the others the advisor's and the fine-tune's.
     """
-    curves = _cost_curves(model, gpu, api, batch, input_tokens, output_tokens, method, fine_tune_tokens, mfu,
-                          efficiency, amortize_months, _requests_grid(requests_per_day_grid))
-    return {**curves, "lines": {label: list(points) for label, points in curves["lines"].items()},
-            "assumptions": dict(curves["assumptions"])}
+    curves = _cost_curves(
+        model,
+        gpu,
+        api,
+        batch,
+        input_tokens,
+        output_tokens,
+        method,
+        fine_tune_tokens,
+        mfu,
+        efficiency,
+        amortize_months,
+        _requests_grid(requests_per_day_grid),
+    )
+    return {
+        **curves,
+        "lines": {label: list(points) for label, points in curves["lines"].items()},
+        "assumptions": dict(curves["assumptions"]),
+    }
 
 
 @functools.lru_cache(maxsize=32)
-def _cost_curves(model, gpu, api, batch, input_tokens, output_tokens, method, fine_tune_tokens, mfu, efficiency,
-                 amortize_months, requests_per_day_grid) -> dict:
+def _cost_curves(
+    model,
+    gpu,
+    api,
+    batch,
+    input_tokens,
+    output_tokens,
+    method,
+    fine_tune_tokens,
+    mfu,
+    efficiency,
+    amortize_months,
+    requests_per_day_grid,
+) -> dict:
     """:func:`cost_curves`, kept for the panel's redraws (the static figure and the panel's first
     draw ask the same question)."""
-    values, taken = assumptions.resolve(default_model=model, default_gpu=gpu, default_method=method,
-                                        compare_api=api, amortize_months=amortize_months,
-                                        fine_tune_tokens=fine_tune_tokens)
+    values, taken = assumptions.resolve(
+        default_model=model,
+        default_gpu=gpu,
+        default_method=method,
+        compare_api=api,
+        amortize_months=amortize_months,
+        fine_tune_tokens=fine_tune_tokens,
+    )
     fine_tune_tokens = values["fine_tune_tokens"]
     config, spec = llms.get(values["default_model"]), hardware.get(values["default_gpu"])
     closed = prices.api_price(values["compare_api"])
     months = values["amortize_months"]
-    fine_tune = economics.fine_tune_estimate(config, fine_tune_tokens, method=values["default_method"], gpu=spec,
-                                             mfu=mfu)
+    fine_tune = economics.fine_tune_estimate(
+        config, fine_tune_tokens, method=values["default_method"], gpu=spec, mfu=mfu
+    )
     fixed = (fine_tune.cost_usd or 0.0) / months
     lines: dict[str, list] = {}
     for requests_per_day in requests_per_day_grid:
-        advice = advisor.serve(config.name, requests_per_day, batch=batch, input_tokens=input_tokens,
-                               output_tokens=output_tokens, efficiency=efficiency, devices=[spec.name],
-                               include_cpus=False)
-        chosen = {"always on": next((o for o in advice.options if o.kind == "gpu"), None),
-                  "serverless": next((o for o in advice.options if o.kind == "serverless"), None),
-                  "per token, same model": advice.cheapest("hosted"),
-                  f"API: {closed.name}": advice.option(f"API: {closed.name}")}
+        advice = advisor.serve(
+            config.name,
+            requests_per_day,
+            batch=batch,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            efficiency=efficiency,
+            devices=[spec.name],
+            include_cpus=False,
+        )
+        chosen = {
+            "always on": next((o for o in advice.options if o.kind == "gpu"), None),
+            "serverless": next((o for o in advice.options if o.kind == "serverless"), None),
+            "per token, same model": advice.cheapest("hosted"),
+            f"API: {closed.name}": advice.option(f"API: {closed.name}"),
+        }
         for label, option in chosen.items():
             if option is None or option.cost_usd is None:
                 continue
             extra = fixed if option.kind in ("gpu", "serverless") else 0.0
             lines.setdefault(label, []).append((requests_per_day, option, option.cost_usd + extra))
     taken.update(advice.assumptions)
-    shape, _ = assumptions.resolve(input_tokens=input_tokens, output_tokens=output_tokens, latency_target_s=None)
-    return {"lines": lines, "fine_tune": fine_tune, "fine_tune_per_month_usd": fixed, "assumptions": taken,
-            "model": config.name, "gpu": spec.name, "api": closed, "amortize_months": months,
-            "fine_tune_tokens": fine_tune_tokens, **shape}
+    shape, _ = assumptions.resolve(
+        input_tokens=input_tokens, output_tokens=output_tokens, latency_target_s=None
+    )
+    return {
+        "lines": lines,
+        "fine_tune": fine_tune,
+        "fine_tune_per_month_usd": fixed,
+        "assumptions": taken,
+        "model": config.name,
+        "gpu": spec.name,
+        "api": closed,
+        "amortize_months": months,
+        "fine_tune_tokens": fine_tune_tokens,
+        **shape,
+    }
 
 
 _CURVE_COLOURS = {"always on": "green", "serverless": "orange", "per token, same model": "purple"}
 
 
-def _cost_figure(model, gpu, api, batch, method, fine_tune_tokens, mfu, efficiency, amortize_months,
-                 requests_per_day_grid=None):
+def _cost_figure(
+    model,
+    gpu,
+    api,
+    batch,
+    method,
+    fine_tune_tokens,
+    mfu,
+    efficiency,
+    amortize_months,
+    requests_per_day_grid=None,
+):
     """Monthly cost against requests per day from :func:`cost_curves`: filled markers where the
     option meets the latency target, crosses where it does not; the volume from which each way of
     serving your own weights costs no more than the per-token price of the same model marked."""
-    curves = cost_curves(model, gpu, api, batch=batch, method=method, fine_tune_tokens=fine_tune_tokens, mfu=mfu,
-                         efficiency=efficiency, amortize_months=amortize_months,
-                         requests_per_day_grid=requests_per_day_grid)
+    curves = cost_curves(
+        model,
+        gpu,
+        api,
+        batch=batch,
+        method=method,
+        fine_tune_tokens=fine_tune_tokens,
+        mfu=mfu,
+        efficiency=efficiency,
+        amortize_months=amortize_months,
+        requests_per_day_grid=requests_per_day_grid,
+    )
     closed = curves["api"]
-    fig, ax = plots.figure(f"{curves['model']}: {curves['gpu']} always on or serverless, per token, or "
-                           f"{closed.name} ({closed.date_label}; a closed model)",
-                           "requests per day (requests)", "cost per month (US dollars)", figsize=(9.0, 5.0))
+    fig, ax = plots.figure(
+        f"{curves['model']}: {curves['gpu']} always on or serverless, per token, or "
+        f"{closed.name} ({closed.date_label}; a closed model)",
+        "requests per day (requests)",
+        "cost per month (US dollars)",
+        figsize=(9.0, 5.0),
+    )
     for label, points in curves["lines"].items():
         colour = plots.PALETTE[_CURVE_COLOURS.get(label, "blue")]
         volumes, costs = [v for v, _, _ in points], [c for _, _, c in points]
@@ -243,32 +363,56 @@ def _cost_figure(model, gpu, api, batch, method, fine_tune_tokens, mfu, efficien
             ax.plot(*zip(*missed), linestyle="none", marker="x", color=colour)
     per_token = {v: c for v, _, c in curves["lines"].get("per token, same model", [])}
     for label in ("serverless", "always on"):
-        cheaper = [v for v, o, c in curves["lines"].get(label, []) if o.works and v in per_token and c <= per_token[v]]
+        cheaper = [
+            v
+            for v, o, c in curves["lines"].get(label, [])
+            if o.works and v in per_token and c <= per_token[v]
+        ]
         if cheaper:
             ax.axvline(cheaper[0], color=plots.PALETTE[_CURVE_COLOURS[label]], linestyle=":", linewidth=1.5)
-            ax.annotate(f"{label} no dearer than\nper token from {cheaper[0]:,.0f}/day", (cheaper[0], 0.02),
-                        xycoords=("data", "axes fraction"), xytext=(4, 0), textcoords="offset points", fontsize=8,
-                        color=plots.PALETTE[_CURVE_COLOURS[label]])
+            ax.annotate(
+                f"{label} no dearer than\nper token from {cheaper[0]:,.0f}/day",
+                (cheaper[0], 0.02),
+                xycoords=("data", "axes fraction"),
+                xytext=(4, 0),
+                textcoords="offset points",
+                fontsize=8,
+                color=plots.PALETTE[_CURVE_COLOURS[label]],
+            )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.legend(loc="upper left", fontsize=9)
     fine_tune = curves["fine_tune"]
-    fig.text(0.01, 0.01,
-             f"lab_utils.advisor.serve at each volume (as lab-utils pick serve): {curves['input_tokens']} tokens in + "
-             f"{curves['output_tokens']} out per request, p95 within {curves['latency_target_s']:g} s (x: misses it); "
-             f"serverless with cold starts, snapshot restores and idle time simulated. Own weights include the "
-             f"{fine_tune.method} fine-tune of {curves['fine_tune_tokens']:.0e} tokens "
-             f"(${fine_tune.cost_usd or 0:,.2f}) spread "
-             f"over {curves['amortize_months']} months. Estimates from vendor specifications and dated list prices, "
-             f"not measurements.", fontsize=8, wrap=True)
+    fig.text(
+        0.01,
+        0.01,
+        f"lab_utils.advisor.serve at each volume (as lab-utils pick serve): {curves['input_tokens']} tokens in + "
+        f"{curves['output_tokens']} out per request, p95 within {curves['latency_target_s']:g} s (x: misses it); "
+        f"serverless with cold starts, snapshot restores and idle time simulated. Own weights include the "
+        f"{fine_tune.method} fine-tune of {curves['fine_tune_tokens']:.0e} tokens "
+        f"(${fine_tune.cost_usd or 0:,.2f}) spread "
+        f"over {curves['amortize_months']} months. Estimates from vendor specifications and dated list prices, "
+        f"not measurements.",
+        fontsize=8,
+        wrap=True,
+    )
     fig.subplots_adjust(bottom=0.22)
     return fig
 
 
-def cost_calculator(model: str | None = None, gpu: str | None = None, api: str | None = None,
-                    batch: int | None = None, method: str | None = None, fine_tune_tokens: float | None = None,
-                    mfu: float | None = None, efficiency: float | None = None, amortize_months: int | None = None,
-                    static: bool = False, requests_per_day_grid=None):
+def cost_calculator(
+    model: str | None = None,
+    gpu: str | None = None,
+    api: str | None = None,
+    batch: int | None = None,
+    method: str | None = None,
+    fine_tune_tokens: float | None = None,
+    mfu: float | None = None,
+    efficiency: float | None = None,
+    amortize_months: int | None = None,
+    static: bool = False,
+    requests_per_day_grid=None,
+):
     """API, per token or self-hosted? Monthly cost against requests per day, every point an answer
     of ``advisor.serve`` (:func:`cost_curves`), so the calculator, ``lab-utils pick serve`` and the
     notebooks give the same figures.
@@ -285,17 +429,32 @@ def cost_calculator(model: str | None = None, gpu: str | None = None, api: str |
     """
     if not isinstance(static, bool):
         raise TypeError(f"static must be True or False, got {static!r}")
-    values, _ = assumptions.resolve(default_model=model, default_gpu=gpu, compare_api=api, default_method=method,
-                                    amortize_months=amortize_months,
-                                    fine_tune_tokens=fine_tune_tokens)
-    model, gpu, api, method, fine_tune_tokens = (values[name] for name in (
-        "default_model", "default_gpu", "compare_api", "default_method", "fine_tune_tokens"))
+    values, _ = assumptions.resolve(
+        default_model=model,
+        default_gpu=gpu,
+        compare_api=api,
+        default_method=method,
+        amortize_months=amortize_months,
+        fine_tune_tokens=fine_tune_tokens,
+    )
+    model, gpu, api, method, fine_tune_tokens = (
+        values[name]
+        for name in ("default_model", "default_gpu", "compare_api", "default_method", "fine_tune_tokens")
+    )
     efficiency, amortize_months = 1.0 if efficiency is None else efficiency, values["amortize_months"]
     if mfu is None:  # the MFU of the fine-tune's regime (economics.mfu_assumption)
         mfu = economics.fine_tune_estimate(model, fine_tune_tokens, method=method, gpu=gpu).mfu
-    values = {"model": model, "gpu": gpu, "api": api, "batch": batch, "method": method,
-              "fine_tune_tokens": fine_tune_tokens, "mfu": mfu, "efficiency": efficiency,
-              "amortize_months": amortize_months}
+    values = {
+        "model": model,
+        "gpu": gpu,
+        "api": api,
+        "batch": batch,
+        "method": method,
+        "fine_tune_tokens": fine_tune_tokens,
+        "mfu": mfu,
+        "efficiency": efficiency,
+        "amortize_months": amortize_months,
+    }
     draw = functools.partial(_cost_figure, requests_per_day_grid=_requests_grid(requests_per_day_grid))
     if static:
         return draw(**values)
@@ -306,16 +465,28 @@ def cost_calculator(model: str | None = None, gpu: str | None = None, api: str |
     plt.close(draw(**values))  # bad starting values fail here, naming the parameter
     gpus = [name for price in prices.serverless_prices() for name in price.gpus]
     controls = {
-        "model": w.Dropdown(options=[config.name for config in llms.catalog()], value=llms.get(model).name,
-                            description="model"),
+        "model": w.Dropdown(
+            options=[config.name for config in llms.catalog()],
+            value=llms.get(model).name,
+            description="model",
+        ),
         "gpu": w.Dropdown(options=gpus, value=hardware.get(gpu).name, description="GPU"),
-        "api": w.Dropdown(options=[price.name for price in prices.api_prices() if price.model is None],
-                          value=prices.api_price(api).name, description="closed API"),
-        "batch": w.Dropdown(options=[("auto", None), *((str(b), b) for b in sorted({*_BATCHES, batch} - {None}))],
-                            value=batch, description="batch"),
+        "api": w.Dropdown(
+            options=[price.name for price in prices.api_prices() if price.model is None],
+            value=prices.api_price(api).name,
+            description="closed API",
+        ),
+        "batch": w.Dropdown(
+            options=[("auto", None), *((str(b), b) for b in sorted({*_BATCHES, batch} - {None}))],
+            value=batch,
+            description="batch",
+        ),
         "method": w.Dropdown(options=assumptions.FINE_TUNE_METHODS, value=method, description="fine-tune"),
-        "fine_tune_tokens": w.SelectionSlider(options=sorted({*_FINE_TUNE_TOKENS, fine_tune_tokens}),
-                                              value=fine_tune_tokens, description="FT tokens"),
+        "fine_tune_tokens": w.SelectionSlider(
+            options=sorted({*_FINE_TUNE_TOKENS, fine_tune_tokens}),
+            value=fine_tune_tokens,
+            description="FT tokens",
+        ),
         "mfu": w.FloatSlider(value=mfu, min=0.05, max=0.8, step=0.05, description="MFU"),
         "efficiency": w.FloatSlider(value=efficiency, min=0.1, max=1.0, step=0.05, description="x engine"),
         "amortize_months": w.IntSlider(value=amortize_months, min=1, max=36, description="months"),
@@ -343,9 +514,15 @@ def _advisor_figure(job, model, method, n_tokens, requests_per_day, engine=None)
     return fig
 
 
-def job_advisor(job: str = "fine-tune", model: str = "Llama-3.1-8B", method: str = "lora",
-                n_tokens: float = 1e7, requests_per_day: float = 1_000, engine: str | None = None,
-                static: bool = False):
+def job_advisor(
+    job: str = "fine-tune",
+    model: str = "Llama-3.1-8B",
+    method: str = "lora",
+    n_tokens: float = 1e7,
+    requests_per_day: float = 1_000,
+    engine: str | None = None,
+    static: bool = False,
+):
     """Which hardware for my job? ``advisor.fine_tune`` or ``advisor.serve`` (their default
     assumptions) drawn as cost against time, one point per working option.
 
@@ -358,8 +535,14 @@ def job_advisor(job: str = "fine-tune", model: str = "Llama-3.1-8B", method: str
         raise TypeError(f"static must be True or False, got {static!r}")
     if job not in ("fine-tune", "serve"):
         raise ValueError(f"job={job!r} is not allowed; use 'fine-tune' or 'serve'")
-    values = {"job": job, "model": model, "method": method, "n_tokens": n_tokens, "requests_per_day": requests_per_day,
-              "engine": engine}
+    values = {
+        "job": job,
+        "model": model,
+        "method": method,
+        "n_tokens": n_tokens,
+        "requests_per_day": requests_per_day,
+        "engine": engine,
+    }
     if static:
         return _advisor_figure(**values)
 
@@ -369,15 +552,26 @@ def job_advisor(job: str = "fine-tune", model: str = "Llama-3.1-8B", method: str
     plt.close(_advisor_figure(**values))  # bad starting values fail here, naming the parameter
     controls = {
         "job": w.Dropdown(options=("fine-tune", "serve"), value=job, description="job"),
-        "model": w.Dropdown(options=[config.name for config in llms.catalog()], value=llms.get(model).name,
-                            description="model"),
+        "model": w.Dropdown(
+            options=[config.name for config in llms.catalog()],
+            value=llms.get(model).name,
+            description="model",
+        ),
         "method": w.Dropdown(options=("full", "lora", "qlora"), value=method, description="method"),
-        "n_tokens": w.SelectionSlider(options=sorted({*_JOB_TOKENS, n_tokens}), value=n_tokens,
-                                      description="FT tokens"),
-        "requests_per_day": w.SelectionSlider(options=sorted({*_REQUESTS_PER_DAY, requests_per_day}),
-                                              value=requests_per_day, description="requests/day"),
-        "engine": w.Dropdown(options=[("per device", None), *((p.name, p.name) for p in engines.catalog())],
-                             value=None if engine is None else engines.get(engine).name, description="engine"),
+        "n_tokens": w.SelectionSlider(
+            options=sorted({*_JOB_TOKENS, n_tokens}), value=n_tokens, description="FT tokens"
+        ),
+        "requests_per_day": w.SelectionSlider(
+            options=sorted({*_REQUESTS_PER_DAY, requests_per_day}),
+            value=requests_per_day,
+            description="requests/day",
+        ),
+        "engine": w.Dropdown(
+            options=[("per device", None), *((p.name, p.name) for p in engines.catalog())],
+            value=None if engine is None else engines.get(engine).name,
+            description="engine",
+        ),
     }
-    return _live_panel(_advisor_figure, controls,
-                       [("job", "model"), ("method", "n_tokens", "requests_per_day"), ("engine",)])
+    return _live_panel(
+        _advisor_figure, controls, [("job", "model"), ("method", "n_tokens", "requests_per_day"), ("engine",)]
+    )

@@ -47,8 +47,10 @@ CPU_SHARE = 0.3  # assumption: a Mac's CPU run (Accelerate) reaches about 30% of
 ROOM = (
     *(("Tesla T4", "cuda", "T4", e) for e in COLAB_T4_EFFICIENCIES),
     *(("Intel(R) Xeon(R) CPU @ 2.20GHz", "cpu", None, e) for e in (0.45, 0.5, 0.55, 0.6)),
-    ("Apple M2", "mps", None, 0.6), ("Apple M2", "cpu", None, 0.6),
-    ("Apple M1 Pro", "mps", "Apple M1 Pro", 0.55), ("Apple M3 Pro", "cpu", None, 0.6),
+    ("Apple M2", "mps", None, 0.6),
+    ("Apple M2", "cpu", None, 0.6),
+    ("Apple M1 Pro", "mps", "Apple M1 Pro", 0.55),
+    ("Apple M3 Pro", "cpu", None, 0.6),
     ("11th Gen Intel(R) Core(TM) i7-1165G7 @ 2.80GHz", "cpu", None, 0.55),
     ("11th Gen Intel(R) Core(TM) i7-1165G7 @ 2.80GHz", "cpu", None, 0.4),
     ("AMD Ryzen 7 5800U with Radeon Graphics", "cpu", None, 0.5),
@@ -70,16 +72,40 @@ def sample_file(reported_name: str, device: str, catalog: str | None, efficiency
     else:
         peak_flops, bandwidth = ASSUMED[reported_name]
         peak_flops *= CPU_SHARE if reported_name.startswith("Apple") and device == "cpu" else 1
-    rows = [{"kind": "copy", "size": 2**24, "dtype": "fp32", "flops_per_call": 0.0, "bytes_per_call": 2**27,
-             "flops_per_s": 0.0, "bytes_per_s": SAMPLE_COPY_EFFICIENCY * bandwidth}]
+    rows = [
+        {
+            "kind": "copy",
+            "size": 2**24,
+            "dtype": "fp32",
+            "flops_per_call": 0.0,
+            "bytes_per_call": 2**27,
+            "flops_per_s": 0.0,
+            "bytes_per_s": SAMPLE_COPY_EFFICIENCY * bandwidth,
+        }
+    ]
     small_n = 1024 if device != "cpu" else 256  # below it, fixed costs weigh (assumption)
     for n in SIZES:
         flops_per_s = efficiency * peak_flops * n**3 / (n**3 + small_n**3)
-        rows.append({"kind": "matmul", "size": n, "dtype": "fp32", "flops_per_call": 2.0 * n**3,
-                     "bytes_per_call": 12.0 * n * n, "flops_per_s": flops_per_s,
-                     "bytes_per_s": flops_per_s * 6 / n})
-    return {"format": cli.JSON_FORMAT, "version": cli.JSON_VERSION, "machine": {"device_name": reported_name},
-            "device": device, "rows": rows, "skipped": [], "synthetic": True}
+        rows.append(
+            {
+                "kind": "matmul",
+                "size": n,
+                "dtype": "fp32",
+                "flops_per_call": 2.0 * n**3,
+                "bytes_per_call": 12.0 * n * n,
+                "flops_per_s": flops_per_s,
+                "bytes_per_s": flops_per_s * 6 / n,
+            }
+        )
+    return {
+        "format": cli.JSON_FORMAT,
+        "version": cli.JSON_VERSION,
+        "machine": {"device_name": reported_name},
+        "device": device,
+        "rows": rows,
+        "skipped": [],
+        "synthetic": True,
+    }
 
 
 def write_room(folder: Path) -> list[Path]:
@@ -95,7 +121,9 @@ def write_room(folder: Path) -> list[Path]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("output", nargs="?", type=Path, default=ROOT / "book" / "_static" / "class_roofline_sample.png")
+    parser.add_argument(
+        "output", nargs="?", type=Path, default=ROOT / "book" / "_static" / "class_roofline_sample.png"
+    )
     parser.add_argument("--files", type=Path, help="keep the sample files in this folder")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
@@ -105,8 +133,10 @@ def main(argv=None) -> int:
                 machines.append(cli.class_entry(str(path), cli.load_result(str(path))))
             except ValueError as why:
                 print(f"skipped {path.name} {why}")
-    fig = plots.class_roofline(machines, title=f"Class roofline of {len(machines)} SAMPLE machines "
-                                               "(synthetic files, not measurements)")
+    fig = plots.class_roofline(
+        machines,
+        title=f"Class roofline of {len(machines)} SAMPLE machines (synthetic files, not measurements)",
+    )
     args.output.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.output)
     print(f"wrote {args.output} ({args.output.stat().st_size / 1024:.0f} KiB, {len(machines)} machines)")

@@ -33,8 +33,10 @@ _spec.loader.exec_module(colab_metadata)
 BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"
 COLAB_GITHUB = "https://colab.research.google.com/github/"
 BADGE = re.compile(r"\[!\[Open In Colab\]\(" + re.escape(BADGE_IMAGE) + r"\)\]\(([^)\s]+)\)")
-GPU_STEP = ("On Colab this notebook asks for a T4 GPU; if it opens on a CPU (no GPU free), it still runs, "
-            "and **Runtime > Change runtime type > T4 GPU** switches later.")
+GPU_STEP = (
+    "On Colab this notebook asks for a T4 GPU; if it opens on a CPU (no GPU free), it still runs, "
+    "and **Runtime > Change runtime type > T4 GPU** switches later."
+)
 CPU_STEP = "On Colab a CPU runtime is enough: nothing in this notebook runs on a GPU."
 README_START = "<!-- notebooks: scripts/colab_badges.py writes this list -->"
 README_END = "<!-- notebooks: end -->"
@@ -73,7 +75,7 @@ def with_badge(lines: list[str], line: str) -> list[str]:
     time = next((i for i, text in enumerate(kept) if text.startswith("**Time:**")), None)
     if time is None:
         raise ValueError("the header cell has no '**Time:**' line to put the badge after")
-    return [*kept[:time + 1], "\n", line, *kept[time + 1:]]
+    return [*kept[: time + 1], "\n", line, *kept[time + 1 :]]
 
 
 def apply(notebook: Path, write: bool = True) -> bool:
@@ -116,7 +118,9 @@ def apply_readme(notebooks: list[Path], write: bool = True) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if anything would change")
+    parser.add_argument(
+        "--check", action="store_true", help="change nothing; exit 1 if anything would change"
+    )
     args = parser.parse_args(argv)
     notebooks = course.notebook_paths(ROOT / "notebooks")
     changed = [path.name for path in notebooks if apply(path, write=not args.check)]

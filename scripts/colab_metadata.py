@@ -54,8 +54,10 @@ def wants_gpu(path: Path) -> bool:
         return True
     if number in CPU_NOTEBOOKS:
         return False
-    raise ValueError(f"notebook {number} ({Path(path).name}) is in neither GPU_NOTEBOOKS nor CPU_NOTEBOOKS "
-                     f"of {Path(__file__).name}: add it to one of them")
+    raise ValueError(
+        f"notebook {number} ({Path(path).name}) is in neither GPU_NOTEBOOKS nor CPU_NOTEBOOKS "
+        f"of {Path(__file__).name}: add it to one of them"
+    )
 
 
 def expected_metadata(metadata: dict, gpu: bool) -> dict:
@@ -85,7 +87,9 @@ def apply(path: Path, write: bool = True) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("notebooks", nargs="*", type=Path, help="default: every notebooks/NN_*.ipynb")
-    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if any notebook would change")
+    parser.add_argument(
+        "--check", action="store_true", help="change nothing; exit 1 if any notebook would change"
+    )
     args = parser.parse_args(argv)
     paths = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     changed = []

@@ -28,8 +28,18 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-NVIDIA_SMI_FIELDS = ("name", "driver_version", "pstate", "clocks.sm", "clocks.max.sm", "clocks.mem",
-                     "power.limit", "power.draw", "temperature.gpu", "mig.mode.current")
+NVIDIA_SMI_FIELDS = (
+    "name",
+    "driver_version",
+    "pstate",
+    "clocks.sm",
+    "clocks.max.sm",
+    "clocks.mem",
+    "power.limit",
+    "power.draw",
+    "temperature.gpu",
+    "mig.mode.current",
+)
 
 
 def model_config(device):
@@ -45,8 +55,18 @@ def nvidia_smi_state(run=subprocess.run) -> dict:
     """The GPU's driver, clocks (MHz), power (W), temperature and MIG mode from nvidia-smi, by
     field name; {"error": ...} when nvidia-smi cannot answer."""
     try:
-        answer = run(["nvidia-smi", f"--query-gpu={','.join(NVIDIA_SMI_FIELDS)}", "--format=csv,noheader,nounits",
-                      "--id=0"], capture_output=True, text=True, timeout=20, check=True).stdout
+        answer = run(
+            [
+                "nvidia-smi",
+                f"--query-gpu={','.join(NVIDIA_SMI_FIELDS)}",
+                "--format=csv,noheader,nounits",
+                "--id=0",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout
     except (OSError, subprocess.SubprocessError) as error:
         return {"error": f"{type(error).__name__}: {error}"}
     values = [value.strip() for value in answer.strip().splitlines()[0].split(",")]
@@ -69,10 +89,20 @@ def git_commit() -> str | None:
     """The course's git commit (with "+changes" when the tree differs from it), else None."""
     here = Path(__file__).resolve().parent
     try:
-        commit = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
-                                timeout=20, check=True).stdout.strip()
-        changes = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-                                 capture_output=True, text=True, timeout=20, check=True).stdout.strip()
+        commit = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout.strip()
+        changes = subprocess.run(
+            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     return commit + ("+changes" if changes else "")
@@ -81,9 +111,13 @@ def git_commit() -> str | None:
 def software(device) -> dict:
     import torch
 
-    return {"torch": torch.__version__, "cuda": torch.version.cuda,
-            "cudnn": torch.backends.cudnn.version() if device.type == "cuda" else None,
-            "cublas": cublas_version(), "course_commit": git_commit()}
+    return {
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version() if device.type == "cuda" else None,
+        "cublas": cublas_version(),
+        "course_commit": git_commit(),
+    }
 
 
 def matmul_and_copy(device, budget_s: float, min_run_time: float) -> dict:
@@ -94,7 +128,10 @@ def matmul_and_copy(device, budget_s: float, min_run_time: float) -> dict:
         sizes=bench.GPU_SIZES if on_gpu else (256, 512, 1024),
         dtypes=("fp32", "tf32", "bf16", "fp16") if on_gpu else ("fp32",),
         copy_bytes=(2**30,) if on_gpu else (64 * 2**20,),
-        device=device, budget_s=budget_s, min_run_time=min_run_time, progress=True,
+        device=device,
+        budget_s=budget_s,
+        min_run_time=min_run_time,
+        progress=True,
     )
     rows = [{k: v for k, v in dataclasses.asdict(row).items()} for row in table.rows]
     return {"rows": rows, "skipped_cases": [dataclasses.asdict(case) for case in table.skipped]}
@@ -102,6 +139,7 @@ def matmul_and_copy(device, budget_s: float, min_run_time: float) -> dict:
 
 def batch_latency(device, min_run_time: float) -> dict:
     import torch
+
     from lab_utils import models, timing
 
     config = model_config(device)
@@ -118,6 +156,7 @@ def batch_latency(device, min_run_time: float) -> dict:
 
 def timing_pitfall(device, min_run_time: float) -> dict:
     import torch
+
     from lab_utils import machine, timing
 
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
@@ -131,12 +170,17 @@ def timing_pitfall(device, min_run_time: float) -> dict:
     unsynchronized_s = time.perf_counter() - started_s
     machine.synchronize(device)
     synchronized_s = timing.measure(lambda: a @ b, device=device, min_run_time=min_run_time).median_s
-    return {"n": n, "dtype": str(dtype).replace("torch.", ""), "unsynchronized_s": unsynchronized_s,
-            "synchronized_median_s": synchronized_s}
+    return {
+        "n": n,
+        "dtype": str(dtype).replace("torch.", ""),
+        "unsynchronized_s": unsynchronized_s,
+        "synchronized_median_s": synchronized_s,
+    }
 
 
 def step_memory(device) -> dict:
     import torch
+
     from lab_utils import memory, memory_measure, models
 
     config = model_config(device)
@@ -148,9 +192,12 @@ def step_memory(device) -> dict:
     state = memory.training_state_bytes(config.n_params, precision="fp32", optimizer="adamw")
     return {
         "measured": dataclasses.asdict(measured),
-        "estimate": {"params_bytes": state.params_bytes, "grads_bytes": state.grads_bytes,
-                     "optimizer_states_bytes": state.optimizer_states_bytes,
-                     "activations_bytes": memory.tiny_gpt_activation_bytes(config, batch)},
+        "estimate": {
+            "params_bytes": state.params_bytes,
+            "grads_bytes": state.grads_bytes,
+            "optimizer_states_bytes": state.optimizer_states_bytes,
+            "activations_bytes": memory.tiny_gpt_activation_bytes(config, batch),
+        },
     }
 
 
@@ -170,6 +217,7 @@ def oom_recovery(device) -> dict:
 
 def fine_tune_speed(device) -> dict:
     import torch
+
     from lab_utils import models, training
 
     torch.manual_seed(0)
@@ -178,10 +226,21 @@ def fine_tune_speed(device) -> dict:
     text = training.corpus("domain", 262_144)
     result = {}
     for method in ("full", "lora"):
-        run = training.fine_tune(models.TinyGPT(config), text, method=method, steps=steps, batch=batch,
-                                 device=device, max_seconds=20)
-        result[method] = {"tokens_per_s": run.tokens_per_s, "steps": run.steps,
-                          "loss_first": run.losses[0], "loss_last": run.losses[-1]}
+        run = training.fine_tune(
+            models.TinyGPT(config),
+            text,
+            method=method,
+            steps=steps,
+            batch=batch,
+            device=device,
+            max_seconds=20,
+        )
+        result[method] = {
+            "tokens_per_s": run.tokens_per_s,
+            "steps": run.steps,
+            "loss_first": run.losses[0],
+            "loss_last": run.losses[-1],
+        }
     return result
 
 
@@ -216,15 +275,24 @@ def write(path: Path, record: dict) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
-    parser.add_argument("--out", type=Path, required=True,
-                        help="folder for the JSON; lab_utils/data/reference in a clone to ship it with the course")
-    parser.add_argument("--budget-s", type=float, default=120.0, help="time budget of the matmul sweep, seconds")
-    parser.add_argument("--min-run-time", type=float, default=1.0, help="seconds each case is timed for (default 1)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="folder for the JSON; lab_utils/data/reference in a clone to ship it with the course",
+    )
+    parser.add_argument(
+        "--budget-s", type=float, default=120.0, help="time budget of the matmul sweep, seconds"
+    )
+    parser.add_argument(
+        "--min-run-time", type=float, default=1.0, help="seconds each case is timed for (default 1)"
+    )
     args = parser.parse_args(argv)
     if not args.min_run_time > 0 or not args.budget_s > 0:
         parser.error("--budget-s and --min-run-time must be > 0")
 
     import torch
+
     from lab_utils import machine, reference
 
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -236,17 +304,27 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"{reference.slug(device_name)}.json"
     measurements, skipped = {}, {}
-    record = {"format": reference.FORMAT_VERSION, "device": device_name,
-              "date": datetime.date.today().isoformat(), "machine": dataclasses.asdict(report),
-              "software": software(device), "gpu_state_before": nvidia_smi_state() if on_gpu else None,
-              "min_run_time_s": args.min_run_time, "script": "scripts/gpu_reference.py",
-              "measurements": measurements, "skipped": skipped}
-    steps = {"matmul_and_copy": lambda: matmul_and_copy(device, args.budget_s, args.min_run_time),
-             "peak_fractions": lambda: peak_fractions(device_name, measurements["matmul_and_copy"]),
-             "batch_latency": lambda: batch_latency(device, args.min_run_time),
-             "timing_pitfall": lambda: timing_pitfall(device, args.min_run_time),
-             "step_memory": lambda: step_memory(device), "fine_tune_speed": lambda: fine_tune_speed(device),
-             "oom_recovery": lambda: oom_recovery(device)}
+    record = {
+        "format": reference.FORMAT_VERSION,
+        "device": device_name,
+        "date": datetime.date.today().isoformat(),
+        "machine": dataclasses.asdict(report),
+        "software": software(device),
+        "gpu_state_before": nvidia_smi_state() if on_gpu else None,
+        "min_run_time_s": args.min_run_time,
+        "script": "scripts/gpu_reference.py",
+        "measurements": measurements,
+        "skipped": skipped,
+    }
+    steps = {
+        "matmul_and_copy": lambda: matmul_and_copy(device, args.budget_s, args.min_run_time),
+        "peak_fractions": lambda: peak_fractions(device_name, measurements["matmul_and_copy"]),
+        "batch_latency": lambda: batch_latency(device, args.min_run_time),
+        "timing_pitfall": lambda: timing_pitfall(device, args.min_run_time),
+        "step_memory": lambda: step_memory(device),
+        "fine_tune_speed": lambda: fine_tune_speed(device),
+        "oom_recovery": lambda: oom_recovery(device),
+    }
     if not on_gpu:
         del steps["peak_fractions"], steps["oom_recovery"]
         skipped["oom_recovery"] = "needs a CUDA device"

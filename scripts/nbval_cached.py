@@ -28,8 +28,10 @@ import execution_cache  # noqa: E402
 
 def pytest_addoption(parser):
     parser.getgroup("nbval").addoption(
-        "--nbval-cached", action="store_true",
-        help="compare with the notebooks' cached execution (scripts/run_notebooks.py) instead of running them")
+        "--nbval-cached",
+        action="store_true",
+        help="compare with the notebooks' cached execution (scripts/run_notebooks.py) instead of running them",
+    )
 
 
 @pytest.hookimpl(trylast=True)
@@ -70,8 +72,9 @@ class CachedNotebook(nbval.IPyNbFile):
 
     def collect(self):
         for item in super().collect():
-            yield CachedCell.from_parent(self, name=item.name, cell_num=item.cell_num, cell=item.cell,
-                                         options=item.options)
+            yield CachedCell.from_parent(
+                self, name=item.name, cell_num=item.cell_num, cell=item.cell, options=item.options
+            )
 
 
 class CachedCell(nbval.IPyNbCell):
@@ -82,8 +85,10 @@ class CachedCell(nbval.IPyNbCell):
         if cells is None and self.cell_num > 0:
             pytest.skip("no execution of this notebook in the cache (its first cell says why)")
         if cells is None:
-            self.raise_cell_error("no execution of this notebook in the cache: it failed (its error is printed by "
-                                  "scripts/run_notebooks.py) or did not run (`make test-notebooks` runs it)")
+            self.raise_cell_error(
+                "no execution of this notebook in the cache: it failed (its error is printed by "
+                "scripts/run_notebooks.py) or did not run (`make test-notebooks` runs it)"
+            )
         if self.options["check_exception"]:
             self.raise_cell_error("NBVAL_RAISES_EXCEPTION: the notebooks are executed with no error allowed")
         outputs = nbval.coalesce_streams([nbformat.from_dict(o) for o in cells[self.cell_num].outputs])

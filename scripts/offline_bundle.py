@@ -35,7 +35,7 @@ CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"  # CPU builds: no CUDA 
 PYPI = "https://pypi.org/simple"
 EXTRA = "lab"
 DISTRIBUTION = "cpu-vs-gpu-course"
-INSTALL = (f'python -m pip install --no-index --find-links wheels --constraint constraints.txt "{DISTRIBUTION}[{EXTRA}]"')
+INSTALL = f'python -m pip install --no-index --find-links wheels --constraint constraints.txt "{DISTRIBUTION}[{EXTRA}]"'
 OFFLINE_MD = f"""# The course, offline
 
 Install with no network, in this folder (Python 3.10 to 3.13):
@@ -62,13 +62,34 @@ def download_commands(folder: Path, platforms, pythons) -> list[list[str]]:
     """One ``pip download`` per platform and Python: binary wheels only, pinned by constraints.txt."""
     commands = []
     for platform in platforms:
-        index = ["--index-url", PYPI] if platform == "mac" else ["--index-url", CPU_TORCH_INDEX,
-                                                                 "--extra-index-url", PYPI]
+        index = (
+            ["--index-url", PYPI]
+            if platform == "mac"
+            else ["--index-url", CPU_TORCH_INDEX, "--extra-index-url", PYPI]
+        )
         for python in pythons:
-            commands.append([sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(folder),
-                             "--only-binary=:all:", "--platform", PLATFORMS[platform], "--python-version", python,
-                             "--implementation", "cp", "--constraint", str(ROOT / "constraints.txt"),
-                             *index, *requirements()])
+            commands.append(
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "--quiet",
+                    "--dest",
+                    str(folder),
+                    "--only-binary=:all:",
+                    "--platform",
+                    PLATFORMS[platform],
+                    "--python-version",
+                    python,
+                    "--implementation",
+                    "cp",
+                    "--constraint",
+                    str(ROOT / "constraints.txt"),
+                    *index,
+                    *requirements(),
+                ]
+            )
     return commands
 
 
@@ -79,8 +100,22 @@ def course_wheel(folder: Path) -> Path:
         with zipfile.ZipFile(io.BytesIO(course_site.course_zip_bytes(ROOT))) as course:
             course.extractall(scratch)
         source = Path(scratch) / course_site.COURSE_ZIP_FOLDER
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                        "--no-index", "--wheel-dir", str(folder), str(source)], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "--quiet",
+                "--no-deps",
+                "--no-build-isolation",
+                "--no-index",
+                "--wheel-dir",
+                str(folder),
+                str(source),
+            ],
+            check=True,
+        )
     return next(Path(folder).glob("cpu_vs_gpu_course-*.whl"))
 
 
@@ -93,8 +128,12 @@ def bundle(output: Path, wheels: Path, platforms, pythons) -> Path:
             for info in course.infolist():
                 archive.writestr(info, course.read(info))
         for wheel in sorted(wheels.glob("*.whl")):
-            archive.write(wheel, f"{top}/wheels/{wheel.name}", compress_type=zipfile.ZIP_STORED)  # already compressed
-        text = OFFLINE_MD.replace("{platforms}", ", ".join(platforms)).replace("{pythons}", ", ".join(pythons))
+            archive.write(
+                wheel, f"{top}/wheels/{wheel.name}", compress_type=zipfile.ZIP_STORED
+            )  # already compressed
+        text = OFFLINE_MD.replace("{platforms}", ", ".join(platforms)).replace(
+            "{pythons}", ", ".join(pythons)
+        )
         archive.writestr(f"{top}/OFFLINE.md", text)
     return output
 
@@ -110,14 +149,21 @@ def main(argv=None) -> int:
         wheels = args.wheels or Path(scratch)
         if args.wheels is None:
             for command in download_commands(wheels, args.platforms, args.pythons):
-                print("downloading for", command[command.index("--platform") + 1],
-                      "Python", command[command.index("--python-version") + 1], flush=True)
+                print(
+                    "downloading for",
+                    command[command.index("--platform") + 1],
+                    "Python",
+                    command[command.index("--python-version") + 1],
+                    flush=True,
+                )
                 subprocess.run(command, check=True)
         if not any(wheels.glob("cpu_vs_gpu_course-*.whl")):
             course_wheel(wheels)
         bundle(args.output, wheels, args.platforms, args.pythons)
     size_mb = args.output.stat().st_size / 1e6
-    print(f"wrote {args.output} ({size_mb:,.0f} MB); install with no network, in the unzipped folder:\n  {INSTALL}")
+    print(
+        f"wrote {args.output} ({size_mb:,.0f} MB); install with no network, in the unzipped folder:\n  {INSTALL}"
+    )
     return 0
 
 

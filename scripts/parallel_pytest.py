@@ -32,8 +32,17 @@ def main(argv=None) -> int:
         for group in GROUPS:
             log = open(Path(scratch) / f"{group.replace(' ', '_')}.log", "w+", encoding="utf-8")
             basetemp = Path(scratch) / group.replace(" ", "_")
-            runs.append((group, log, subprocess.Popen([*command, "-m", group, f"--basetemp={basetemp}"],
-                                                      stdout=log, stderr=subprocess.STDOUT)))
+            runs.append(
+                (
+                    group,
+                    log,
+                    subprocess.Popen(
+                        [*command, "-m", group, f"--basetemp={basetemp}"],
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                    ),
+                )
+            )
         codes = []
         for group, log, process in runs:
             codes.append(process.wait())

@@ -23,8 +23,11 @@ from lab_utils.course import SOLUTION_FOLD  # noqa: E402
 
 DIRECTIVES = re.compile(
     r"```\{exercise\}[^\n]*\n:label: (?P<label>\S+)\n(?::[^\n]*\n)*\n(?P<question>.*?)\n```\n\n"
-    + re.escape(SOLUTION_FOLD[0]) + r"\n\n```\{solution\} (?P=label)\n(?::[^\n]*\n)*\n(?P<solution>.*?)\n```\n\n"
-    + re.escape(SOLUTION_FOLD[1]), re.DOTALL)
+    + re.escape(SOLUTION_FOLD[0])
+    + r"\n\n```\{solution\} (?P=label)\n(?::[^\n]*\n)*\n(?P<solution>.*?)\n```\n\n"
+    + re.escape(SOLUTION_FOLD[1]),
+    re.DOTALL,
+)
 
 
 def convert(path: Path, minutes: int) -> int:
@@ -35,8 +38,10 @@ def convert(path: Path, minutes: int) -> int:
     def plain(match: re.Match) -> str:
         nonlocal count
         count += 1
-        return (f"#### Exercise {count} ({minutes} min)\n\n{match['question']}\n\n{SOLUTION_FOLD[0]}\n\n"
-                f"{match['solution']}\n\n{SOLUTION_FOLD[1]}")
+        return (
+            f"#### Exercise {count} ({minutes} min)\n\n{match['question']}\n\n{SOLUTION_FOLD[0]}\n\n"
+            f"{match['solution']}\n\n{SOLUTION_FOLD[1]}"
+        )
 
     for cell in notebook["cells"]:
         if cell["cell_type"] == "markdown":
@@ -51,7 +56,9 @@ def convert(path: Path, minutes: int) -> int:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="+", type=Path)
-    parser.add_argument("--minutes", type=int, default=10, help="minutes written on every exercise (default 10)")
+    parser.add_argument(
+        "--minutes", type=int, default=10, help="minutes written on every exercise (default 10)"
+    )
     args = parser.parse_args(argv)
     for path in args.notebooks:
         print(f"{path}: {convert(path, args.minutes)} exercise(s) converted; check each heading's minutes")

@@ -18,10 +18,14 @@ from lab_utils import published, units
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "book" / "published.md"
-AREAS = (("compute", "Compute: matrix products and networks"), ("inference", "Inference: LLM servers and one sequence"),
-         ("training", "Training throughput"), ("memory", "Memory: the longest sequence that fits"),
-         ("cold start", "Cold starts"),
-         ("energy", "Energy: joules per generated token"))
+AREAS = (
+    ("compute", "Compute: matrix products and networks"),
+    ("inference", "Inference: LLM servers and one sequence"),
+    ("training", "Training throughput"),
+    ("memory", "Memory: the longest sequence that fits"),
+    ("cold start", "Cold starts"),
+    ("energy", "Energy: joules per generated token"),
+)
 
 
 def _value(value: float, unit: str) -> str:
@@ -43,8 +47,14 @@ def _row(row: published.Comparison) -> str:
     m = row.measurement
     source = f"[{m.title}]({m.url}), {m.source}, {m.source_date} {{cite:p}}`{m.cite}`"
     setup = f"{m.setup}. *{m.note[0].upper()}{m.note[1:]}.*" if m.note else m.setup
-    cells = (source, setup, _value(m.figure, m.unit), f"{_value(row.course_value, row.course_unit)} ({m.course})",
-             f"{row.ratio:.2f}", _status(row))
+    cells = (
+        source,
+        setup,
+        _value(m.figure, m.unit),
+        f"{_value(row.course_value, row.course_unit)} ({m.course})",
+        f"{row.ratio:.2f}",
+        _status(row),
+    )
     return "| " + " | ".join(cell.replace("|", "/") for cell in cells) + " |"
 
 
@@ -78,10 +88,14 @@ def markdown() -> str:
         chosen = [row for row in rows if row.measurement.area == area]
         if not chosen:
             continue
-        lines += [f"## {heading}", "",
-                  "| measurement | setup | measured | the course says | ratio | status |",
-                  "|---|---|---|---|---|---|",
-                  *(_row(row) for row in chosen), ""]
+        lines += [
+            f"## {heading}",
+            "",
+            "| measurement | setup | measured | the course says | ratio | status |",
+            "|---|---|---|---|---|---|",
+            *(_row(row) for row in chosen),
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -93,7 +107,10 @@ def main(argv=None) -> int:
     if args.check:
         current = PAGE.read_text(encoding="utf-8") if PAGE.exists() else ""
         if current != text:
-            print(f"{PAGE.relative_to(ROOT)} is out of date: run python scripts/published_page.py", file=sys.stderr)
+            print(
+                f"{PAGE.relative_to(ROOT)} is out of date: run python scripts/published_page.py",
+                file=sys.stderr,
+            )
             return 1
         return 0
     PAGE.write_text(text, encoding="utf-8")

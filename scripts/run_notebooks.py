@@ -31,8 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 
 import execution_cache  # noqa: E402  (book/_ext, shared with the website build)
-from notebook_times import COURSE_TARGET_S, NOTEBOOK_TARGET_S  # noqa: E402  (the build-status page's targets)
 import shell_poll  # noqa: E402  (book/_ext: nbclient's missed replies)
+from notebook_times import COURSE_TARGET_S, NOTEBOOK_TARGET_S  # noqa: E402  (the build-status page's targets)
 
 
 def execute(path: str, timeout_s: int) -> tuple[str, float, str | None]:
@@ -45,18 +45,31 @@ def execute(path: str, timeout_s: int) -> tuple[str, float, str | None]:
     # The kernel is stopped at once after the last cell (SIGKILL to its process group), as a learner
     # closes a notebook without waiting: a graceful shutdown let Python finalize torch first, 1.0-1.9 s
     # per notebook here, counted in the notebook's time. Nothing is lost: every cell has finished.
-    result = single_nb_execution(notebook, cwd=str(Path(path).parent), timeout=timeout_s, allow_errors=False,
-                                 meta_override=True, shutdown_kernel="immediate")
+    result = single_nb_execution(
+        notebook,
+        cwd=str(Path(path).parent),
+        timeout=timeout_s,
+        allow_errors=False,
+        meta_override=True,
+        shutdown_kernel="immediate",
+    )
     return nbformat.writes(result.nb), result.time, result.exc_string
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", type=Path)
-    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
-                        help="notebooks executed at once (default: 2, or 1 on a 1-core machine)")
-    parser.add_argument("--alone", action="store_true",
-                        help="execute again every notebook whose cached run shared the machine with another")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=min(2, os.cpu_count() or 1),
+        help="notebooks executed at once (default: 2, or 1 on a 1-core machine)",
+    )
+    parser.add_argument(
+        "--alone",
+        action="store_true",
+        help="execute again every notebook whose cached run shared the machine with another",
+    )
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error(f"--jobs must be 1 or more, got {args.jobs}")
@@ -68,10 +81,14 @@ def main(argv=None) -> int:
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
 
-    notebooks = [p.resolve() for p in args.notebooks] or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    notebooks = [p.resolve() for p in args.notebooks] or sorted(
+        (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")
+    )
     folder = execution_cache.cache_folder(ROOT)
     if execution_cache.invalidate_if_stale(folder, ROOT):
-        print(f"{folder.relative_to(ROOT)}: the package, pyproject.toml or constraints.txt changed; cache emptied")
+        print(
+            f"{folder.relative_to(ROOT)}: the package, pyproject.toml or constraints.txt changed; cache emptied"
+        )
     cache = get_cache(str(folder))
     timeout_s = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["execute"]["timeout"]
 
@@ -103,18 +120,29 @@ def main(argv=None) -> int:
                 print(f"{path.name}: FAILED after {run_s:.1f} s\n{error}", flush=True)
                 continue
             cache.cache_notebook_bundle(
-                CacheBundleIn(nbformat.reads(executed, as_version=4), str(path),
-                              data={"execution_seconds": run_s, "jobs": jobs}),
-                check_validity=False, overwrite=True)
+                CacheBundleIn(
+                    nbformat.reads(executed, as_version=4),
+                    str(path),
+                    data={"execution_seconds": run_s, "jobs": jobs},
+                ),
+                check_validity=False,
+                overwrite=True,
+            )
             seconds[path.name] = run_s
-            print(f"{path.name}: executed in {run_s:.1f} s" + (f" ({jobs} at a time)" if jobs > 1 else ""),
-                  flush=True)
+            print(
+                f"{path.name}: executed in {run_s:.1f} s" + (f" ({jobs} at a time)" if jobs > 1 else ""),
+                flush=True,
+            )
     if todo:
-        print(f"executed {len(todo)} notebook(s), {jobs} at a time, in {time.perf_counter() - started_s:.0f} s wall")
+        print(
+            f"executed {len(todo)} notebook(s), {jobs} at a time, in {time.perf_counter() - started_s:.0f} s wall"
+        )
 
     slow = sorted(name for name, s in seconds.items() if s > NOTEBOOK_TARGET_S)
-    print(f"notebooks: {sum(seconds.values()):.0f} s in all (course target {COURSE_TARGET_S} s, one at a time); "
-          + (f"over {NOTEBOOK_TARGET_S} s: {', '.join(slow)}" if slow else f"each within {NOTEBOOK_TARGET_S} s"))
+    print(
+        f"notebooks: {sum(seconds.values()):.0f} s in all (course target {COURSE_TARGET_S} s, one at a time); "
+        + (f"over {NOTEBOOK_TARGET_S} s: {', '.join(slow)}" if slow else f"each within {NOTEBOOK_TARGET_S} s")
+    )
     if failed:
         print(f"FAILED: {', '.join(failed)} (the error is printed above)", file=sys.stderr)
     return 1 if failed else 0

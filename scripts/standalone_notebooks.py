@@ -36,8 +36,16 @@ ROOT = Path(__file__).resolve().parents[1]
 # which reads "name @ git+file:///..." as Colab's reads git+https), plus the Jupyter kernel and
 # nbclient that execute the notebook. torch==2.13.0: the course's tested pin. ipykernel<7, as
 # Colab runs (constraints.txt pins 6.x likewise).
-PREINSTALLED = ("pip>=24.1", "torch==2.13.0", "numpy", "matplotlib", "ipywidgets==7.7.1", "ipykernel<7", "nbclient",
-                "nbformat")
+PREINSTALLED = (
+    "pip>=24.1",
+    "torch==2.13.0",
+    "numpy",
+    "matplotlib",
+    "ipywidgets==7.7.1",
+    "ipykernel<7",
+    "nbclient",
+    "nbformat",
+)
 KEPT = ("torch", "ipywidgets")  # must keep their versions through every notebook
 COURSE_FILE = re.compile(r'course_files\.path\(\s*\\?"([^"\\]+)\\?"\s*\)')  # in a notebook's JSON
 
@@ -59,7 +67,9 @@ print("lab_utils installed at", package)
 
 # Runs inside the environment: execute one notebook in its folder, every cell, no errors allowed
 # (after book/_ext/shell_poll.py, which keeps nbclient from missing a kernel's reply).
-EXECUTE = (ROOT / "book" / "_ext" / "shell_poll.py").read_text(encoding="utf-8") + """
+EXECUTE = (
+    (ROOT / "book" / "_ext" / "shell_poll.py").read_text(encoding="utf-8")
+    + """
 install()
 import sys, nbformat
 from nbclient import NotebookClient
@@ -68,11 +78,13 @@ notebook = nbformat.read(path, as_version=4)
 NotebookClient(notebook, timeout=900, kernel_name="python3", resources={"metadata": {"path": sys.argv[2]}},
                shutdown_kernel="immediate").execute()  # as scripts/run_notebooks.py
 """
+)
 
 
 def pip(python: Path, *args: str, capture: bool = False) -> str:
-    done = subprocess.run([str(python), "-m", "pip", *args], check=True, text=True,
-                          stdout=subprocess.PIPE if capture else None)
+    done = subprocess.run(
+        [str(python), "-m", "pip", *args], check=True, text=True, stdout=subprocess.PIPE if capture else None
+    )
     return done.stdout or ""
 
 
@@ -109,8 +121,13 @@ def run_alone(python: Path, notebook: Path, repository: str) -> tuple[bool, floa
         env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
         env.update(COURSE_REPOSITORY=repository, MPLBACKEND="agg")
         started_s = time.perf_counter()
-        done = subprocess.run([str(python), "-c", EXECUTE, str(copy), folder], env=env, cwd=folder,
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            [str(python), "-c", EXECUTE, str(copy), folder],
+            env=env,
+            cwd=folder,
+            capture_output=True,
+            text=True,
+        )
         return done.returncode == 0, time.perf_counter() - started_s, done.stderr[-3000:]
 
 
@@ -120,9 +137,15 @@ def setup_cell_notebook(notebooks: list[Path], folder: Path) -> Path:
 
     first = nbformat.read(notebooks[0], as_version=4)
     setup = next(cell.source for cell in first.cells if cell.cell_type == "code")
-    names = sorted({name for path in notebooks for name in COURSE_FILE.findall(path.read_text(encoding="utf-8"))})
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(setup), nbformat.v4.new_code_cell(
-        CHECK_INSTALLED.format(names=names))])
+    names = sorted(
+        {name for path in notebooks for name in COURSE_FILE.findall(path.read_text(encoding="utf-8"))}
+    )
+    notebook = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(setup),
+            nbformat.v4.new_code_cell(CHECK_INSTALLED.format(names=names)),
+        ]
+    )
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     path = folder / "setup_cell.ipynb"
     nbformat.write(notebook, path)
@@ -134,8 +157,11 @@ def main(argv=None) -> int:
     parser.add_argument("notebooks", nargs="*", type=Path)
     parser.add_argument("--venv", type=Path, default=ROOT / "_build" / "standalone-venv")
     parser.add_argument("--repository", default=str(ROOT))
-    parser.add_argument("--setup-cell", action="store_true",
-                        help="run only the shared setup cell, once, and check what it installed")
+    parser.add_argument(
+        "--setup-cell",
+        action="store_true",
+        help="run only the shared setup cell, once, and check what it installed",
+    )
     args = parser.parse_args(argv)
     notebooks = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     scratch = tempfile.TemporaryDirectory(prefix="setup-cell-")
@@ -151,17 +177,25 @@ def main(argv=None) -> int:
         restore(python, baseline)
         passed, seconds, error = run_alone(python, notebook.resolve(), args.repository)
         now = installed(python)
-        changed = [f"{name} {baseline[name]} -> {now.get(name)}" for name in KEPT if now.get(name) != baseline[name]]
-        print(f"{notebook.name}: {'passed' if passed and not changed else 'FAILED'} in {seconds:.0f} s"
-              + (f"; changed {', '.join(changed)}" if changed else ""), flush=True)
+        changed = [
+            f"{name} {baseline[name]} -> {now.get(name)}" for name in KEPT if now.get(name) != baseline[name]
+        ]
+        print(
+            f"{notebook.name}: {'passed' if passed and not changed else 'FAILED'} in {seconds:.0f} s"
+            + (f"; changed {', '.join(changed)}" if changed else ""),
+            flush=True,
+        )
         if not passed:
             print(error)
         if not passed or changed:
             failed.append(notebook.name)
     restore(python, baseline)
     scratch.cleanup()
-    print(f"{len(notebooks) - len(failed)} of {len(notebooks)} notebooks ran alone in "
-          f"{time.perf_counter() - started_s:.0f} s; kept " + ", ".join(f"{name} {baseline[name]}" for name in KEPT))
+    print(
+        f"{len(notebooks) - len(failed)} of {len(notebooks)} notebooks ran alone in "
+        f"{time.perf_counter() - started_s:.0f} s; kept "
+        + ", ".join(f"{name} {baseline[name]}" for name in KEPT)
+    )
     return 1 if failed else 0
 
 

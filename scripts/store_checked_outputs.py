@@ -22,8 +22,9 @@ def store_checked_outputs(path: Path) -> None:
     """Run the notebook at ``path`` in its folder and rewrite it with the checked outputs only."""
     notebook = nbformat.read(path, as_version=4)
     shell_poll.install()
-    NotebookClient(notebook, timeout=600, resources={"metadata": {"path": str(path.parent)}},
-                   shutdown_kernel="immediate").execute()  # as scripts/run_notebooks.py
+    NotebookClient(
+        notebook, timeout=600, resources={"metadata": {"path": str(path.parent)}}, shutdown_kernel="immediate"
+    ).execute()  # as scripts/run_notebooks.py
     notebook.metadata.pop("widgets", None)  # live widget state (with images): the book stores its own
     for cell in notebook.cells:
         if cell.cell_type != "code":

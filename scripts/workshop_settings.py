@@ -23,17 +23,21 @@ sys.path.insert(0, str(ROOT / "book" / "_ext"))
 
 import workshop  # noqa: E402
 
-SETUP_LINE = re.compile(r'(COURSE_REPOSITORY = os\.environ\.get\(\\?"COURSE_REPOSITORY\\?", \\?")([^"\\]+)(\\?")')
+SETUP_LINE = re.compile(
+    r'(COURSE_REPOSITORY = os\.environ\.get\(\\?"COURSE_REPOSITORY\\?", \\?")([^"\\]+)(\\?")'
+)
 COLAB_LINK = re.compile(r"(colab\.research\.google\.com/github/)[\w.-]+/[\w.-]+/blob/[\w.-]+/")
 CONFIG_URL = re.compile(r"^(repository:\n(?:  .*\n)*?  url: ).*$", re.MULTILINE)
 CONFIG_BRANCH = re.compile(r"^(repository:\n(?:  .*\n)*?  branch: ).*$", re.MULTILINE)
 
 
 def github_path(url: str) -> str:
-    """"OWNER/REPO" of a GitHub address, for Colab links; ValueError for another host."""
+    """ "OWNER/REPO" of a GitHub address, for Colab links; ValueError for another host."""
     match = re.fullmatch(r"https://github\.com/([\w.-]+/[\w.-]+?)(\.git)?/?", url)
     if match is None:
-        raise ValueError(f"repository_url={url!r}: Colab opens notebooks from GitHub: give https://github.com/OWNER/REPO")
+        raise ValueError(
+            f"repository_url={url!r}: Colab opens notebooks from GitHub: give https://github.com/OWNER/REPO"
+        )
     return match[1]
 
 
@@ -49,7 +53,11 @@ def updated(path: Path, settings: dict[str, str]) -> str:
 
 
 def targets() -> list[Path]:
-    return [ROOT / "_config.yml", ROOT / "templates" / "notebook.ipynb", *sorted((ROOT / "notebooks").glob("*.ipynb"))]
+    return [
+        ROOT / "_config.yml",
+        ROOT / "templates" / "notebook.ipynb",
+        *sorted((ROOT / "notebooks").glob("*.ipynb")),
+    ]
 
 
 def main(argv=None) -> int:

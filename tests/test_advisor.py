@@ -19,8 +19,11 @@ def _cheap_serverless(**kwargs):
 
 # --- fine-tune -------------------------------------------------------------------------------
 
+
 def test_a_model_that_fits_no_24_gb_card_is_never_offered_on_one():
-    job = memory.job_estimate("Llama-3.1-70B", method="lora", precision="bf16", seq_len=4096, recompute="full")
+    job = memory.job_estimate(
+        "Llama-3.1-70B", method="lora", precision="bf16", seq_len=4096, recompute="full"
+    )
     small = [s for s in hardware.catalog("gpu") if s.memory_bytes == 24e9]
     assert small and not any(memory.fits(job.total_bytes, s) for s in small)  # the premise, from memory.fits
     advice = advisor.fine_tune("Llama-3.1-70B", 1e7, method="lora")
@@ -63,7 +66,7 @@ def test_full_fine_tune_of_a_parameter_count_needs_16_bytes_per_parameter():
 def test_options_are_ranked_working_first_then_by_cost():
     advice = advisor.fine_tune("Llama-3.1-8B", 1e7)
     working = [o for o in advice.options if o.works]
-    assert advice.options[:len(working)] == tuple(working)
+    assert advice.options[: len(working)] == tuple(working)
     costs = [o.cost_usd for o in working]
     assert costs == sorted(costs)
     assert advice.best == working[0]
@@ -88,9 +91,11 @@ def test_gpus_without_an_hourly_offer_are_priced_at_the_serverless_active_rate()
 
 # --- serving: API against an always-on H100 ---------------------------------------------------
 
+
 def test_a_million_tokens_a_month_is_cheaper_on_an_api_than_on_an_always_on_h100():
-    advice = advisor.serve("Llama-3.1-8B", _requests_per_day(1e6), input_tokens=IN, output_tokens=OUT,
-                           **_cheap_serverless())
+    advice = advisor.serve(
+        "Llama-3.1-8B", _requests_per_day(1e6), input_tokens=IN, output_tokens=OUT, **_cheap_serverless()
+    )
     h100 = advice.option("H100 SXM always on")
     assert h100.cost_usd == pytest.approx(H100_POD.usd_per_hour * economics.HOURS_PER_MONTH)
     for api in prices.api_prices():
@@ -107,10 +112,20 @@ def test_above_the_break_even_volume_the_h100_beats_the_api():
     blended = (IN * SONNET.input_per_million + OUT * SONNET.output_per_million) / (IN + OUT)  # $ per 1M
     pod_month = H100_POD.usd_per_hour * economics.HOURS_PER_MONTH
     break_even = pod_month / blended * 1e6  # tokens a month at which Sonnet costs one pod-month
-    below = advisor.serve("Llama-3.1-8B", _requests_per_day(break_even / 2), input_tokens=IN, output_tokens=OUT,
-                          **_cheap_serverless())
-    above = advisor.serve("Llama-3.1-8B", _requests_per_day(break_even * 2), input_tokens=IN, output_tokens=OUT,
-                          **_cheap_serverless())
+    below = advisor.serve(
+        "Llama-3.1-8B",
+        _requests_per_day(break_even / 2),
+        input_tokens=IN,
+        output_tokens=OUT,
+        **_cheap_serverless(),
+    )
+    above = advisor.serve(
+        "Llama-3.1-8B",
+        _requests_per_day(break_even * 2),
+        input_tokens=IN,
+        output_tokens=OUT,
+        **_cheap_serverless(),
+    )
     assert below.option("API: Claude Sonnet 4.5").cost_usd < below.option("H100 SXM always on").cost_usd
     assert above.option("H100 SXM always on").n_devices == 1  # one pod carries this volume
     assert above.option("H100 SXM always on").cost_usd < above.option("API: Claude Sonnet 4.5").cost_usd
@@ -118,7 +133,9 @@ def test_above_the_break_even_volume_the_h100_beats_the_api():
 
 
 def test_serverless_option_uses_the_simulation_and_reports_cold_starts():
-    advice = advisor.serve("Llama-3.1-8B", 50, cold_start_s=120.0, latency_target_s=30.0, **_cheap_serverless())
+    advice = advisor.serve(
+        "Llama-3.1-8B", 50, cold_start_s=120.0, latency_target_s=30.0, **_cheap_serverless()
+    )
     option = advice.option("Runpod serverless H100")
     assert option.bound == "cold starts" and not option.works and option.latency_s > 120
     warm = advisor.serve("Llama-3.1-8B", 50, cold_start_s=0.0, latency_target_s=30.0, **_cheap_serverless())
@@ -138,8 +155,16 @@ def test_serverless_workers_batch_as_the_pod_does(monkeypatch):
         return real_simulate(arrivals, **kwargs)
 
     monkeypatch.setattr(serverless, "simulate", spy)
-    advisor.serve("Llama-3.1-8B", 20_000, input_tokens=IN, output_tokens=OUT, latency_target_s=10.0,
-                  efficiency=0.7, precision="bf16", **_cheap_serverless())
+    advisor.serve(
+        "Llama-3.1-8B",
+        20_000,
+        input_tokens=IN,
+        output_tokens=OUT,
+        latency_target_s=10.0,
+        efficiency=0.7,
+        precision="bf16",
+        **_cheap_serverless(),
+    )
     h100 = hardware.get("H100 SXM")
     shape = dict(prompt_len=IN, output_len=OUT, weight_bytes_per_param=2, efficiency=0.7, usd_per_hour=0.0)
     capacity = serving.capacity("Llama-3.1-8B", device=h100, latency_target_s=10.0, **shape)
@@ -156,15 +181,23 @@ def test_at_high_traffic_a_batching_serverless_worker_meets_the_target_one_at_a_
     # some 120 requests, which must stay under 5% of the window for its p95 to reach steady state
     # in bf16: in int4 a one-at-a-time 4090 decodes fast enough for this traffic (vLLM's 4-bit
     # decode has no published figure, so it is timed at the bound)
-    busy = dict(input_tokens=IN, output_tokens=OUT, latency_target_s=10.0, max_simulated_requests=4000,
-                precision="bf16")
+    busy = dict(
+        input_tokens=IN,
+        output_tokens=OUT,
+        latency_target_s=10.0,
+        max_simulated_requests=4000,
+        precision="bf16",
+    )
     batched = advisor.serve("Llama-3.1-8B", 100_000, **busy).option("Runpod serverless RTX 4090")
-    one_at_a_time = advisor.serve("Llama-3.1-8B", 100_000, batch=1, **busy).option("Runpod serverless RTX 4090")
+    one_at_a_time = advisor.serve("Llama-3.1-8B", 100_000, batch=1, **busy).option(
+        "Runpod serverless RTX 4090"
+    )
     assert batched.works and not one_at_a_time.works
     assert batched.cost_usd < one_at_a_time.cost_usd
 
 
 # --- sparse training -------------------------------------------------------------------------
+
 
 def test_an_embedding_table_too_big_for_one_gpu_server_leaves_the_cpu():
     values = 200e9  # x 8 bytes = 1.6 TB: more than 8 x 141 GB, less than a CPU server's memory
@@ -184,23 +217,27 @@ def test_gather_bound_training_is_limited_by_bandwidth():
 
 # --- bad job descriptions --------------------------------------------------------------------
 
-@pytest.mark.parametrize("call, error, name", [
-    (lambda: advisor.fine_tune("Llama-3.1-8B", 1e7, method="dpo"), ValueError, "method"),
-    (lambda: advisor.fine_tune("Llama-3.1-8B", -5), ValueError, "n_tokens"),
-    (lambda: advisor.fine_tune("Llama-3.1-8B", "many"), TypeError, "n_tokens"),
-    (lambda: advisor.fine_tune(-1, 1e7), ValueError, "model"),
-    (lambda: advisor.fine_tune("Llama-3.1-8B", 1e7, mfu=1.5), ValueError, "mfu"),
-    (lambda: advisor.fine_tune("Llama-3.1-8B", 1e7, max_devices=0), ValueError, "max_devices"),
-    (lambda: advisor.serve("Llama-3.1-8B", 0), ValueError, "requests_per_day"),
-    (lambda: advisor.serve(8e9, 100), TypeError, "model"),
-    (lambda: advisor.serve("Llama-3.1-8B", 100, latency_target_s=-1), ValueError, "latency_target_s"),
-    (lambda: advisor.serve("Llama-3.1-8B", 100, output_tokens=0), ValueError, "output_tokens"),
-    (lambda: advisor.serve("Llama-3.1-8B", 100, utilisation=0), ValueError, "utilisation"),
-    (lambda: advisor.serve("Llama-3.1-8B", 100, precision="fp9"), ValueError, "precision"),
-    (lambda: advisor.train(1e6, 1e6, embedding_params=1e9), ValueError, "lookups_per_example"),
-    (lambda: advisor.train(1e6, 1e6, lookups_per_example=3), ValueError, "embedding_params"),
-    (lambda: advisor.train(1e6, 1e6, cpu_offer="AWS g4dn.xlarge"), ValueError, "cpu_offer"),
-])
+
+@pytest.mark.parametrize(
+    "call, error, name",
+    [
+        (lambda: advisor.fine_tune("Llama-3.1-8B", 1e7, method="dpo"), ValueError, "method"),
+        (lambda: advisor.fine_tune("Llama-3.1-8B", -5), ValueError, "n_tokens"),
+        (lambda: advisor.fine_tune("Llama-3.1-8B", "many"), TypeError, "n_tokens"),
+        (lambda: advisor.fine_tune(-1, 1e7), ValueError, "model"),
+        (lambda: advisor.fine_tune("Llama-3.1-8B", 1e7, mfu=1.5), ValueError, "mfu"),
+        (lambda: advisor.fine_tune("Llama-3.1-8B", 1e7, max_devices=0), ValueError, "max_devices"),
+        (lambda: advisor.serve("Llama-3.1-8B", 0), ValueError, "requests_per_day"),
+        (lambda: advisor.serve(8e9, 100), TypeError, "model"),
+        (lambda: advisor.serve("Llama-3.1-8B", 100, latency_target_s=-1), ValueError, "latency_target_s"),
+        (lambda: advisor.serve("Llama-3.1-8B", 100, output_tokens=0), ValueError, "output_tokens"),
+        (lambda: advisor.serve("Llama-3.1-8B", 100, utilisation=0), ValueError, "utilisation"),
+        (lambda: advisor.serve("Llama-3.1-8B", 100, precision="fp9"), ValueError, "precision"),
+        (lambda: advisor.train(1e6, 1e6, embedding_params=1e9), ValueError, "lookups_per_example"),
+        (lambda: advisor.train(1e6, 1e6, lookups_per_example=3), ValueError, "embedding_params"),
+        (lambda: advisor.train(1e6, 1e6, cpu_offer="AWS g4dn.xlarge"), ValueError, "cpu_offer"),
+    ],
+)
 def test_bad_job_descriptions_name_the_parameter(call, error, name):
     with pytest.raises(error, match=name):
         call()
@@ -235,6 +272,7 @@ def test_chart_marks_every_working_option():
 
 # --- lab-utils pick --------------------------------------------------------------------------
 
+
 def _pick(*args):
     import os
     import subprocess
@@ -243,8 +281,14 @@ def _pick(*args):
 
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, "-m", "lab_utils.cli", "pick", *map(str, args)], capture_output=True,
-                          text=True, cwd=root, env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "lab_utils.cli", "pick", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env=env,
+        timeout=120,
+    )
 
 
 def test_pick_prints_the_ranking_and_json():
@@ -298,8 +342,10 @@ def test_serverless_starts_are_the_cold_start_models_plain_and_restored(monkeypa
         return result
 
     monkeypatch.setattr(serverless, "simulate", spy)
-    advice = advisor.serve("Llama-3.1-8B", 1000, precision="bf16", devices=["H100 SXM"], **_cheap_serverless())
-    (kwargs, result), = calls
+    advice = advisor.serve(
+        "Llama-3.1-8B", 1000, precision="bf16", devices=["H100 SXM"], **_cheap_serverless()
+    )
+    ((kwargs, result),) = calls
     start = serverless.cold_start(llms.get("Llama-3.1-8B").n_params * memory.BYTES_PER_VALUE["bf16"])
     assert kwargs["cold_start_s"] == start
     assert start.restore_hit_rate == assumptions.value("cold_start.restore_hit_rate")
@@ -308,12 +354,16 @@ def test_serverless_starts_are_the_cold_start_models_plain_and_restored(monkeypa
     said = f"{result.cold_starts} cold starts simulated, {result.restored_starts} of them snapshot restores"
     assert said in option.why
     starts = dict(advice.assumptions)["serverless_starts"]
-    assert f"plain start {start.total_s:.0f} s in bf16" in starts and f"{start.restore_s:g} s for 50% of" in starts
+    assert (
+        f"plain start {start.total_s:.0f} s in bf16" in starts
+        and f"{start.restore_s:g} s for 50% of" in starts
+    )
     assert "(serverless starts, as serverless.cold_start: plain start" in advice.table()
     # a start given in seconds is every start: no restores
     calls.clear()
-    advisor.serve("Llama-3.1-8B", 1000, precision="bf16", devices=["H100 SXM"], cold_start_s=30.0,
-                  **_cheap_serverless())
+    advisor.serve(
+        "Llama-3.1-8B", 1000, precision="bf16", devices=["H100 SXM"], cold_start_s=30.0, **_cheap_serverless()
+    )
     assert calls[0][0]["cold_start_s"] == 30.0 and calls[0][1].restored_starts == 0
 
 
@@ -323,7 +373,9 @@ def test_device_hours_count_every_gpu_and_price_and_energy_follow_them():
     from lab_utils import energy
 
     advice = advisor.serve("Llama-3.1-70B", 1000, precision="bf16", **_cheap_serverless())
-    multi = [o for o in advice.options if o.kind == "serverless" and o.n_devices > 1 and o.cost_usd is not None]
+    multi = [
+        o for o in advice.options if o.kind == "serverless" and o.n_devices > 1 and o.cost_usd is not None
+    ]
     assert multi, "the premise: a 70B model in bf16 needs workers of several GPUs"
     for option in advice.options:
         if option.device_hours is None or option.cost_usd is None:
@@ -333,14 +385,18 @@ def test_device_hours_count_every_gpu_and_price_and_energy_follow_them():
         klass = prices.serverless_price(option.name.split(",")[0])
         assert option.usd_per_hour == pytest.approx(klass.flex_per_hour)  # per GPU, not per worker
         spec = min((hardware.get(g) for g in klass.gpus), key=lambda s: s.bandwidth_bytes_per_s)
-        assert option.energy_kwh == pytest.approx(energy.job_energy_kwh(option.device_hours, 1, spec.tdp_watts))
+        assert option.energy_kwh == pytest.approx(
+            energy.job_energy_kwh(option.device_hours, 1, spec.tdp_watts)
+        )
 
 
 def test_devices_narrows_the_options_and_keeps_their_figures():
     full = advisor.serve("Llama-3.1-8B", 1000, **_cheap_serverless())
     narrow = advisor.serve("Llama-3.1-8B", 1000, devices=["H100 SXM"], **_cheap_serverless())
     assert {o.name for o in narrow.options if o.kind in ("gpu", "serverless")} == {
-        "H100 SXM always on", "Runpod serverless H100"}
+        "H100 SXM always on",
+        "Runpod serverless H100",
+    }
     for option in narrow.options:
         assert full.option(option.name).cost_usd == pytest.approx(option.cost_usd)
     with pytest.raises(TypeError, match="devices"):

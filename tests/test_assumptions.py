@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from lab_utils import advisor, assumptions, cli, economics, hardware, memory, prices
+from lab_utils import advisor, assumptions, cli, hardware, memory, prices
 
 
 def test_every_assumption_has_a_value_and_a_short_why():
@@ -22,8 +22,10 @@ def test_each_method_runs_in_a_precision_the_memory_model_allows():
         assumptions.precision_for("dpo")
 
 
-@pytest.mark.parametrize("device, dtype", [("T4", "fp16"), ("H100 SXM", "bf16"), ("A100 80GB SXM", "bf16"),
-                                           ("AMD EPYC 9684X", "fp32")])
+@pytest.mark.parametrize(
+    "device, dtype",
+    [("T4", "fp16"), ("H100 SXM", "bf16"), ("A100 80GB SXM", "bf16"), ("AMD EPYC 9684X", "fp32")],
+)
 def test_the_dtype_a_device_computes_in(device, dtype):
     # T4: Turing tensor cores have fp16 but no bf16 (NVIDIA T4 datasheet); catalog CPUs: an fp32 peak.
     assert assumptions.compute_dtype(hardware.get(device)) == dtype
@@ -69,8 +71,21 @@ def test_the_cli_the_advisor_and_the_widgets_agree_on_one_job(method, capsys):
     advice = advisor.fine_tune("llama-3.1-8b", 1e8, method=method, include_cpus=False)
     option = next(o for o in advice.options if o.name.split(" x ")[-1] == "H100 SXM")
 
-    cost = _cli_out(["cost", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--method", method,
-                     "--gpu", "H100 SXM"], capsys)
+    cost = _cli_out(
+        [
+            "cost",
+            "fine-tune",
+            "--model",
+            "llama-3.1-8b",
+            "--tokens",
+            "1e8",
+            "--method",
+            method,
+            "--gpu",
+            "H100 SXM",
+        ],
+        capsys,
+    )
     assert _dollars(cost, "cost") == round(option.cost_usd, 2)
     assert f"{option.n_devices} x H100 SXM" in cost
 
@@ -82,8 +97,9 @@ def test_the_cli_the_advisor_and_the_widgets_agree_on_one_job(method, capsys):
     assert figure.axes[0].get_title().endswith(format_bytes(option.memory_bytes, binary=False))
     plt.close(figure)
 
-    calculator = widgets.cost_calculator("llama-3.1-8b", gpu="H100 SXM", method=method, fine_tune_tokens=1e8,
-                                         static=True)
+    calculator = widgets.cost_calculator(
+        "llama-3.1-8b", gpu="H100 SXM", method=method, fine_tune_tokens=1e8, static=True
+    )
     note = " ".join(text.get_text() for text in calculator.texts)
     assert f"${option.cost_usd:,.2f}" in note
     plt.close(calculator)

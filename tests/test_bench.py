@@ -10,13 +10,15 @@ import time
 import numpy as np
 import pytest
 import torch
-
 from alternating import median_ratio
+
 from lab_utils import bench
 
-BUSY_HINT = ("measured on a busy machine? Other programs holding cores slow bench's multi-threaded "
-             "calls, and holding the memory bus pushes torch's copy (which reads each destination "
-             "line before writing it) toward 2/3 of memcpy's rate: rerun on a quiet machine")
+BUSY_HINT = (
+    "measured on a busy machine? Other programs holding cores slow bench's multi-threaded "
+    "calls, and holding the memory bus pushes torch's copy (which reads each destination "
+    "line before writing it) toward 2/3 of memcpy's rate: rerun on a quiet machine"
+)
 
 
 @pytest.mark.timing
@@ -56,14 +58,25 @@ def test_measure_copy_copies_and_counts_read_plus_written():
 
 
 def test_rows_count_flops_and_bytes_as_the_roofline_does():
-    table = bench.sweep(sizes=(64, 128), dtypes=("fp32", "bf16"), copy_bytes=(2**20,), device="cpu",
-                        budget_s=30, min_run_time=0.01)
+    table = bench.sweep(
+        sizes=(64, 128),
+        dtypes=("fp32", "bf16"),
+        copy_bytes=(2**20,),
+        device="cpu",
+        budget_s=30,
+        min_run_time=0.01,
+    )
     everyone = torch.get_num_threads()
     one_thread = [("copy", 2**18, "fp32", 1)] if everyone > 1 else []
     assert [(r.kind, r.size, r.dtype, r.threads) for r in table.rows] == [
-        ("copy", 2**18, "fp32", everyone), *one_thread, ("triad", 2**18, "fp32", everyone),
-        ("matmul", 64, "fp32", None), ("matmul", 128, "fp32", None),
-        ("matmul", 64, "bf16", None), ("matmul", 128, "bf16", None)]
+        ("copy", 2**18, "fp32", everyone),
+        *one_thread,
+        ("triad", 2**18, "fp32", everyone),
+        ("matmul", 64, "fp32", None),
+        ("matmul", 128, "fp32", None),
+        ("matmul", 64, "bf16", None),
+        ("matmul", 128, "bf16", None),
+    ]
     assert table.skipped == () and table.device == "cpu" and table.budget_s == 30
     for row in table.select("matmul"):
         n, size = row.size, 4 if row.dtype == "fp32" else 2
@@ -96,7 +109,9 @@ def test_sweep_skips_what_does_not_fit_its_budget():
 
 
 def test_tf32_is_skipped_on_a_cpu_with_the_reason():
-    table = bench.sweep(sizes=(32,), dtypes=("tf32",), copy_bytes=(), device="cpu", budget_s=60, min_run_time=0.01)
+    table = bench.sweep(
+        sizes=(32,), dtypes=("tf32",), copy_bytes=(), device="cpu", budget_s=60, min_run_time=0.01
+    )
     assert table.rows == ()
     assert "CUDA" in table.skipped[0].reason
 
@@ -110,10 +125,13 @@ def test_a_case_that_fails_is_skipped_with_the_error_and_the_sweep_goes_on(monke
         return real_operands(kind, size, dtype, device)
 
     monkeypatch.setattr(bench, "_operands", operands)
-    table = bench.sweep(sizes=(32,), dtypes=("fp16", "fp32"), copy_bytes=(), device="cpu", budget_s=60,
-                        min_run_time=0.01)
+    table = bench.sweep(
+        sizes=(32,), dtypes=("fp16", "fp32"), copy_bytes=(), device="cpu", budget_s=60, min_run_time=0.01
+    )
     assert [(r.size, r.dtype) for r in table.rows] == [(32, "fp32")]
-    assert table.skipped == (bench.Skipped("matmul", 32, "fp16", "failed: CUDA out of memory. Tried to allocate 2.00 GiB"),)
+    assert table.skipped == (
+        bench.Skipped("matmul", 32, "fp16", "failed: CUDA out of memory. Tried to allocate 2.00 GiB"),
+    )
 
 
 def test_measure_copy_cuts_the_arrays_over_threads_and_copies_every_byte():
@@ -151,11 +169,14 @@ def test_default_sizes_reach_a_gpus_plateau():
 def patch_cuda_capability(monkeypatch, major, minor):
     """A CUDA GPU of compute capability major.minor, as torch.cuda would describe it."""
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (major, minor))
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported",
-                        lambda including_emulation=True: including_emulation or major >= 8)
+    monkeypatch.setattr(
+        torch.cuda, "is_bf16_supported", lambda including_emulation=True: including_emulation or major >= 8
+    )
 
 
-@pytest.mark.parametrize("major, minor, tf32, bf16", [(7, 5, False, False), (8, 0, True, True), (9, 0, True, True)])
+@pytest.mark.parametrize(
+    "major, minor, tf32, bf16", [(7, 5, False, False), (8, 0, True, True), (9, 0, True, True)]
+)
 def test_tf32_and_bf16_need_compute_capability_8(monkeypatch, major, minor, tf32, bf16):
     """Issue 18 item 2: a T4 (7.5) would only emulate bf16, so the sweep skips it and says why."""
     patch_cuda_capability(monkeypatch, major, minor)
@@ -164,7 +185,9 @@ def test_tf32_and_bf16_need_compute_capability_8(monkeypatch, major, minor, tf32
     assert (bench._unsupported("bf16", cuda) is None) == bf16
     assert bench._unsupported("fp16", cuda) is None and bench._unsupported("fp32", cuda) is None
     if not bf16:
-        assert "emulated" in bench._unsupported("bf16", cuda) and f"{major}.{minor}" in bench._unsupported("bf16", cuda)
+        assert "emulated" in bench._unsupported("bf16", cuda) and f"{major}.{minor}" in bench._unsupported(
+            "bf16", cuda
+        )
 
 
 def test_sweep_keeps_the_newer_fp32_precision_api_and_restores_it():
@@ -199,16 +222,23 @@ def test_sweep_restores_the_float32_matmul_precision():
 
 def test_progress_reports_every_case(capsys):
     events = []
-    bench.sweep(sizes=(16, 32), dtypes=("fp32", "tf32"), copy_bytes=(4096,), device="cpu", budget_s=60,
-                min_run_time=0.01, progress=events.append)
+    bench.sweep(
+        sizes=(16, 32),
+        dtypes=("fp32", "tf32"),
+        copy_bytes=(4096,),
+        device="cpu",
+        budget_s=60,
+        min_run_time=0.01,
+        progress=events.append,
+    )
     bandwidth = 3 if torch.get_num_threads() > 1 else 2  # copy (all threads, one thread), triad
     total = bandwidth + 4
     assert [(e.done, e.total) for e in events] == [(i, total) for i in range(1, total + 1)]
     # the smallest product of each dtype first (tf32 is skipped on a CPU), then the rest in order
     order = [(e.kind, e.size, e.dtype) for e in events]
     assert order[:2] == [("matmul", 16, "fp32"), ("matmul", 16, "tf32")]
-    assert [kind for kind, _, _ in order[2:2 + bandwidth]] == ["copy"] * (bandwidth - 1) + ["triad"]
-    assert order[2 + bandwidth:] == [("matmul", 32, "fp32"), ("matmul", 32, "tf32")]
+    assert [kind for kind, _, _ in order[2 : 2 + bandwidth]] == ["copy"] * (bandwidth - 1) + ["triad"]
+    assert order[2 + bandwidth :] == [("matmul", 32, "fp32"), ("matmul", 32, "tf32")]
     assert [e.row is None for e in events] == [False, True] + [False] * (bandwidth + 1) + [True]
     assert all(e.skipped_reason for e in events if e.row is None)
     assert events[-1].elapsed_s >= events[0].elapsed_s
@@ -234,39 +264,60 @@ def test_a_budget_spent_on_copies_still_measures_a_product_and_lists_cases_in_or
 
 
 def test_measure_matmul_labels_the_dtype_and_counts_one_product():
-    row = bench.measure_matmul(torch.ones(8, 8, dtype=torch.float16), torch.ones(8, 8, dtype=torch.float16),
-                               min_run_time=0.01)
-    assert (row.kind, row.size, row.dtype, row.flops_per_call, row.bytes_per_call) == ("matmul", 8, "fp16", 1024, 384)
+    row = bench.measure_matmul(
+        torch.ones(8, 8, dtype=torch.float16), torch.ones(8, 8, dtype=torch.float16), min_run_time=0.01
+    )
+    assert (row.kind, row.size, row.dtype, row.flops_per_call, row.bytes_per_call) == (
+        "matmul",
+        8,
+        "fp16",
+        1024,
+        384,
+    )
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    ({"sizes": (0,)}, ValueError, "sizes"),
-    ({"sizes": (64.0,)}, TypeError, "sizes"),
-    ({"sizes": 64}, TypeError, "sizes"),
-    ({"copy_bytes": (2,)}, ValueError, "copy_bytes"),
-    ({"dtypes": ("fp64",)}, ValueError, "fp64"),
-    ({"dtypes": "fp32"}, TypeError, "dtypes"),
-    ({"budget_s": 0}, ValueError, "budget_s"),
-    ({"budget_s": float("inf")}, ValueError, "budget_s"),
-    ({"budget_s": "10"}, TypeError, "budget_s"),
-    ({"min_run_time": -1}, ValueError, "min_run_time"),
-    ({"progress": "yes"}, TypeError, "progress"),
-    ({"device": "tpu9"}, ValueError, "device"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"sizes": (0,)}, ValueError, "sizes"),
+        ({"sizes": (64.0,)}, TypeError, "sizes"),
+        ({"sizes": 64}, TypeError, "sizes"),
+        ({"copy_bytes": (2,)}, ValueError, "copy_bytes"),
+        ({"dtypes": ("fp64",)}, ValueError, "fp64"),
+        ({"dtypes": "fp32"}, TypeError, "dtypes"),
+        ({"budget_s": 0}, ValueError, "budget_s"),
+        ({"budget_s": float("inf")}, ValueError, "budget_s"),
+        ({"budget_s": "10"}, TypeError, "budget_s"),
+        ({"min_run_time": -1}, ValueError, "min_run_time"),
+        ({"progress": "yes"}, TypeError, "progress"),
+        ({"device": "tpu9"}, ValueError, "device"),
+    ],
+)
 def test_sweep_refuses_bad_input(kwargs, error, match):
     arguments = {"sizes": (16,), "copy_bytes": (), "device": "cpu", "budget_s": 1, **kwargs}
     with pytest.raises(error, match=match):
         bench.sweep(**arguments)
 
 
-@pytest.mark.parametrize("call, error, match", [
-    (lambda: bench.measure_matmul(torch.ones(4, 3), torch.ones(4, 3)), ValueError, "square"),
-    (lambda: bench.measure_matmul(torch.ones(4, 4), torch.ones(4, 4, dtype=torch.float16)), ValueError, "dtype"),
-    (lambda: bench.measure_matmul([[1.0]], torch.ones(1, 1)), TypeError, "a must be a torch.Tensor"),
-    (lambda: bench.measure_copy(torch.ones(4), torch.ones(5)), ValueError, "shape"),
-    (lambda: bench.measure_copy(torch.ones(4, 4).t(), torch.ones(4, 4)), ValueError, "contiguous"),
-    (lambda: bench.measure_copy(torch.ones(4), torch.ones(4), min_run_time=0), ValueError, "min_run_time"),
-])
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda: bench.measure_matmul(torch.ones(4, 3), torch.ones(4, 3)), ValueError, "square"),
+        (
+            lambda: bench.measure_matmul(torch.ones(4, 4), torch.ones(4, 4, dtype=torch.float16)),
+            ValueError,
+            "dtype",
+        ),
+        (lambda: bench.measure_matmul([[1.0]], torch.ones(1, 1)), TypeError, "a must be a torch.Tensor"),
+        (lambda: bench.measure_copy(torch.ones(4), torch.ones(5)), ValueError, "shape"),
+        (lambda: bench.measure_copy(torch.ones(4, 4).t(), torch.ones(4, 4)), ValueError, "contiguous"),
+        (
+            lambda: bench.measure_copy(torch.ones(4), torch.ones(4), min_run_time=0),
+            ValueError,
+            "min_run_time",
+        ),
+    ],
+)
 def test_measure_refuses_bad_input(call, error, match):
     with pytest.raises(error, match=match):
         call()

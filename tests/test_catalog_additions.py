@@ -6,21 +6,32 @@ import pytest
 from lab_utils import hardware
 
 
-@pytest.mark.parametrize("torch_name, catalog_name", [
-    ("NVIDIA H200", "H200 SXM"), ("NVIDIA H200 NVL", "H200 NVL"), ("NVIDIA H100 NVL", "H100 NVL"),
-    ("NVIDIA A100 80GB PCIe", "A100 80GB PCIe"), ("NVIDIA A100-SXM4-80GB", "A100 80GB SXM"),
-    ("NVIDIA H100 80GB HBM3", "H100 SXM"), ("Tesla T4", "T4"),
-])
+@pytest.mark.parametrize(
+    "torch_name, catalog_name",
+    [
+        ("NVIDIA H200", "H200 SXM"),
+        ("NVIDIA H200 NVL", "H200 NVL"),
+        ("NVIDIA H100 NVL", "H100 NVL"),
+        ("NVIDIA A100 80GB PCIe", "A100 80GB PCIe"),
+        ("NVIDIA A100-SXM4-80GB", "A100 80GB SXM"),
+        ("NVIDIA H100 80GB HBM3", "H100 SXM"),
+        ("Tesla T4", "T4"),
+    ],
+)
 def test_names_torch_reports_find_their_own_entry(torch_name, catalog_name):
     assert hardware.get(torch_name).name == catalog_name
 
 
 def test_nvl_and_pcie_parts_differ_from_their_sxm_siblings():
-    h100, h100_nvl, h200, h200_nvl = (hardware.get(n) for n in ("H100 SXM", "H100 NVL", "H200 SXM", "H200 NVL"))
+    h100, h100_nvl, h200, h200_nvl = (
+        hardware.get(n) for n in ("H100 SXM", "H100 NVL", "H200 SXM", "H200 NVL")
+    )
     # lower clocks: NVIDIA's FP32 peak is 60 TFLOP/s on the NVL cards, 67 on SXM
     assert h100_nvl.peak_flops["fp32"] < h100.peak_flops["fp32"]
     assert h100_nvl.peak_flops["bf16"] < h100.peak_flops["bf16"]
-    assert h200_nvl.memory_bytes == h200.memory_bytes and h200_nvl.peak_flops["bf16"] < h200.peak_flops["bf16"]
+    assert (
+        h200_nvl.memory_bytes == h200.memory_bytes and h200_nvl.peak_flops["bf16"] < h200.peak_flops["bf16"]
+    )
     assert h100_nvl.memory_bytes == 94e9 and h100_nvl.bandwidth_bytes_per_s == 3.9e12
     pcie, sxm = hardware.get("A100 80GB PCIe"), hardware.get("A100 80GB SXM")
     assert pcie.peak_flops == sxm.peak_flops and pcie.bandwidth_bytes_per_s < sxm.bandwidth_bytes_per_s

@@ -13,27 +13,61 @@ matplotlib.use("Agg")
 
 def bench_result(device_name="Tesla T4", scale=1.0, dtype="fp32"):
     """A small `bench --json` result: one copy and two products (figures made up for the test)."""
-    rows = [{"kind": "copy", "size": 2**20, "dtype": "fp32", "flops_per_call": 0, "bytes_per_call": 2**23,
-             "flops_per_s": 0.0, "bytes_per_s": 1e10 * scale}]
+    rows = [
+        {
+            "kind": "copy",
+            "size": 2**20,
+            "dtype": "fp32",
+            "flops_per_call": 0,
+            "bytes_per_call": 2**23,
+            "flops_per_s": 0.0,
+            "bytes_per_s": 1e10 * scale,
+        }
+    ]
     for n in (256, 512):
-        rows.append({"kind": "matmul", "size": n, "dtype": dtype, "flops_per_call": 2 * n**3,
-                     "bytes_per_call": 12 * n * n, "flops_per_s": 1e11 * scale * n / 512, "bytes_per_s": 1e9})
-    return {"format": cli.JSON_FORMAT, "version": cli.JSON_VERSION, "machine": {"device_name": device_name},
-            "device": "cpu", "rows": rows, "skipped": []}
+        rows.append(
+            {
+                "kind": "matmul",
+                "size": n,
+                "dtype": dtype,
+                "flops_per_call": 2 * n**3,
+                "bytes_per_call": 12 * n * n,
+                "flops_per_s": 1e11 * scale * n / 512,
+                "bytes_per_s": 1e9,
+            }
+        )
+    return {
+        "format": cli.JSON_FORMAT,
+        "version": cli.JSON_VERSION,
+        "machine": {"device_name": device_name},
+        "device": "cpu",
+        "rows": rows,
+        "skipped": [],
+    }
 
 
 def test_compare_reads_utf8_and_utf16_skips_bad_files_and_draws_the_rest(tmp_path, capsys):
     (tmp_path / "alice.json").write_text(json.dumps(bench_result()), encoding="utf-8")
     # PowerShell 5's `>` writes UTF-16 with a byte-order mark
-    (tmp_path / "bob.json").write_bytes(json.dumps(bench_result("NVIDIA GeForce RTX 4090", 2.0)).encode("utf-16"))
-    (tmp_path / "carol.json").write_bytes(b"\xef\xbb\xbf" + json.dumps(bench_result("Apple M2", 0.5)).encode())
+    (tmp_path / "bob.json").write_bytes(
+        json.dumps(bench_result("NVIDIA GeForce RTX 4090", 2.0)).encode("utf-16")
+    )
+    (tmp_path / "carol.json").write_bytes(
+        b"\xef\xbb\xbf" + json.dumps(bench_result("Apple M2", 0.5)).encode()
+    )
     (tmp_path / "empty.json").write_text("")
     (tmp_path / "notes.json").write_text("my results: fast!")
     png = tmp_path / "class.png"
-    status = cli.main(["compare", str(tmp_path / "*.json"), "--output", str(png)])  # a pattern, as PowerShell passes it
+    status = cli.main(
+        ["compare", str(tmp_path / "*.json"), "--output", str(png)]
+    )  # a pattern, as PowerShell passes it
     out = capsys.readouterr().out
     assert status == 0 and png.read_bytes()[:4] == b"\x89PNG"
-    assert "alice: T4 (cpu, fp32)" in out and "bob: RTX 4090 (cpu, fp32)" in out and "carol: M2 (cpu, fp32)" in out
+    assert (
+        "alice: T4 (cpu, fp32)" in out
+        and "bob: RTX 4090 (cpu, fp32)" in out
+        and "carol: M2 (cpu, fp32)" in out
+    )
     skipped = [line for line in out.splitlines() if line.startswith("skipped")]
     assert len(skipped) == 2
     assert any("empty.json is empty" in line for line in skipped)
@@ -48,16 +82,19 @@ def test_compare_refuses_more_machines_than_the_figure_keeps_apart(tmp_path):
         cli._compare(cli.build_parser().parse_args(["compare", *map(str, sorted(tmp_path.glob("*.json")))]))
 
 
-@pytest.mark.parametrize("name, short", [
-    ("Intel(R) Xeon(R) Platinum 8480+ CPU @ 2.00GHz", "Xeon Platinum 8480+"),
-    ("NVIDIA GeForce RTX 4090", "RTX 4090"),
-    ("Tesla T4", "T4"),
-    ("AMD Ryzen 7 5800X 8-Core Processor", "Ryzen 7 5800X"),
-    ("NVIDIA H100 80GB HBM3", "H100 80GB HBM3"),
-    ("11th Gen Intel(R) Core(TM) i7-1165G7 @ 2.80GHz", "Core i7-1165G7"),
-    ("AMD Ryzen 7 5800U with Radeon Graphics", "Ryzen 7 5800U"),
-    ("", "?"),
-])
+@pytest.mark.parametrize(
+    "name, short",
+    [
+        ("Intel(R) Xeon(R) Platinum 8480+ CPU @ 2.00GHz", "Xeon Platinum 8480+"),
+        ("NVIDIA GeForce RTX 4090", "RTX 4090"),
+        ("Tesla T4", "T4"),
+        ("AMD Ryzen 7 5800X 8-Core Processor", "Ryzen 7 5800X"),
+        ("NVIDIA H100 80GB HBM3", "H100 80GB HBM3"),
+        ("11th Gen Intel(R) Core(TM) i7-1165G7 @ 2.80GHz", "Core i7-1165G7"),
+        ("AMD Ryzen 7 5800U with Radeon Graphics", "Ryzen 7 5800U"),
+        ("", "?"),
+    ],
+)
 def test_short_device_names(name, short):
     assert plots.short_device_name(name) == short
 
@@ -69,7 +106,9 @@ def test_a_long_name_is_cut_from_the_front_where_models_differ():
 
 def machine(learner, device, kind="cuda", peak_flops=4e12, bandwidth=2.4e11, dtype="fp32"):
     points = (roofline.Point("p", 40.0, peak_flops / 4), roofline.Point("p", 300.0, peak_flops))
-    return plots.ClassMachine(learner, device, kind, points, roofline.Roof(device, peak_flops, bandwidth, dtype))
+    return plots.ClassMachine(
+        learner, device, kind, points, roofline.Roof(device, peak_flops, bandwidth, dtype)
+    )
 
 
 def texts_overlap(fig):
@@ -77,20 +116,37 @@ def texts_overlap(fig):
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     ax, legend = fig.axes[0], fig.legends[0]
-    boxes = [(text.get_text(), text.get_window_extent(renderer))
-             for text in (ax.title, ax.xaxis.label, ax.yaxis.label, *ax.texts) if text.get_text()]
+    boxes = [
+        (text.get_text(), text.get_window_extent(renderer))
+        for text in (ax.title, ax.xaxis.label, ax.yaxis.label, *ax.texts)
+        if text.get_text()
+    ]
     boxes.append(("legend", legend.get_window_extent(renderer)))
     page = fig.bbox
-    outside = [name for name, box in boxes
-               if box.x0 < page.x0 - 1 or box.x1 > page.x1 + 1 or box.y0 < page.y0 - 1 or box.y1 > page.y1 + 1]
-    pairs = [(a, b) for i, (a, box_a) in enumerate(boxes) for b, box_b in boxes[i + 1:] if box_a.overlaps(box_b)]
+    outside = [
+        name
+        for name, box in boxes
+        if box.x0 < page.x0 - 1 or box.x1 > page.x1 + 1 or box.y0 < page.y0 - 1 or box.y1 > page.y1 + 1
+    ]
+    pairs = [
+        (a, b) for i, (a, box_a) in enumerate(boxes) for b, box_b in boxes[i + 1 :] if box_a.overlaps(box_b)
+    ]
     return outside, pairs
 
 
 def test_thirty_different_machines_fit_one_legend_column_without_overlapping_text():
-    machines = [machine(f"learner{i:02d}", f"Accelerator model {i:02d}", ("cpu", "cuda", "mps")[i % 3],
-                        peak_flops=1e11 * 1.2**i) for i in range(30)]
-    fig = plots.class_roofline(machines, title="Class roofline of 30 SAMPLE machines (synthetic files, not measurements)")
+    machines = [
+        machine(
+            f"learner{i:02d}",
+            f"Accelerator model {i:02d}",
+            ("cpu", "cuda", "mps")[i % 3],
+            peak_flops=1e11 * 1.2**i,
+        )
+        for i in range(30)
+    ]
+    fig = plots.class_roofline(
+        machines, title="Class roofline of 30 SAMPLE machines (synthetic files, not measurements)"
+    )
     ax, legend = fig.axes[0], fig.legends[0]
     assert legend._ncols == 1 and len(legend.get_texts()) == 30
     assert texts_overlap(fig) == ([], [])
@@ -106,7 +162,11 @@ def test_identical_devices_share_a_legend_line_with_their_spread_and_kinds_stay_
     room += [machine("ann", "Apple M2", "mps", 1.9e12), machine("ben", "Apple M2", "cpu", 6.5e11)]
     fig = plots.class_roofline(room, devices=("T4", "A100 80GB SXM"))
     labels = [text.get_text() for text in fig.legends[0].get_texts()]
-    assert labels == ["T4 · cuda ×8: 3.7–4.4 TFLOP/s", "M2 · mps (ann): 1.9 TFLOP/s", "M2 · cpu (ben): 650.0 GFLOP/s"]
+    assert labels == [
+        "T4 · cuda ×8: 3.7–4.4 TFLOP/s",
+        "M2 · mps (ann): 1.9 TFLOP/s",
+        "M2 · cpu (ben): 650.0 GFLOP/s",
+    ]
     assert "10 machines, fp32" in fig.legends[0].get_title().get_text()
     # the catalog roofs are drawn at the dtype the learners measured, not at 16-bit peaks
     catalog = " ".join(text.get_text() for text in fig.axes[0].texts)
@@ -127,10 +187,14 @@ def test_class_colours_refuse_a_31st_machine():
 
 
 def test_bench_output_writes_utf8_json_and_compares_like_with_like(tmp_path, monkeypatch, capsys):
-    rows = [bench.BenchRow("copy", 2**20, "fp32", "cpu", 1e-3, 0.0, 8e9, 0, 2**23, 1e-5),
-            bench.BenchRow("matmul", 512, "fp32", "cpu", 1e-3, 2e11, 3e9, 2 * 512**3, 12 * 512**2, 1e-5)]
+    rows = [
+        bench.BenchRow("copy", 2**20, "fp32", "cpu", 1e-3, 0.0, 8e9, 0, 2**23, 1e-5),
+        bench.BenchRow("matmul", 512, "fp32", "cpu", 1e-3, 2e11, 3e9, 2 * 512**3, 12 * 512**2, 1e-5),
+    ]
     skipped = (bench.Skipped("matmul", 4096, "fp32", "not run: it would take about 2 s"),)
-    monkeypatch.setattr(bench, "sweep", lambda **kwargs: bench.BenchTable(tuple(rows), skipped, "cpu", 3.0, 2.9))
+    monkeypatch.setattr(
+        bench, "sweep", lambda **kwargs: bench.BenchTable(tuple(rows), skipped, "cpu", 3.0, 2.9)
+    )
     out_file = tmp_path / "results" / "me.json"
     assert cli.main(["bench", "--device", "cpu", "--output", str(out_file)]) == 0
     data = json.loads(out_file.read_bytes().decode("utf-8"))

@@ -36,14 +36,20 @@ def test_every_notebook_number_is_classified():
     listed = set(colab_metadata.GPU_NOTEBOOKS) | set(colab_metadata.CPU_NOTEBOOKS)
     assert not set(colab_metadata.GPU_NOTEBOOKS) & set(colab_metadata.CPU_NOTEBOOKS)
     unlisted = [path.name for path in NOTEBOOKS if path.name[:2] not in listed]
-    assert not unlisted, f"add these to GPU_NOTEBOOKS or CPU_NOTEBOOKS in scripts/colab_metadata.py: {unlisted}"
+    assert not unlisted, (
+        f"add these to GPU_NOTEBOOKS or CPU_NOTEBOOKS in scripts/colab_metadata.py: {unlisted}"
+    )
 
 
 def test_the_script_changes_only_metadata_and_is_idempotent(tmp_path):
     copy = tmp_path / "03_example.ipynb"
     shutil.copy(ROOT / "templates" / "notebook.ipynb", copy)
     notebook = nbformat.read(copy, as_version=4)
-    notebook.metadata["colab"] = {"provenance": [{"file_id": "someone's drive"}], "gpuType": "A100", "name": "x"}
+    notebook.metadata["colab"] = {
+        "provenance": [{"file_id": "someone's drive"}],
+        "gpuType": "A100",
+        "name": "x",
+    }
     nbformat.write(notebook, copy)
     cells_before = nbformat.read(copy, as_version=4).cells
 

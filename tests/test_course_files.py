@@ -16,13 +16,20 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_the_shipped_files_are_there():
     worker = course_files.path("worker")
     assert {p.name for p in worker.iterdir() if p.is_file()} >= {
-        "handler.py", "Dockerfile", "Dockerfile.gpu", "template.json", "template.gpu.json"}
+        "handler.py",
+        "Dockerfile",
+        "Dockerfile.gpu",
+        "template.json",
+        "template.gpu.json",
+    }
     assert course_files.path("scripts/ddp_train.py").is_file()
 
 
 def test_every_shipped_file_is_in_the_package_data_pyproject_declares():
     # a file outside these patterns is missing from the installed package (pip install from git, Colab)
-    patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["lab_utils"]
+    patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][
+        "lab_utils"
+    ]
     package = ROOT / "lab_utils"
     for folder in course_files.SHIPPED:
         for path in (package / "data" / folder).rglob("*"):
@@ -42,7 +49,10 @@ def test_the_gpu_template_differs_from_the_cpu_one_where_a_gpu_needs_it():
     assert "cuda" in dockerfile.split("FROM", 1)[0].lower()  # the base image carries CUDA and its torch
 
 
-@pytest.mark.parametrize("name", ["nowhere", "worker/nothing.py", "../catalogs.py", "worker/../../catalogs.py", "hardware.toml", ""])
+@pytest.mark.parametrize(
+    "name",
+    ["nowhere", "worker/nothing.py", "../catalogs.py", "worker/../../catalogs.py", "hardware.toml", ""],
+)
 def test_other_names_are_refused(name):
     with pytest.raises(ValueError, match="name="):
         course_files.path(name)

@@ -28,6 +28,7 @@ DDP_SCRIPT = course_files.path("scripts/ddp_train.py")
 
 # --- formulas on known values --------------------------------------------------------------
 
+
 def test_ring_all_reduce_bytes_known_values():
     assert comms.ring_all_reduce_bytes(1e9, 1) == 0
     assert comms.ring_all_reduce_bytes(1e9, 2) == pytest.approx(1e9)  # 2(N-1)/N = 1
@@ -39,7 +40,9 @@ def test_ring_all_reduce_seconds_known_values():
     # 8 ranks, 1 GB, 100 GB/s, 5 µs per step: 14 steps x 5 µs + 1.75 GB / 100 GB/s
     seconds = comms.ring_all_reduce_seconds(1e9, 8, bandwidth_bytes_per_s=100e9, latency_s=5e-6)
     assert seconds == pytest.approx(14 * 5e-6 + 0.0175)
-    assert comms.ring_all_reduce_seconds(64 * 2**20, 2, bandwidth_bytes_per_s=1e9) == pytest.approx(0.067108864)
+    assert comms.ring_all_reduce_seconds(64 * 2**20, 2, bandwidth_bytes_per_s=1e9) == pytest.approx(
+        0.067108864
+    )
     assert comms.ring_all_reduce_seconds(1e9, 1, bandwidth_bytes_per_s=1e9, latency_s=1.0) == 0
 
 
@@ -54,8 +57,10 @@ def test_fit_recovers_known_latency_and_bandwidth(n_ranks):
     latency_s, bandwidth = 20e-6, 3e9
     sizes = [4**k * 1024 for k in range(1, 9)]
     noise = [1.03, 0.97, 1.02, 0.99, 1.01, 0.98, 1.02, 1.0]
-    times = [comms.ring_all_reduce_seconds(s, n_ranks, bandwidth_bytes_per_s=bandwidth, latency_s=latency_s) * e
-             for s, e in zip(sizes, noise)]
+    times = [
+        comms.ring_all_reduce_seconds(s, n_ranks, bandwidth_bytes_per_s=bandwidth, latency_s=latency_s) * e
+        for s, e in zip(sizes, noise)
+    ]
     exact = comms.fit_all_reduce(sizes, [t / e for t, e in zip(times, noise)], n_ranks)
     assert exact.latency_s == pytest.approx(latency_s, rel=1e-9)
     assert exact.bandwidth_bytes_per_s == pytest.approx(bandwidth, rel=1e-9)
@@ -77,13 +82,21 @@ def test_data_parallel_step_bounds():
     assert step.serial_s == pytest.approx(0.4)
     assert step.overlapped_s == pytest.approx(0.3)
     assert step.compute_to_communication == pytest.approx(3.0)
-    assert comms.data_parallel_step(1.0, 1e9, 1, bandwidth_bytes_per_s=1e9).compute_to_communication == math.inf
+    assert (
+        comms.data_parallel_step(1.0, 1e9, 1, bandwidth_bytes_per_s=1e9).compute_to_communication == math.inf
+    )
 
 
-@pytest.mark.parametrize("gpus, local_ranks, expected", [
-    (0, 2, ("gloo", "cpu")), (1, 2, ("gloo", "cpu")), (2, 2, ("nccl", "cuda")), (8, 4, ("nccl", "cuda")),
-    (1, 1, ("nccl", "cuda")),
-])
+@pytest.mark.parametrize(
+    "gpus, local_ranks, expected",
+    [
+        (0, 2, ("gloo", "cpu")),
+        (1, 2, ("gloo", "cpu")),
+        (2, 2, ("nccl", "cuda")),
+        (8, 4, ("nccl", "cuda")),
+        (1, 1, ("nccl", "cuda")),
+    ],
+)
 def test_choose_backend(gpus, local_ranks, expected):
     backend = comms.choose_backend(gpus, local_ranks)
     assert (backend.name, backend.device_type) == expected
@@ -105,43 +118,87 @@ def test_single_node_command_stays_on_loopback():
 
 
 def test_multi_node_command_is_the_documented_static_rendezvous():
-    command = distributed.torchrun_command("train.py", ["--out", "r.json"], nproc_per_node=8, nnodes=4, node_rank=3,
-                                           master_addr="10.0.0.1", master_port=29500, launcher=("torchrun",))
-    assert command == ("torchrun", "--nnodes", "4", "--nproc_per_node", "8", "--node_rank", "3",
-                       "--master_addr", "10.0.0.1", "--master_port", "29500", "train.py", "--out", "r.json")
+    command = distributed.torchrun_command(
+        "train.py",
+        ["--out", "r.json"],
+        nproc_per_node=8,
+        nnodes=4,
+        node_rank=3,
+        master_addr="10.0.0.1",
+        master_port=29500,
+        launcher=("torchrun",),
+    )
+    assert command == (
+        "torchrun",
+        "--nnodes",
+        "4",
+        "--nproc_per_node",
+        "8",
+        "--node_rank",
+        "3",
+        "--master_addr",
+        "10.0.0.1",
+        "--master_port",
+        "29500",
+        "train.py",
+        "--out",
+        "r.json",
+    )
 
 
 # --- bad input -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("call, error, match", [
-    (lambda: comms.ring_all_reduce_bytes(-1, 2), ValueError, "message_bytes=-1"),
-    (lambda: comms.ring_all_reduce_bytes(1e6, 0), ValueError, "n_ranks=0"),
-    (lambda: comms.ring_all_reduce_bytes(1e6, 2.0), TypeError, "n_ranks must be an int"),
-    (lambda: comms.ring_all_reduce_bytes("1e6", 2), TypeError, "message_bytes must be a number"),
-    (lambda: comms.ring_all_reduce_seconds(1e6, 2, bandwidth_bytes_per_s=0),
-     ValueError, "bandwidth_bytes_per_s=0"),
-    (lambda: comms.ring_all_reduce_seconds(1e6, 2, bandwidth_bytes_per_s=1e9, latency_s=math.nan),
-     ValueError, "latency_s=nan"),
-    (lambda: comms.bus_bandwidth_bytes_per_s(1e6, 0.0, 2), ValueError, "seconds=0.0"),
-    (lambda: comms.fit_all_reduce([1e3, 1e6], [1e-3], 2), ValueError, "seconds has 1"),
-    (lambda: comms.fit_all_reduce([1e3, 1e3], [1e-3, 1e-3], 2), ValueError, "two different sizes"),
-    (lambda: comms.fit_all_reduce([1e3, 1e6], [1e-3, 1e-4], 2), ValueError, "do not grow"),
-    (lambda: comms.fit_all_reduce([1e3, 1e6], [1e-3, 1e-2], 1), ValueError, "n_ranks=1"),
-    (lambda: comms.fit_all_reduce("abc", [1e-3], 2), TypeError, "message_bytes must be a sequence"),
-    (lambda: comms.data_parallel_step(-1, 1e6, 2, bandwidth_bytes_per_s=1e9), ValueError, "compute_s=-1"),
-    (lambda: comms.choose_backend(-1, 2), ValueError, "cuda_device_count=-1"),
-    (lambda: comms.choose_backend(1, 0), ValueError, "local_world_size=0"),
-    (lambda: distributed.torchrun_command("t.py", nproc_per_node=0), ValueError, "nproc_per_node=0"),
-    (lambda: distributed.torchrun_command("t.py", nnodes=2, node_rank=2, master_port=29500), ValueError, "node_rank=2"),
-    (lambda: distributed.torchrun_command("t.py", nnodes=2), ValueError, "master_port is required"),
-    (lambda: distributed.torchrun_command("t.py", nnodes=2, master_port=70000), ValueError, "master_port=70000"),
-    (lambda: distributed.torchrun_command("t.py", "--out x"), TypeError, "script_args must be a sequence of str"),
-    (lambda: distributed.torchrun_command("t.py", [1]), TypeError, "script_args"),
-    (lambda: distributed.torchrun_command("t.py", master_addr=""), ValueError, "master_addr=''"),
-    (lambda: distributed.run_torchrun(ROOT / "nowhere.py"), ValueError, "is not a file"),
-    (lambda: distributed.run_torchrun(DDP_SCRIPT, timeout_s=0), ValueError, "timeout_s=0"),
-    (lambda: distributed.run_torchrun(DDP_SCRIPT, env=["A=1"]), TypeError, "env must be a dict"),
-])
+
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda: comms.ring_all_reduce_bytes(-1, 2), ValueError, "message_bytes=-1"),
+        (lambda: comms.ring_all_reduce_bytes(1e6, 0), ValueError, "n_ranks=0"),
+        (lambda: comms.ring_all_reduce_bytes(1e6, 2.0), TypeError, "n_ranks must be an int"),
+        (lambda: comms.ring_all_reduce_bytes("1e6", 2), TypeError, "message_bytes must be a number"),
+        (
+            lambda: comms.ring_all_reduce_seconds(1e6, 2, bandwidth_bytes_per_s=0),
+            ValueError,
+            "bandwidth_bytes_per_s=0",
+        ),
+        (
+            lambda: comms.ring_all_reduce_seconds(1e6, 2, bandwidth_bytes_per_s=1e9, latency_s=math.nan),
+            ValueError,
+            "latency_s=nan",
+        ),
+        (lambda: comms.bus_bandwidth_bytes_per_s(1e6, 0.0, 2), ValueError, "seconds=0.0"),
+        (lambda: comms.fit_all_reduce([1e3, 1e6], [1e-3], 2), ValueError, "seconds has 1"),
+        (lambda: comms.fit_all_reduce([1e3, 1e3], [1e-3, 1e-3], 2), ValueError, "two different sizes"),
+        (lambda: comms.fit_all_reduce([1e3, 1e6], [1e-3, 1e-4], 2), ValueError, "do not grow"),
+        (lambda: comms.fit_all_reduce([1e3, 1e6], [1e-3, 1e-2], 1), ValueError, "n_ranks=1"),
+        (lambda: comms.fit_all_reduce("abc", [1e-3], 2), TypeError, "message_bytes must be a sequence"),
+        (lambda: comms.data_parallel_step(-1, 1e6, 2, bandwidth_bytes_per_s=1e9), ValueError, "compute_s=-1"),
+        (lambda: comms.choose_backend(-1, 2), ValueError, "cuda_device_count=-1"),
+        (lambda: comms.choose_backend(1, 0), ValueError, "local_world_size=0"),
+        (lambda: distributed.torchrun_command("t.py", nproc_per_node=0), ValueError, "nproc_per_node=0"),
+        (
+            lambda: distributed.torchrun_command("t.py", nnodes=2, node_rank=2, master_port=29500),
+            ValueError,
+            "node_rank=2",
+        ),
+        (lambda: distributed.torchrun_command("t.py", nnodes=2), ValueError, "master_port is required"),
+        (
+            lambda: distributed.torchrun_command("t.py", nnodes=2, master_port=70000),
+            ValueError,
+            "master_port=70000",
+        ),
+        (
+            lambda: distributed.torchrun_command("t.py", "--out x"),
+            TypeError,
+            "script_args must be a sequence of str",
+        ),
+        (lambda: distributed.torchrun_command("t.py", [1]), TypeError, "script_args"),
+        (lambda: distributed.torchrun_command("t.py", master_addr=""), ValueError, "master_addr=''"),
+        (lambda: distributed.run_torchrun(ROOT / "nowhere.py"), ValueError, "is not a file"),
+        (lambda: distributed.run_torchrun(DDP_SCRIPT, timeout_s=0), ValueError, "timeout_s=0"),
+        (lambda: distributed.run_torchrun(DDP_SCRIPT, env=["A=1"]), TypeError, "env must be a dict"),
+    ],
+)
 def test_bad_input_names_the_parameter(call, error, match):
     with pytest.raises(error, match=match):
         call()
@@ -210,10 +267,14 @@ def test_no_process_is_left_whatever_happens(tmp_path, mode):
     pids_file = tmp_path / "pids"
     script = tmp_path / "script.py"
     script.write_text("")
-    kwargs = dict(launcher=(sys.executable, str(launcher)), env={"FAKE_MODE": mode, "FAKE_PIDS": str(pids_file)})
+    kwargs = dict(
+        launcher=(sys.executable, str(launcher)), env={"FAKE_MODE": mode, "FAKE_PIDS": str(pids_file)}
+    )
     if mode == "hang":
         with pytest.raises(distributed.TorchrunError, match="did not finish within timeout_s=8") as caught:
-            distributed.run_torchrun(script, timeout_s=8, **kwargs)  # time for a busy machine to start both workers
+            distributed.run_torchrun(
+                script, timeout_s=8, **kwargs
+            )  # time for a busy machine to start both workers
         result = caught.value.result
     elif mode == "fail":
         with pytest.raises(distributed.TorchrunError, match="(?s)exited with status 3.*worker failed"):
@@ -230,6 +291,7 @@ def test_no_process_is_left_whatever_happens(tmp_path, mode):
 
 
 # --- real DDP runs with torchrun (gloo on the CPU) -----------------------------------------
+
 
 def _processes_running(path: Path) -> list:
     """Live processes with ``path`` in their command line (a path unique to one test, so that
@@ -258,9 +320,23 @@ def test_ddp_ranks_agree_bit_for_bit_after_training(tmp_path):
     pytest.importorskip("torch")
     out = tmp_path / "result.json"
     result = distributed.run_torchrun(
-        DDP_SCRIPT, ["--out", str(out), "--steps", "6", "--compute-steps", "1",
-                     "--allreduce-sizes", "4096", "65536", "--allreduce-repeats", "2"],
-        nproc_per_node=2, timeout_s=240)
+        DDP_SCRIPT,
+        [
+            "--out",
+            str(out),
+            "--steps",
+            "6",
+            "--compute-steps",
+            "1",
+            "--allreduce-sizes",
+            "4096",
+            "65536",
+            "--allreduce-repeats",
+            "2",
+        ],
+        nproc_per_node=2,
+        timeout_s=240,
+    )
     assert result.returncode == 0 and result.leftover_pids == ()
     assert _processes_running(out) == []  # the ranks were given this test's own --out
     report = json.loads(out.read_text())
@@ -290,8 +366,15 @@ def test_the_multi_node_command_runs_unchanged(tmp_path):
 
     def node(rank):
         return distributed.run_torchrun(
-            DDP_SCRIPT, ["--out", str(outs[rank]), "--steps", "4", "--compute-steps", "0", "--model", "mlp"],
-            nproc_per_node=1, nnodes=2, node_rank=rank, master_addr="127.0.0.1", master_port=port, timeout_s=240)
+            DDP_SCRIPT,
+            ["--out", str(outs[rank]), "--steps", "4", "--compute-steps", "0", "--model", "mlp"],
+            nproc_per_node=1,
+            nnodes=2,
+            node_rank=rank,
+            master_addr="127.0.0.1",
+            master_port=port,
+            timeout_s=240,
+        )
 
     with ThreadPoolExecutor(2) as pool:
         results = list(pool.map(node, range(2)))
@@ -304,6 +387,10 @@ def test_the_multi_node_command_runs_unchanged(tmp_path):
 
 @pytest.mark.slow
 def test_ddp_script_explains_how_to_launch_it(tmp_path):
-    finished = subprocess.run([sys.executable, str(DDP_SCRIPT), "--out", str(tmp_path / "r.json")],
-                              capture_output=True, text=True, timeout=60)
+    finished = subprocess.run(
+        [sys.executable, str(DDP_SCRIPT), "--out", str(tmp_path / "r.json")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert finished.returncode == 2 and "torchrun" in finished.stderr

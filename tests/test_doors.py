@@ -2,7 +2,6 @@
 list), each pointing to that notebook, and the setup cell folded on the website."""
 
 import importlib.util
-import re
 import sys
 from pathlib import Path
 
@@ -42,23 +41,37 @@ def test_header_has_one_badge_that_opens_this_notebook(path):
     assert not any(colab_badges.BADGE.search(c["source"]) for c in cells[1:]), "one badge, in the header"
     line = next(text for text in header.splitlines() if colab_badges.BADGE.search(text))
     gpu = colab_badges.colab_metadata.wants_gpu(path)
-    assert ("Change runtime type > T4 GPU" in line) == gpu, "the GPU-runtime step where the notebook uses a GPU"
+    assert ("Change runtime type > T4 GPU" in line) == gpu, (
+        "the GPU-runtime step where the notebook uses a GPU"
+    )
     assert not colab_badges.apply(path, write=False), fix
 
 
 def test_the_readme_lists_every_notebook_with_its_badge():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    listed = readme[readme.index(colab_badges.README_START):readme.index(colab_badges.README_END)]
+    listed = readme[readme.index(colab_badges.README_START) : readme.index(colab_badges.README_END)]
     assert colab_badges.BADGE.findall(listed) == [expected_link(p) for p in NOTEBOOKS]
     assert not colab_badges.apply_readme(NOTEBOOKS, write=False), "run: python scripts/colab_badges.py"
 
 
 def test_a_badge_line_is_replaced_not_added(tmp_path):
-    lines = ["# NN · Title\n", "\n", "A promise.\n", "\n", "**Time:** 5 min · **Prerequisites:** none\n", "\n",
-             "## Learning objectives\n"]
+    lines = [
+        "# NN · Title\n",
+        "\n",
+        "A promise.\n",
+        "\n",
+        "**Time:** 5 min · **Prerequisites:** none\n",
+        "\n",
+        "## Learning objectives\n",
+    ]
     once = colab_badges.with_badge(lines, "[![Open In Colab](" + colab_badges.BADGE_IMAGE + ")](x) one\n")
     twice = colab_badges.with_badge(once, "[![Open In Colab](" + colab_badges.BADGE_IMAGE + ")](y) two\n")
-    assert twice == [*lines[:5], "\n", "[![Open In Colab](" + colab_badges.BADGE_IMAGE + ")](y) two\n", *lines[5:]]
+    assert twice == [
+        *lines[:5],
+        "\n",
+        "[![Open In Colab](" + colab_badges.BADGE_IMAGE + ")](y) two\n",
+        *lines[5:],
+    ]
     with pytest.raises(ValueError, match=r"\*\*Time:\*\*"):
         colab_badges.with_badge(["# Title\n"], "badge\n")
 

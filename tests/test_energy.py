@@ -21,13 +21,16 @@ def test_defaults_are_the_stated_assumptions():
     assert energy.emissions_kg(1.0) == pytest.approx(grid.value)
 
 
-@pytest.mark.parametrize("call, parameter", [
-    (lambda: energy.job_energy_kwh(-1.0, 1, 700.0), "hours"),
-    (lambda: energy.job_energy_kwh(1.0, 0, 700.0), "n_devices"),
-    (lambda: energy.job_energy_kwh(1.0, 1, 0.0), "tdp_watts"),
-    (lambda: energy.job_energy_kwh(1.0, 1, 700.0, power_share=1.5), "power_share"),
-    (lambda: energy.emissions_kg(1.0, grid_kg_per_kwh=-0.1), "grid_kg_per_kwh"),
-])
+@pytest.mark.parametrize(
+    "call, parameter",
+    [
+        (lambda: energy.job_energy_kwh(-1.0, 1, 700.0), "hours"),
+        (lambda: energy.job_energy_kwh(1.0, 0, 700.0), "n_devices"),
+        (lambda: energy.job_energy_kwh(1.0, 1, 0.0), "tdp_watts"),
+        (lambda: energy.job_energy_kwh(1.0, 1, 700.0, power_share=1.5), "power_share"),
+        (lambda: energy.emissions_kg(1.0, grid_kg_per_kwh=-0.1), "grid_kg_per_kwh"),
+    ],
+)
 def test_bad_input_names_the_parameter(call, parameter):
     with pytest.raises(ValueError, match=parameter):
         call()
@@ -39,7 +42,9 @@ def test_every_priced_job_option_carries_its_energy():
     assert worked
     for option in worked:
         spec = hardware.get(option.name.split(" x ")[-1])
-        expected_kwh = option.hours * option.n_devices * spec.tdp_watts * assumptions.value("power_share_of_tdp") / 1e3
+        expected_kwh = (
+            option.hours * option.n_devices * spec.tdp_watts * assumptions.value("power_share_of_tdp") / 1e3
+        )
         assert option.energy_kwh == pytest.approx(expected_kwh)
         assert option.emissions_kg == pytest.approx(expected_kwh * assumptions.value("grid_kg_co2e_per_kwh"))
     assert dict(advice.assumptions)["grid_kg_co2e_per_kwh"] == assumptions.value("grid_kg_co2e_per_kwh")
@@ -72,14 +77,17 @@ def test_facility_and_regions_worked_by_hand():
     assert energy.region_kg_co2e_per_kwh() == assumptions.value("grid_kg_co2e_per_kwh")
 
 
-@pytest.mark.parametrize("call, parameter", [
-    (lambda: energy.emissions_kg(1.0, region="atlantis"), "region"),
-    (lambda: energy.emissions_kg(1.0, region="france", grid_kg_per_kwh=0.1), "region"),
-    (lambda: energy.facility_kwh(1.0, pue=0.9), "pue"),
-    (lambda: energy.joules_per_token(700.0, 0.0), "tokens_per_s"),
-    (lambda: energy.joules_per_flop(-1.0, 1e12), "watts"),
-    (lambda: energy.device_watts("H100 SXM", n_devices=0), "n_devices"),
-])
+@pytest.mark.parametrize(
+    "call, parameter",
+    [
+        (lambda: energy.emissions_kg(1.0, region="atlantis"), "region"),
+        (lambda: energy.emissions_kg(1.0, region="france", grid_kg_per_kwh=0.1), "region"),
+        (lambda: energy.facility_kwh(1.0, pue=0.9), "pue"),
+        (lambda: energy.joules_per_token(700.0, 0.0), "tokens_per_s"),
+        (lambda: energy.joules_per_flop(-1.0, 1e12), "watts"),
+        (lambda: energy.device_watts("H100 SXM", n_devices=0), "n_devices"),
+    ],
+)
 def test_bad_energy_input_names_the_parameter(call, parameter):
     with pytest.raises(ValueError, match=parameter):
         call()
@@ -87,6 +95,7 @@ def test_bad_energy_input_names_the_parameter(call, parameter):
 
 def test_fine_tune_joules_per_token_is_power_times_flops_per_token_over_speed():
     from lab_utils import economics, llms
+
     fine = economics.fine_tune_estimate("llama-3.1-8b", 1e8, method="lora")
     watts = 700.0 * assumptions.value("power_share_of_tdp")
     flops_per_token = 4 * llms.get("llama-3.1-8b").params_per_token + fine.attention_flops / 1e8  # LoRA: 4 N
@@ -98,6 +107,7 @@ def test_fine_tune_joules_per_token_is_power_times_flops_per_token_over_speed():
 
 def test_serving_tokens_per_joule_is_power_over_throughput():
     from lab_utils import serving
+
     e = serving.estimate("llama-3.1-8b", device="H100 SXM", prompt_len=500, output_len=200, batch=8)
     assert e.watts == pytest.approx(700.0 * assumptions.value("power_share_of_tdp"))
     assert e.joules_per_output_token == pytest.approx(e.watts / e.output_tokens_per_s)
@@ -108,13 +118,17 @@ def test_serving_tokens_per_joule_is_power_over_throughput():
 def test_rank_by_energy_orders_working_options_by_kwh_and_keeps_the_cheapest_verdict():
     advice = advisor.serve("llama-3.1-8b", 1000)
     by_energy = advice.ranked("energy")
-    assert by_energy.ranked_by == "energy" and sorted(by_energy.options, key=id) == sorted(advice.options, key=id)
+    assert by_energy.ranked_by == "energy" and sorted(by_energy.options, key=id) == sorted(
+        advice.options, key=id
+    )
     working = [o for o in by_energy.options if o.works]
     priced = [o.energy_kwh for o in working if o.energy_kwh is not None]
     assert priced == sorted(priced) and priced
-    assert working[:len(priced)] == [o for o in working if o.energy_kwh is not None]  # APIs (no kWh) last
+    assert working[: len(priced)] == [o for o in working if o.energy_kwh is not None]  # APIs (no kWh) last
     assert all(o.energy_kwh is None for o in by_energy.options if o.kind == "api")
-    assert by_energy.best == advice.best and by_energy.verdict == advice.verdict  # the verdict stays on dollars
+    assert (
+        by_energy.best == advice.best and by_energy.verdict == advice.verdict
+    )  # the verdict stays on dollars
     pod = next(o for o in advice.options if o.name == "H100 SXM always on")
     assert pod.energy_kwh == pytest.approx(730.0 * 700.0 * assumptions.value("power_share_of_tdp") / 1e3)
     with pytest.raises(ValueError, match="by"):
@@ -125,11 +139,29 @@ def test_pick_rank_by_energy_on_the_command_line(capsys):
     import json
 
     from lab_utils import cli
-    assert cli.main(["pick", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--rank-by", "energy",
-                     "--json"]) == 0
+
+    assert (
+        cli.main(
+            [
+                "pick",
+                "fine-tune",
+                "--model",
+                "llama-3.1-8b",
+                "--tokens",
+                "1e8",
+                "--rank-by",
+                "energy",
+                "--json",
+            ]
+        )
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     assert data["ranked_by"] == "energy"
     kwh = [o["energy_kwh"] for o in data["options"] if o["works"]]
     assert kwh == sorted(kwh) and all("emissions_kg" in o for o in data["options"])
-    assert cli.main(["pick", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--rank-by", "energy"]) == 0
+    assert (
+        cli.main(["pick", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--rank-by", "energy"])
+        == 0
+    )
     assert "kWh per job" in capsys.readouterr().out

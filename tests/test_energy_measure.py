@@ -45,9 +45,13 @@ def fake_nvml(readings_mj, *, supported=None, init_error=None):
         return readings_mj[handle].pop(0)
 
     module = types.SimpleNamespace(
-        NVMLError=NVMLError, nvmlInit=init, nvmlDeviceGetCount=lambda: len(readings_mj),
-        nvmlDeviceGetHandleByIndex=lambda i: i, nvmlDeviceGetTotalEnergyConsumption=energy,
-        nvmlShutdown=lambda: state.__setitem__("shutdown", state["shutdown"] + 1))
+        NVMLError=NVMLError,
+        nvmlInit=init,
+        nvmlDeviceGetCount=lambda: len(readings_mj),
+        nvmlDeviceGetHandleByIndex=lambda i: i,
+        nvmlDeviceGetTotalEnergyConsumption=energy,
+        nvmlShutdown=lambda: state.__setitem__("shutdown", state["shutdown"] + 1),
+    )
     return module, state
 
 
@@ -63,6 +67,7 @@ def rapl_tree(root: pathlib.Path, zones):
     def advance():
         for directory, (_, values, _) in zones.items():
             (root / directory / "energy_uj").write_text(f"{values.pop(0)}\n")
+
     advance()
     return advance
 
@@ -91,11 +96,18 @@ def test_nvml_skips_a_gpu_without_counter_and_says_why(clock):
 
 def test_rapl_reads_packages_and_handles_the_counter_wrap(tmp_path, clock):
     span = 262_143_328_850
-    work = rapl_tree(tmp_path, {
-        "intel-rapl:0": ("package-0", [span - 1_000_000, 4_000_000], span),  # wraps: 1 J + 4 J = 5 J
-        "intel-rapl:1": ("package-1", [10_000_000, 17_500_000], span),  # 7.5 J
-        "intel-rapl:2": ("psys", [0, 99_000_000], span),  # the platform: overlaps the packages, not counted
-    })
+    work = rapl_tree(
+        tmp_path,
+        {
+            "intel-rapl:0": ("package-0", [span - 1_000_000, 4_000_000], span),  # wraps: 1 J + 4 J = 5 J
+            "intel-rapl:1": ("package-1", [10_000_000, 17_500_000], span),  # 7.5 J
+            "intel-rapl:2": (
+                "psys",
+                [0, 99_000_000],
+                span,
+            ),  # the platform: overlaps the packages, not counted
+        },
+    )
     (tmp_path / "intel-rapl:0:0").mkdir()  # a part of package 0 (its cores): not a package zone
     with energy_measure.meter(sources=("rapl",), powercap_root=tmp_path) as m:
         work()  # the counters move while the block runs
@@ -119,6 +131,7 @@ def test_rapl_readable_by_root_only_is_a_status_with_the_fix(tmp_path, monkeypat
         if self.name == "energy_uj":
             raise PermissionError(13, "Permission denied")
         return original(self, *args, **kwargs)
+
     monkeypatch.setattr(pathlib.Path, "read_text", refuse)
     with energy_measure.meter(sources=("rapl",), powercap_root=tmp_path) as m:
         pass
@@ -134,6 +147,7 @@ def test_apple_monitor_parts_in_joules(clock):
         def end_window(self, label):
             assert label == self.label
             return types.SimpleNamespace(cpu_total_mj=1500, gpu_mj=2500, dram_mj=None, ane_mj=0)
+
     apple = types.SimpleNamespace(AppleEnergyMonitor=Monitor)
     with energy_measure.meter(sources=("apple",), apple=apple) as m:
         pass
@@ -159,11 +173,14 @@ def test_nvidia_ml_py_missing_says_how_to_install(monkeypatch):
     assert counters == () and "pip install nvidia-ml-py" in reason
 
 
-@pytest.mark.parametrize("call, parameter", [
-    (lambda: energy_measure.find_counters(sources=("rapl", "watts")), "sources"),
-    (lambda: energy_measure.find_counters(sources="rapl"), "sources"),
-    (lambda: energy_measure.measure(lambda: None, calls=0), "calls"),
-])
+@pytest.mark.parametrize(
+    "call, parameter",
+    [
+        (lambda: energy_measure.find_counters(sources=("rapl", "watts")), "sources"),
+        (lambda: energy_measure.find_counters(sources="rapl"), "sources"),
+        (lambda: energy_measure.measure(lambda: None, calls=0), "calls"),
+    ],
+)
 def test_bad_input_names_the_parameter(call, parameter):
     with pytest.raises((ValueError, TypeError), match=parameter):
         call()

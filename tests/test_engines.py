@@ -12,25 +12,47 @@ import pytest
 
 from lab_utils import assumptions, catalogs, engines, llms, serving
 
-LLAMA_2_7B = llms.LLMConfig(name="Llama-2-7B", aliases=(), n_layers=32, hidden=4096, family="llama", n_heads=32,
-                            n_kv_heads=32, ffn_hidden=11008, vocab_size=32000,
-                            source="meta-llama/Llama-2-7b-hf config.json", source_date="2023-07")
+LLAMA_2_7B = llms.LLMConfig(
+    name="Llama-2-7B",
+    aliases=(),
+    n_layers=32,
+    hidden=4096,
+    family="llama",
+    n_heads=32,
+    n_kv_heads=32,
+    ffn_hidden=11008,
+    vocab_size=32000,
+    source="meta-llama/Llama-2-7b-hf config.json",
+    source_date="2023-07",
+)
 """LLaMA (2) 7B, the model of the TensorRT-LLM v0.5/v0.6 tables, llama.cpp's discussion 4167
 and llama2-webui's GPTQ row."""
 
-LLAMA_2_70B = llms.LLMConfig(name="Llama-2-70B", aliases=(), n_layers=80, hidden=8192, family="llama", n_heads=64,
-                             n_kv_heads=8, ffn_hidden=28672, vocab_size=32000,
-                             source="meta-llama/Llama-2-70b-hf config.json", source_date="2023-07")
+LLAMA_2_70B = llms.LLMConfig(
+    name="Llama-2-70B",
+    aliases=(),
+    n_layers=80,
+    hidden=8192,
+    family="llama",
+    n_heads=64,
+    n_kv_heads=8,
+    ffn_hidden=28672,
+    vocab_size=32000,
+    source="meta-llama/Llama-2-70b-hf config.json",
+    source_date="2023-07",
+)
 """Llama 2 70B, the model of the TensorRT-LLM H200 FP8 rows (Falcon180B-H200 blog)."""
 
 
-BIBLIOGRAPHY = set(re.findall(r"^@\w+\{([^,]+),",
-                              (Path(__file__).parents[1] / "book" / "references.bib").read_text(), re.M))
+BIBLIOGRAPHY = set(
+    re.findall(r"^@\w+\{([^,]+),", (Path(__file__).parents[1] / "book" / "references.bib").read_text(), re.M)
+)
 
 
 def _decode_efficiency(tokens_per_s, device, weight_bytes_per_param, context_len=64):
-    return tokens_per_s * serving.decode_step_s(LLAMA_2_7B, device=device, context_len=context_len,
-                                                weight_bytes_per_param=weight_bytes_per_param)
+    return tokens_per_s * serving.decode_step_s(
+        LLAMA_2_7B, device=device, context_len=context_len, weight_bytes_per_param=weight_bytes_per_param
+    )
 
 
 def test_llama_2_7b_shape_counts_its_published_size():
@@ -39,8 +61,14 @@ def test_llama_2_7b_shape_counts_its_published_size():
 
 def test_catalog_records_are_sourced_and_dated():
     profiles = engines.catalog()
-    assert {p.name for p in profiles} >= {"bound", "vllm", "tensorrt-llm", "transformers-gptq", "llama.cpp-metal",
-                                         "tensorrt-llm-fp8"}
+    assert {p.name for p in profiles} >= {
+        "bound",
+        "vllm",
+        "tensorrt-llm",
+        "transformers-gptq",
+        "llama.cpp-metal",
+        "tensorrt-llm-fp8",
+    }
     for profile in profiles:
         assert catalogs.DATE.match(profile.source_date), profile.name
         assert profile.title and profile.source and profile.derived, profile.name
@@ -103,15 +131,20 @@ def test_vllm_decode_and_per_request_from_the_inferencebench_sweep():
 def test_apply_hand_worked():
     """llama.cpp-metal, F16: a 10 ms decode bound takes 10 / 0.86 ms; TensorRT-LLM: a 100 ms
     prefill bound takes 100 / 0.73 + 6.9 ms; the bound engine changes nothing."""
-    metal = engines.apply("llama.cpp-metal", weight_bytes_per_param=2.0, prefill_s=0.1, batch_prefill_s=0.4,
-                          decode_step_s=0.010)
+    metal = engines.apply(
+        "llama.cpp-metal", weight_bytes_per_param=2.0, prefill_s=0.1, batch_prefill_s=0.4, decode_step_s=0.010
+    )
     assert metal.decode_step_s == pytest.approx(0.010 / 0.86)
     assert metal.ttft_s == pytest.approx(0.1 / 0.69) and metal.batch_prefill_s == pytest.approx(0.4 / 0.69)
-    trt = engines.apply("TRT-LLM", weight_bytes_per_param=2.0, prefill_s=0.1, batch_prefill_s=0.1, decode_step_s=0.01)
+    trt = engines.apply(
+        "TRT-LLM", weight_bytes_per_param=2.0, prefill_s=0.1, batch_prefill_s=0.1, decode_step_s=0.01
+    )
     assert trt.engine == "tensorrt-llm"
     assert trt.ttft_s == pytest.approx(0.1 / 0.73 + 0.0069)
     assert trt.decode_step_s == pytest.approx(0.01 / 0.79)
-    same = engines.apply("bound", weight_bytes_per_param=0.5, prefill_s=0.1, batch_prefill_s=0.2, decode_step_s=0.01)
+    same = engines.apply(
+        "bound", weight_bytes_per_param=0.5, prefill_s=0.1, batch_prefill_s=0.2, decode_step_s=0.01
+    )
     assert (same.ttft_s, same.batch_prefill_s, same.decode_step_s) == (0.1, 0.2, 0.01)
 
 
@@ -137,12 +170,21 @@ def test_a_format_no_source_gives_is_refused_not_guessed():
     with pytest.raises(ValueError, match="32-bit weights.*4-bit, 8-bit, 16-bit"):
         engines.get("llama.cpp-metal").decode_efficiency_for(4.0)
     with pytest.raises(ValueError, match="decode_step_s"):
-        engines.apply("bound", weight_bytes_per_param=2.0, prefill_s=0.1, batch_prefill_s=0.1, decode_step_s=-1.0)
+        engines.apply(
+            "bound", weight_bytes_per_param=2.0, prefill_s=0.1, batch_prefill_s=0.1, decode_step_s=-1.0
+        )
 
 
 def test_malformed_records_are_refused():
-    record = dict(name="fast", description="d", decode_efficiency={"16": 1.2}, title="t", source="s",
-                  source_date="2026-01", derived="x")
+    record = dict(
+        name="fast",
+        description="d",
+        decode_efficiency={"16": 1.2},
+        title="t",
+        source="s",
+        source_date="2026-01",
+        derived="x",
+    )
     with pytest.raises(ValueError, match=r"decode_efficiency\[16\]"):
         engines._profile(record)
     with pytest.raises(ValueError, match="per_step_s"):
@@ -156,7 +198,9 @@ def test_no_profile_makes_an_estimate_faster_than_the_bound(profile):
     for bits in profile.decode_efficiency:
         if bits == 32:
             continue
-        shape = dict(device="H100 SXM", prompt_len=1000, output_len=200, batch=8, weight_bytes_per_param=bits / 8)
+        shape = dict(
+            device="H100 SXM", prompt_len=1000, output_len=200, batch=8, weight_bytes_per_param=bits / 8
+        )
         bound = serving.estimate("llama-3.1-8b", engine="bound", **shape)
         engine = serving.estimate("llama-3.1-8b", engine=profile.name, **shape)
         assert engine.engine == profile.name
@@ -168,13 +212,19 @@ def test_estimate_names_its_engine_and_the_default_is_what_practitioners_run():
     default = assumptions.get("engine")
     assert default.source and default.date and default.option == "--engine"
     assert set(default.value) == {"gpu", "apple", "cpu"}
-    for device, kind in (("H100 SXM", "gpu"), ("T4", "gpu"), ("Apple M1 Max", "apple"),
-                         ("Intel Xeon Platinum 8480+", "cpu")):
+    for device, kind in (
+        ("H100 SXM", "gpu"),
+        ("T4", "gpu"),
+        ("Apple M1 Max", "apple"),
+        ("Intel Xeon Platinum 8480+", "cpu"),
+    ):
         assert engines.default_for(device) == engines.get(default.value[kind]).name
     result = serving.estimate("llama-3.1-8b", device="H100 SXM", prompt_len=500, output_len=200)
     assert result.engine == "vllm" != "bound"  # the paper's formula is a named option, not the default
-    assert serving.estimate("llama-3.1-8b", device="Apple M1 Max", prompt_len=500, output_len=200).engine == \
-        "llama.cpp-metal"
+    assert (
+        serving.estimate("llama-3.1-8b", device="Apple M1 Max", prompt_len=500, output_len=200).engine
+        == "llama.cpp-metal"
+    )
     with pytest.raises(TypeError, match="needs a device"):
         engines.get(None)
 
@@ -203,21 +253,29 @@ def test_tensorrt_llm_fp8_decode_from_the_h200_llama2_70b_rows():
         prefill = serving.prefill_s(LLAMA_2_70B, prompt_len=128, batch=batch, **shape)
         step_s = (batch * output_len / tokens_per_s - prefill) / output_len
         assert prefill < 0.02 * batch * output_len / tokens_per_s  # decode-dominated rows
-        bound_s = serving.decode_step_s(LLAMA_2_70B, batch=batch, context_len=128 + output_len // 2,
-                                        kv_bytes_per_value=1, **shape)
+        bound_s = serving.decode_step_s(
+            LLAMA_2_70B, batch=batch, context_len=128 + output_len // 2, kv_bytes_per_value=1, **shape
+        )
         derived.append(bound_s / step_s)
     assert [round(d, 2) for d in derived] == [0.34, 0.44]
-    assert serving.max_batch(LLAMA_2_70B, device="H200 SXM", context_len=128 + 2048, precision="fp8",
-                             kv_bytes_per_value=1) >= 192 > serving.max_batch(
-        LLAMA_2_70B, device="H200 SXM", context_len=128 + 2048, precision="fp8", kv_bytes_per_value=2)
+    assert (
+        serving.max_batch(
+            LLAMA_2_70B, device="H200 SXM", context_len=128 + 2048, precision="fp8", kv_bytes_per_value=1
+        )
+        >= 192
+        > serving.max_batch(
+            LLAMA_2_70B, device="H200 SXM", context_len=128 + 2048, precision="fp8", kv_bytes_per_value=2
+        )
+    )
     assert engines.get("tensorrt-llm-fp8").decode_efficiency[8] == pytest.approx(sum(derived) / 2, abs=0.005)
 
 
 def test_bounds_stay_bounds():
     """Naming an engine changes the estimate, never the bound functions."""
     before = serving.decode_step_s("llama-3.1-8b", device="Apple M1 Max", context_len=512)
-    estimate = serving.estimate("llama-3.1-8b", device="Apple M1 Max", prompt_len=16, output_len=1024,
-                                engine="llama.cpp-metal")
+    estimate = serving.estimate(
+        "llama-3.1-8b", device="Apple M1 Max", prompt_len=16, output_len=1024, engine="llama.cpp-metal"
+    )
     assert serving.decode_step_s("llama-3.1-8b", device="Apple M1 Max", context_len=512) == before
     assert estimate.tpot_s > before / 0.87
     assert math.isfinite(estimate.output_tokens_per_s)

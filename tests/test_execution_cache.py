@@ -22,12 +22,21 @@ def course(tmp_path):
     return tmp_path
 
 
-@pytest.mark.parametrize("changed", ["lab_utils/memory.py", "lab_utils/data/hardware.toml", "pyproject.toml",
-                                     "constraints.txt", "lab_utils/new_module.py"])
+@pytest.mark.parametrize(
+    "changed",
+    [
+        "lab_utils/memory.py",
+        "lab_utils/data/hardware.toml",
+        "pyproject.toml",
+        "constraints.txt",
+        "lab_utils/new_module.py",
+    ],
+)
 def test_the_key_changes_with_anything_a_notebook_depends_on(course, changed):
     before = execution_cache.course_key(course)
-    (course / changed).write_text((course / changed).read_text() + "# edited\n" if (course / changed).exists()
-                                  else "Y = 2\n")
+    (course / changed).write_text(
+        (course / changed).read_text() + "# edited\n" if (course / changed).exists() else "Y = 2\n"
+    )
     assert execution_cache.course_key(course) != before
 
 

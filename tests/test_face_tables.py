@@ -19,7 +19,7 @@ def table_rows(text: str) -> list[dict]:
 
     header = cells(lines[start - 1])
     rows = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if not line.strip() or line.startswith("("):
             break
         rows.append(dict(zip(header, cells(line))))
@@ -75,8 +75,10 @@ def test_options_that_tie_sort_by_device_count_not_by_text(seventy_b_full):
 def test_apple_laptops_are_never_rented_by_the_server(seventy_b_full):
     apple = [o for o in seventy_b_full.options if o.name.endswith(("Apple M1 Pro", "Apple M1 Max"))]
     assert apple and all(o.n_devices > 8 for o in apple)  # more than one "server" of them is needed
-    assert all("servers" not in o.name and not o.works and "no offer to rent it by the server" in o.why
-               for o in apple)
+    assert all(
+        "servers" not in o.name and not o.works and "no offer to rent it by the server" in o.why
+        for o in apple
+    )
 
 
 def test_memory_shows_the_usable_figure_behind_its_verdict(capsys):

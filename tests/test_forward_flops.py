@@ -29,9 +29,21 @@ def test_a_tiny_gpt_forward_is_2_n_d_plus_the_full_attention_square():
     shape = models.llm_config(config)
     prompt = models.random_tokens(config, batch=1)
     counted = counted_flops(models.TinyGPT(config).eval(), prompt)
-    full = economics.training_flops(shape.n_params, config.seq_len, "inference", model=shape,
-                                    seq_len=config.seq_len, attention_term="non_causal")
-    causal = economics.training_flops(shape.n_params, config.seq_len, "inference", model=shape,
-                                      seq_len=config.seq_len, attention_term="causal")
+    full = economics.training_flops(
+        shape.n_params,
+        config.seq_len,
+        "inference",
+        model=shape,
+        seq_len=config.seq_len,
+        attention_term="non_causal",
+    )
+    causal = economics.training_flops(
+        shape.n_params,
+        config.seq_len,
+        "inference",
+        model=shape,
+        seq_len=config.seq_len,
+        attention_term="causal",
+    )
     assert full == counted
     assert causal < counted

@@ -15,9 +15,20 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from alternating import median_ratio
-from lab_utils import bench, distributed, hardware, machine, memory, memory_measure, models, reference, timing, training
+
+from lab_utils import (
+    bench,
+    distributed,
+    hardware,
+    machine,
+    memory,
+    memory_measure,
+    models,
+    reference,
+    timing,
+    training,
+)
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
@@ -58,8 +69,10 @@ def cuda_event_seconds(fn, calls: int = 10, rounds: int = 7) -> float:
 def test_measure_agrees_with_cuda_events():
     """A broken synchronize would time the launch (microseconds) instead of the product."""
     a = torch.randn(4096, 4096, device="cuda", dtype=native_half_dtype())
-    ratio = median_ratio(lambda: timing.measure(lambda: a @ a, device="cuda", min_run_time=0.2).median_s,
-                         lambda: cuda_event_seconds(lambda: a @ a))
+    ratio = median_ratio(
+        lambda: timing.measure(lambda: a @ a, device="cuda", min_run_time=0.2).median_s,
+        lambda: cuda_event_seconds(lambda: a @ a),
+    )
     print(f"timing.measure / CUDA events, 4096 product: {ratio:.3f}")
     assert 0.85 <= ratio <= 1.15
     result = timing.measure(lambda: a @ a, device="cuda", min_run_time=0.2)
@@ -95,8 +108,14 @@ def test_sweep_handles_dtypes_by_compute_capability_and_restores_precision():
     before = matmul.fp32_precision
     matmul.fp32_precision = "tf32"  # the newer API: the legacy getter would now raise
     try:
-        table = bench.sweep(sizes=(1024, 2048), dtypes=("fp32", "tf32", "bf16", "fp16"), copy_bytes=(2**28,),
-                            device="cuda", budget_s=60, min_run_time=0.1)
+        table = bench.sweep(
+            sizes=(1024, 2048),
+            dtypes=("fp32", "tf32", "bf16", "fp16"),
+            copy_bytes=(2**28,),
+            device="cuda",
+            budget_s=60,
+            min_run_time=0.1,
+        )
         assert matmul.fp32_precision == "tf32"
     finally:
         matmul.fp32_precision = before
@@ -141,18 +160,38 @@ def test_cuda_step_peak_leaves_out_tensors_of_earlier_cells():
 def test_a_short_fine_tune_learns_on_the_gpu():
     config = models.GPTConfig(seq_len=128, n_layers=4, hidden=256, n_heads=4)
     torch.manual_seed(0)
-    run = training.fine_tune(models.TinyGPT(config), training.corpus("domain", 262_144), method="full", steps=30,
-                             batch=16, device="cuda")
+    run = training.fine_tune(
+        models.TinyGPT(config),
+        training.corpus("domain", 262_144),
+        method="full",
+        steps=30,
+        batch=16,
+        device="cuda",
+    )
     assert run.losses[-1] < run.losses[0] and run.eval_loss_after < run.eval_loss_before
     assert run.tokens_per_s > 0
 
 
 def test_nccl_data_parallel_with_one_rank(tmp_path):
     out = tmp_path / "result.json"
-    result = distributed.run_torchrun(ROOT / "notebooks" / "scripts" / "ddp_train.py",
-                                      ["--out", str(out), "--steps", "4", "--compute-steps", "1",
-                                       "--allreduce-sizes", "4096", "1048576", "--allreduce-repeats", "2"],
-                                      nproc_per_node=1, timeout_s=300)
+    result = distributed.run_torchrun(
+        ROOT / "notebooks" / "scripts" / "ddp_train.py",
+        [
+            "--out",
+            str(out),
+            "--steps",
+            "4",
+            "--compute-steps",
+            "1",
+            "--allreduce-sizes",
+            "4096",
+            "1048576",
+            "--allreduce-repeats",
+            "2",
+        ],
+        nproc_per_node=1,
+        timeout_s=300,
+    )
     assert result.returncode == 0 and result.leftover_pids == ()
     report = json.loads(out.read_text())
     assert report["backend"] == "nccl" and report["world_size"] == 1 and report["identical"] is True
@@ -160,9 +199,21 @@ def test_nccl_data_parallel_with_one_rank(tmp_path):
 
 
 def test_reference_script_end_to_end(tmp_path):
-    finished = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_reference.py"), "--out", str(tmp_path),
-                               "--budget-s", "30", "--min-run-time", "0.2"],
-                              capture_output=True, text=True, timeout=900)
+    finished = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "gpu_reference.py"),
+            "--out",
+            str(tmp_path),
+            "--budget-s",
+            "30",
+            "--min-run-time",
+            "0.2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert finished.returncode == 0, finished.stderr[-3000:]
     (path,) = tmp_path.glob("*.json")
     ref = reference.read(path)
@@ -183,11 +234,23 @@ def test_notebook_02_transfer_cell_runs_its_gpu_branch(capsys):
     cells = json.loads((ROOT / "notebooks" / "02_matmul_cpu_vs_gpu.ipynb").read_text())["cells"]
     (source,) = ["".join(c["source"]) for c in cells if c.get("id") == "cell-29c"]
     report = machine.describe()
-    exec(source, {"on_gpu": True, "device": torch.device("cuda"), "torch": torch, "timing": timing,
-                  "report": report, "format_rate": format_rate, "format_seconds": format_seconds})
+    exec(
+        source,
+        {
+            "on_gpu": True,
+            "device": torch.device("cuda"),
+            "torch": torch,
+            "timing": timing,
+            "report": report,
+            "format_rate": format_rate,
+            "format_seconds": format_seconds,
+        },
+    )
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(" (")[0].split(":")[0] for line in lines[:2]] == [
-        "host to device from pageable memory", "host to device from pinned memory"]
+        "host to device from pageable memory",
+        "host to device from pinned memory",
+    ]
     assert len(lines) == 6 and all(f"measured on {report.device_name}" in line for line in lines)
 
 

@@ -11,7 +11,8 @@ import pickle
 import re
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lab_utils import hardware, lookup
 from lab_utils.hardware import DTYPES, Spec, catalog, get
@@ -19,7 +20,11 @@ from lab_utils.hardware import DTYPES, Spec, catalog, get
 GPUS = catalog("gpu")
 CPUS = catalog("cpu")
 HBM = ("HBM2", "HBM2e", "HBM3", "HBM3e")
-GDDR = {"GDDR6": 1.1e12, "GDDR6X": 1.1e12, "GDDR7": 2.1e12}  # above any card of that memory: GDDR7 at 32 Gbit/s x 512 bits is 2.05e12
+GDDR = {
+    "GDDR6": 1.1e12,
+    "GDDR6X": 1.1e12,
+    "GDDR7": 2.1e12,
+}  # above any card of that memory: GDDR7 at 32 Gbit/s x 512 bits is 2.05e12
 # Apple chips compute on a GPU without tensor cores, in memory shared with the CPU
 DISCRETE_GPUS = tuple(s for s in GPUS if "unified" not in (s.memory_type or ""))
 
@@ -82,7 +87,9 @@ def test_cpu_fp32_peak_is_cores_x_clock_x_flop_per_cycle(spec):
     if spec.clock_hz is None:
         assert "fp32" not in spec.peak_flops  # unpublished inputs: no peak made up
         return
-    assert spec.peak_flops["fp32"] == pytest.approx(spec.cores * spec.clock_hz * spec.fp32_flops_per_cycle_per_core)
+    assert spec.peak_flops["fp32"] == pytest.approx(
+        spec.cores * spec.clock_hz * spec.fp32_flops_per_cycle_per_core
+    )
     assert spec.fp32_lanes == spec.cores * spec.fp32_flops_per_cycle_per_core // 2
 
 
@@ -192,8 +199,14 @@ def test_spec_copies_and_pickles():
 
 
 def test_spec_can_be_built_by_hand():
-    spec = Spec(name="toy", kind="gpu", bandwidth_bytes_per_s=1e12, peak_flops={"bf16": 100e12},
-                source="test", source_date="2026")
+    spec = Spec(
+        name="toy",
+        kind="gpu",
+        bandwidth_bytes_per_s=1e12,
+        peak_flops={"bf16": 100e12},
+        source="test",
+        source_date="2026",
+    )
     assert spec.ridge_point() == pytest.approx(100)
     assert spec.fp32_lanes is None
 
@@ -209,14 +222,25 @@ def test_catalog_is_cached():
 @pytest.mark.parametrize(
     ("spelling", "name"),
     [
-        ("H100 SXM", "H100 SXM"), ("h100-sxm", "H100 SXM"), ("H100_SXM", "H100 SXM"),
-        ("h100", "H100 SXM"), ("  H100  ", "H100 SXM"), ("NVIDIA H100 80GB HBM3", "H100 SXM"),
+        ("H100 SXM", "H100 SXM"),
+        ("h100-sxm", "H100 SXM"),
+        ("H100_SXM", "H100 SXM"),
+        ("h100", "H100 SXM"),
+        ("  H100  ", "H100 SXM"),
+        ("NVIDIA H100 80GB HBM3", "H100 SXM"),
         ("h100 pcie", "H100 PCIe"),
-        ("a100", "A100 80GB SXM"), ("A100-SXM4-40GB", "A100 40GB SXM"),
-        ("h200", "H200 SXM"), ("4090", "RTX 4090"), ("NVIDIA GeForce RTX 3090", "RTX 3090"),
-        ("a6000", "RTX A6000"), ("l40s", "L40S"), ("Tesla T4", "T4"),
-        ("epyc 9684x", "AMD EPYC 9684X"), ("AMD EPYC 9684X 96-Core Processor", "AMD EPYC 9684X"),
-        ("xeon 8480+", "Intel Xeon Platinum 8480+"), ("colab cpu", "Colab CPU runtime"),
+        ("a100", "A100 80GB SXM"),
+        ("A100-SXM4-40GB", "A100 40GB SXM"),
+        ("h200", "H200 SXM"),
+        ("4090", "RTX 4090"),
+        ("NVIDIA GeForce RTX 3090", "RTX 3090"),
+        ("a6000", "RTX A6000"),
+        ("l40s", "L40S"),
+        ("Tesla T4", "T4"),
+        ("epyc 9684x", "AMD EPYC 9684X"),
+        ("AMD EPYC 9684X 96-Core Processor", "AMD EPYC 9684X"),
+        ("xeon 8480+", "Intel Xeon Platinum 8480+"),
+        ("colab cpu", "Colab CPU runtime"),
     ],
 )
 def test_lookup_spellings(spelling, name):

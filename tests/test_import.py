@@ -55,7 +55,9 @@ def test_installed_distribution_is_the_one_pyproject_names():
 
     from lab_utils.catalogs import tomllib
 
-    project = tomllib.loads((pathlib.Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
+    project = tomllib.loads((pathlib.Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())[
+        "project"
+    ]
     assert project["name"] != "lab-utils"
     distribution = importlib.metadata.distribution(project["name"])
     assert distribution.version == project["version"] == lab_utils.__version__

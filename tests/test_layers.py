@@ -13,12 +13,51 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "lab_utils"
 
 LAYERS = {
-    "data": ("assumptions", "catalogs", "checks", "course", "course_files", "hardware", "interconnects", "llms",
-             "lookup", "prices", "reference", "units"),
-    "calculators": ("advisor", "comms", "economics", "energy", "engines", "memory", "parallel", "published",
-                    "roofline", "routing", "serverless", "serving", "splits"),
-    "measuring": ("bench", "distributed", "energy_measure", "latency", "llm_measure", "local_worker", "machine",
-                  "memory_measure", "models", "profiling", "threads", "timing", "torch_compat", "training"),
+    "data": (
+        "assumptions",
+        "catalogs",
+        "checks",
+        "course",
+        "course_files",
+        "hardware",
+        "interconnects",
+        "llms",
+        "lookup",
+        "prices",
+        "reference",
+        "units",
+    ),
+    "calculators": (
+        "advisor",
+        "comms",
+        "economics",
+        "energy",
+        "engines",
+        "memory",
+        "parallel",
+        "published",
+        "roofline",
+        "routing",
+        "serverless",
+        "serving",
+        "splits",
+    ),
+    "measuring": (
+        "bench",
+        "distributed",
+        "energy_measure",
+        "latency",
+        "llm_measure",
+        "local_worker",
+        "machine",
+        "memory_measure",
+        "models",
+        "profiling",
+        "threads",
+        "timing",
+        "torch_compat",
+        "training",
+    ),
     "faces": ("__main__", "cli", "plots", "widgets"),
 }
 """Layer of every module, lowest first. Data: the catalogs in lab_utils/data and the modules that
@@ -49,8 +88,12 @@ def graph(sources: dict[str, str]) -> dict[str, set[str]]:
 
 def upward(edges: dict[str, set[str]]) -> list[str]:
     """Each import from a lower layer to a higher one, as 'a (layer) imports b (layer)'."""
-    return sorted(f"{a} ({NAMES[RANK[a]]}) imports {b} ({NAMES[RANK[b]]})"
-                  for a, targets in edges.items() for b in targets if b in RANK and RANK[b] > RANK[a])
+    return sorted(
+        f"{a} ({NAMES[RANK[a]]}) imports {b} ({NAMES[RANK[b]]})"
+        for a, targets in edges.items()
+        for b in targets
+        if b in RANK and RANK[b] > RANK[a]
+    )
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -85,8 +128,11 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 
 def _package_sources() -> dict[str, str]:
-    return {path.stem: path.read_text(encoding="utf-8") for path in sorted(PACKAGE.glob("*.py"))
-            if path.stem != "__init__"}
+    return {
+        path.stem: path.read_text(encoding="utf-8")
+        for path in sorted(PACKAGE.glob("*.py"))
+        if path.stem != "__init__"
+    }
 
 
 def test_every_module_has_a_layer():
@@ -104,15 +150,27 @@ def test_the_modules_import_each_other_in_no_cycle():
     assert not found, f"import cycles: {found}"
 
 
-@pytest.mark.parametrize("planted, expected", [
-    # an upward import hidden in a function, as the lazy re-exports were
-    ({"serving": "def f():\n    from lab_utils import plots\n", "plots": ""}, "serving (calculators) imports plots"),
-    ({"hardware": "import lab_utils.memory_measure\n", "memory_measure": ""}, "hardware (data) imports memory_measure"),
-])
+@pytest.mark.parametrize(
+    "planted, expected",
+    [
+        # an upward import hidden in a function, as the lazy re-exports were
+        (
+            {"serving": "def f():\n    from lab_utils import plots\n", "plots": ""},
+            "serving (calculators) imports plots",
+        ),
+        (
+            {"hardware": "import lab_utils.memory_measure\n", "memory_measure": ""},
+            "hardware (data) imports memory_measure",
+        ),
+    ],
+)
 def test_the_checks_catch_a_planted_upward_import(planted, expected):
     assert expected in upward(graph(planted))[0]
 
 
 def test_the_checks_catch_a_planted_cycle():
-    planted = {"parallel": "def f():\n    from lab_utils import routing\n", "routing": "from lab_utils import parallel\n"}
+    planted = {
+        "parallel": "def f():\n    from lab_utils import routing\n",
+        "routing": "from lab_utils import parallel\n",
+    }
     assert cycles(graph(planted)) == [["parallel", "routing"]]

@@ -41,8 +41,10 @@ COMMANDS = [
 def site_packages(tmp_path_factory) -> Path:
     """The page's wheels, built as the book builds them and unpacked as the page unpacks them."""
     wheels = tmp_path_factory.mktemp("wheels")
-    built = [live_calculators.course_wheel(ROOT, wheels),
-             *(live_calculators.installed_wheel(name, wheels) for name in live_calculators.PURE_DEPENDENCIES)]
+    built = [
+        live_calculators.course_wheel(ROOT, wheels),
+        *(live_calculators.installed_wheel(name, wheels) for name in live_calculators.PURE_DEPENDENCIES),
+    ]
     target = tmp_path_factory.mktemp("site-packages")
     for wheel in built:
         with zipfile.ZipFile(wheel) as archive:
@@ -51,7 +53,9 @@ def site_packages(tmp_path_factory) -> Path:
 
 
 def test_the_course_wheel_holds_the_package_and_its_data(site_packages):
-    assert (site_packages / "lab_utils" / "cli.py").read_bytes() == (ROOT / "lab_utils" / "cli.py").read_bytes()
+    assert (site_packages / "lab_utils" / "cli.py").read_bytes() == (
+        ROOT / "lab_utils" / "cli.py"
+    ).read_bytes()
     for toml in (ROOT / "lab_utils" / "data").glob("*.toml"):
         assert (site_packages / "lab_utils" / "data" / toml.name).read_bytes() == toml.read_bytes()
     assert list(site_packages.glob("cpu_vs_gpu_course-*.dist-info/METADATA"))
@@ -61,10 +65,16 @@ def test_the_course_wheel_holds_the_package_and_its_data(site_packages):
 @pytest.mark.parametrize("argv", COMMANDS, ids=lambda a: " ".join(a[:2]))
 def test_the_pages_commands_need_only_the_standard_library_and_its_wheels(site_packages, argv):
     guard = GUARD % (live_calculators.PURE_DEPENDENCIES[0], str(site_packages))
-    alone = subprocess.run([sys.executable, "-I", "-c", guard, *argv], capture_output=True, text=True,
-                           timeout=120, cwd=site_packages)
-    here = subprocess.run([sys.executable, "-m", "lab_utils.cli", *argv], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT)
+    alone = subprocess.run(
+        [sys.executable, "-I", "-c", guard, *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=site_packages,
+    )
+    here = subprocess.run(
+        [sys.executable, "-m", "lab_utils.cli", *argv], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
     assert alone.returncode == 0, alone.stderr[-2000:]
     assert alone.stdout == here.stdout
 

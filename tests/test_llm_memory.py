@@ -23,8 +23,10 @@ peft = pytest.importorskip("peft")
 from lab_utils import llm_measure, llms, memory  # noqa: E402
 
 FAMILY_MODELS = [c for c in llms.catalog() if c.family]
-pytestmark = [pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning"),
-              pytest.mark.filterwarnings("ignore:fan_in_fan_out is set to False:UserWarning")]
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning"),
+    pytest.mark.filterwarnings("ignore:fan_in_fan_out is set to False:UserWarning"),
+]
 
 
 def small(name, **shape):
@@ -33,14 +35,58 @@ def small(name, **shape):
 
 
 SHAPES = [  # (model, batch, seq_len): each family, grouped-query and not, fused and separate q/k/v
-    (small("llama-3.1-8b", n_layers=2, hidden=64, n_heads=4, n_kv_heads=2, ffn_hidden=96, vocab_size=100), 2, 16),
-    (small("llama-3.1-8b", n_layers=3, hidden=128, n_heads=8, n_kv_heads=2, ffn_hidden=320, vocab_size=500), 1, 64),
-    (small("llama-3.2-1b", n_layers=2, hidden=96, n_heads=6, n_kv_heads=6, ffn_hidden=256, vocab_size=1000), 3, 40),
-    (small("qwen2.5-0.5b", n_layers=2, hidden=64, n_heads=4, n_kv_heads=1, ffn_hidden=128, vocab_size=300), 2, 32),
-    (small("gpt2", n_layers=2, hidden=64, n_heads=4, n_kv_heads=4, ffn_hidden=256, vocab_size=100,
-           max_positions=64), 2, 16),
-    (small("gpt2", n_layers=3, hidden=128, n_heads=8, n_kv_heads=8, ffn_hidden=512, vocab_size=500,
-           max_positions=128), 1, 96),
+    (
+        small("llama-3.1-8b", n_layers=2, hidden=64, n_heads=4, n_kv_heads=2, ffn_hidden=96, vocab_size=100),
+        2,
+        16,
+    ),
+    (
+        small(
+            "llama-3.1-8b", n_layers=3, hidden=128, n_heads=8, n_kv_heads=2, ffn_hidden=320, vocab_size=500
+        ),
+        1,
+        64,
+    ),
+    (
+        small(
+            "llama-3.2-1b", n_layers=2, hidden=96, n_heads=6, n_kv_heads=6, ffn_hidden=256, vocab_size=1000
+        ),
+        3,
+        40,
+    ),
+    (
+        small("qwen2.5-0.5b", n_layers=2, hidden=64, n_heads=4, n_kv_heads=1, ffn_hidden=128, vocab_size=300),
+        2,
+        32,
+    ),
+    (
+        small(
+            "gpt2",
+            n_layers=2,
+            hidden=64,
+            n_heads=4,
+            n_kv_heads=4,
+            ffn_hidden=256,
+            vocab_size=100,
+            max_positions=64,
+        ),
+        2,
+        16,
+    ),
+    (
+        small(
+            "gpt2",
+            n_layers=3,
+            hidden=128,
+            n_heads=8,
+            n_kv_heads=8,
+            ffn_hidden=512,
+            vocab_size=500,
+            max_positions=128,
+        ),
+        1,
+        96,
+    ),
 ]
 
 
@@ -65,7 +111,9 @@ PEFT_TARGETS = {  # memory.LORA_TARGETS in peft's words
 
 
 @pytest.mark.parametrize("targets", memory.LORA_TARGETS)
-@pytest.mark.parametrize("config", [SHAPES[0][0], SHAPES[2][0], SHAPES[3][0], SHAPES[4][0]], ids=lambda c: c.name)
+@pytest.mark.parametrize(
+    "config", [SHAPES[0][0], SHAPES[2][0], SHAPES[3][0], SHAPES[4][0]], ids=lambda c: c.name
+)
 def test_lora_counts_equal_peft(config, targets):
     model = llm_measure.random_model(llm_measure.hf_config(config), dtype="fp32")
     wanted = PEFT_TARGETS.get((config.family, targets), "all-linear")
@@ -141,9 +189,15 @@ class _TorchtuneChunkedLoss(_HfLoss):
         hidden = self.model.model(input_ids=ids).last_hidden_state
         logits = [self.model.lm_head(chunk) for chunk in hidden.chunk(self.chunks, dim=1)]
         labels = torch.cat([ids[:, 1:], torch.full_like(ids[:, :1], -100)], dim=1)
-        total = sum(torch.nn.functional.cross_entropy(chunk.float().reshape(-1, chunk.shape[-1]), label.reshape(-1),
-                                                      ignore_index=-100, reduction="sum")
-                    for chunk, label in zip(logits, labels.chunk(self.chunks, dim=1)))
+        total = sum(
+            torch.nn.functional.cross_entropy(
+                chunk.float().reshape(-1, chunk.shape[-1]),
+                label.reshape(-1),
+                ignore_index=-100,
+                reduction="sum",
+            )
+            for chunk, label in zip(logits, labels.chunk(self.chunks, dim=1))
+        )
         return total / (labels != -100).sum()
 
 
@@ -155,15 +209,21 @@ def test_the_loss_peak_per_logit_is_what_a_training_step_holds(loss_impl, wrappe
 
     batch, seq_len, peaks, predicted = 2, 128, [], []
     for vocab in (4000, 8000):
-        config = small("llama-3.1-8b", n_layers=1, hidden=64, n_heads=4, n_kv_heads=2, ffn_hidden=96,
-                       vocab_size=vocab)
+        config = small(
+            "llama-3.1-8b", n_layers=1, hidden=64, n_heads=4, n_kv_heads=2, ffn_hidden=96, vocab_size=vocab
+        )
         model = llm_measure.random_model(llm_measure.hf_config(config), dtype="bf16")
         for name, parameter in model.named_parameters():
             parameter.requires_grad_("layers.0.self_attn.q_proj" in name)
         tokens = torch.randint(0, vocab, (batch, seq_len))
         step = memory_measure.measure_training_step(
-            wrapper(model), tokens, loss_fn=lambda loss: loss,
-            optimizer=torch.optim.AdamW([p for p in model.parameters() if p.requires_grad]))
+            wrapper(model),
+            tokens,
+            loss_fn=lambda loss: loss,
+            optimizer=torch.optim.AdamW([p for p in model.parameters() if p.requires_grad]),
+        )
         peaks.append(step.peak_bytes - step.params_bytes)
-        predicted.append(memory.loss_bytes(config, seq_len=seq_len, batch=batch, loss_impl=loss_impl, loss_chunks=8))
+        predicted.append(
+            memory.loss_bytes(config, seq_len=seq_len, batch=batch, loss_impl=loss_impl, loss_chunks=8)
+        )
     assert peaks[1] - peaks[0] == pytest.approx(predicted[1] - predicted[0], rel=0.02)

@@ -4,7 +4,6 @@ The shapes live in lab_utils/data/llm_configs.toml, each with the config.json it
 These tests check invariants and one model worked out by hand, not a copy of the file.
 """
 
-
 import dataclasses
 
 import pytest
@@ -44,9 +43,12 @@ def test_parameter_count_agrees_with_the_shape(config):
     # hidden embedding, shared with the output layer (tied) or not. The published total must be
     # within 3% of one of these four counts (the rest: norms, biases, position embeddings).
     h, kv = config.hidden, config.n_kv_heads * config.head_dim
-    counts = [config.n_layers * (2 * h * h + 2 * h * kv + matrices * h * config.ffn_hidden)
-              + embeddings * config.vocab_size * h
-              for matrices in (2, 3) for embeddings in (1, 2)]
+    counts = [
+        config.n_layers * (2 * h * h + 2 * h * kv + matrices * h * config.ffn_hidden)
+        + embeddings * config.vocab_size * h
+        for matrices in (2, 3)
+        for embeddings in (1, 2)
+    ]
     assert min(abs(config.n_params / c - 1) for c in counts) < 0.03, counts
 
 

@@ -77,8 +77,10 @@ def test_detect_runtime(environ, expected):
     assert machine.detect_runtime(environ) == expected
 
 
-@pytest.mark.parametrize("cuda, mps, expected", [
-    (False, False, "cpu"), (True, False, "cuda"), (False, True, "mps"), (True, True, "cuda")])
+@pytest.mark.parametrize(
+    "cuda, mps, expected",
+    [(False, False, "cpu"), (True, False, "cuda"), (False, True, "mps"), (True, True, "cuda")],
+)
 def test_pick_device_prefers_cuda_then_mps_then_cpu(monkeypatch, cuda, mps, expected):
     """Issue 18 item 13: a Mac's GPU is picked through MPS where torch can use it."""
     monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
@@ -110,11 +112,17 @@ def test_synchronize_waits_on_mps(monkeypatch):
     assert calls == ["mps"]
 
 
-@pytest.mark.parametrize("properties, expected", [
-    (types.SimpleNamespace(name="NVIDIA H100 NVL", L2_cache_size=52_428_800), 52_428_800),  # torch's figure
-    (types.SimpleNamespace(name="NVIDIA A100 80GB PCIe"), 40 * 2**20),  # no torch figure: the catalog's
-    (types.SimpleNamespace(name="NVIDIA Future GPU"), None),  # neither knows
-])
+@pytest.mark.parametrize(
+    "properties, expected",
+    [
+        (
+            types.SimpleNamespace(name="NVIDIA H100 NVL", L2_cache_size=52_428_800),
+            52_428_800,
+        ),  # torch's figure
+        (types.SimpleNamespace(name="NVIDIA A100 80GB PCIe"), 40 * 2**20),  # no torch figure: the catalog's
+        (types.SimpleNamespace(name="NVIDIA Future GPU"), None),  # neither knows
+    ],
+)
 def test_l2_cache_bytes_of_a_cuda_device(monkeypatch, properties, expected):
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: properties)
     assert machine.l2_cache_bytes("cuda") == expected

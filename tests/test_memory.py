@@ -28,6 +28,7 @@ def measured(config, batch, dtype=torch.float32, **kwargs):
 
 # --- formulas --------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("stage, gigabytes", [(0, 120.0), (1, 31.4), (2, 16.6), (3, 1.9)])
 def test_zero_paper_figure_1(stage, gigabytes):
     """Rajbhandari et al., Fig. 1: Ψ = 7.5B, N_d = 64, mixed-precision Adam (K = 12)."""
@@ -45,8 +46,10 @@ def test_mixed_precision_adam_is_16_bytes_per_parameter_and_fp32_accumulation_ad
 
 @given(n_params=st.integers(1, 10**12), data_parallel=st.integers(2, 4096))
 def test_each_zero_stage_saves_memory_and_one_rank_saves_nothing(n_params, data_parallel):
-    totals = [memory.training_state_bytes(n_params, zero_stage=s, data_parallel=data_parallel).total_bytes
-              for s in range(4)]
+    totals = [
+        memory.training_state_bytes(n_params, zero_stage=s, data_parallel=data_parallel).total_bytes
+        for s in range(4)
+    ]
     assert totals == sorted(totals, reverse=True) and totals[0] > totals[3]
     assert math.isclose(totals[3] * data_parallel, totals[0])
     single = {memory.training_state_bytes(n_params, zero_stage=s).total_bytes for s in range(4)}
@@ -55,11 +58,14 @@ def test_each_zero_stage_saves_memory_and_one_rank_saves_nothing(n_params, data_
 
 def test_llama_3_1_8b_kv_cache_is_128_kib_per_token_in_bf16():
     llama = llms.get("llama-3.1-8b")
-    per_token = memory.kv_cache_bytes(n_layers=llama.n_layers, n_kv_heads=llama.n_kv_heads,
-                                      head_dim=llama.head_dim, seq_len=1)
+    per_token = memory.kv_cache_bytes(
+        n_layers=llama.n_layers, n_kv_heads=llama.n_kv_heads, head_dim=llama.head_dim, seq_len=1
+    )
     assert per_token == 128 * 1024
-    assert memory.kv_cache_bytes(n_layers=32, n_kv_heads=8, head_dim=128, seq_len=4096, batch=2) \
+    assert (
+        memory.kv_cache_bytes(n_layers=32, n_kv_heads=8, head_dim=128, seq_len=4096, batch=2)
         == 2 * 4096 * per_token
+    )
 
 
 def test_korthikanti_activation_formula():
@@ -73,12 +79,15 @@ def test_korthikanti_activation_formula():
 def test_tiny_gpt_estimate_at_two_bytes_is_korthikanti_without_dropout():
     config, batch = CONFIGS[2]
     s, h, a = config.seq_len, config.hidden, config.n_heads
-    korthikanti = memory.activation_bytes(n_layers=config.n_layers, hidden=h, n_heads=a,
-                                          seq_len=s, batch=batch)
+    korthikanti = memory.activation_bytes(
+        n_layers=config.n_layers, hidden=h, n_heads=a, seq_len=s, batch=batch
+    )
     dropout = config.n_layers * (2 * s * batch * h + 3 * a * s * s * batch)  # masks and copy
     final_norm = 2 * 2 * s * batch * h
-    assert memory.tiny_gpt_activation_bytes(config, batch, bytes_per_value=2) == \
-        korthikanti - dropout + final_norm
+    assert (
+        memory.tiny_gpt_activation_bytes(config, batch, bytes_per_value=2)
+        == korthikanti - dropout + final_norm
+    )
 
 
 def test_weights_lora_and_job_estimates():
@@ -91,8 +100,11 @@ def test_weights_lora_and_job_estimates():
     assert inference.part("KV cache") == 8192 * 128 * 1024
     full = memory.job_estimate(llama, "full", "mixed", batch=1, seq_len=2048, recompute="full")
     # the saved log-probabilities (4 bytes per logit) counted once more, in the Hugging Face loss's 12
-    assert full.total_bytes == (16 * llama.n_params + memory.llm_activation_bytes(llama, seq_len=2048, recompute="full")
-                                + 8 * 2048 * llama.vocab_size)
+    assert full.total_bytes == (
+        16 * llama.n_params
+        + memory.llm_activation_bytes(llama, seq_len=2048, recompute="full")
+        + 8 * 2048 * llama.vocab_size
+    )
     kimi = memory.job_estimate("Kimi K2", "inference", "int4")
     assert kimi.left_out == ("KV cache",) and kimi.total_bytes == 0.5 * 1.04e12
 
@@ -101,8 +113,9 @@ def test_qlora_keeps_embeddings_and_head_in_bf16_as_bitsandbytes_does():
     # per block: q and o 4096 x 4096, k and v 4096 x 1024, gate, up, down 4096 x 14336
     linears = 32 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336)
     assert linears == 6_979_321_856
-    qlora = memory.job_estimate("Llama-3.1-8B", "qlora", batch=1, seq_len=2048, lora_rank=16,
-                                lora_targets="attention")
+    qlora = memory.job_estimate(
+        "Llama-3.1-8B", "qlora", batch=1, seq_len=2048, lora_rank=16, lora_targets="attention"
+    )
     assert qlora.precision == "int4"  # the method's, from the assumptions
     assert qlora.part("weights (NF4: block linears)") == linears / 2
     assert qlora.part("weights (bf16: embeddings, head, norms)") == 2 * (8_030_261_248 - linears)
@@ -115,10 +128,16 @@ def test_both_mixed_precision_layouts_hold_16_bytes_of_state_and_autocast_keeps_
     megatron = memory.job_estimate("gpt2", "full", "mixed", seq_len=128)
     autocast = memory.job_estimate("gpt2", "full", "autocast", seq_len=128)
     n = 124_439_808
-    assert (megatron.part("weights"), megatron.part("gradients"), megatron.part("optimizer states")) == \
-        (2 * n, 2 * n, 12 * n)
-    assert (autocast.part("weights"), autocast.part("gradients"), autocast.part("optimizer states")) == \
-        (4 * n, 4 * n, 8 * n)
+    assert (megatron.part("weights"), megatron.part("gradients"), megatron.part("optimizer states")) == (
+        2 * n,
+        2 * n,
+        12 * n,
+    )
+    assert (autocast.part("weights"), autocast.part("gradients"), autocast.part("optimizer states")) == (
+        4 * n,
+        4 * n,
+        8 * n,
+    )
     assert autocast.part("bf16 weight copies (autocast)") == 2 * n
     assert autocast.total_bytes - megatron.total_bytes == 2 * n
 
@@ -139,15 +158,17 @@ def test_llama_3_1_8b_activations_worked_by_hand():
     eager = memory.llm_activation_bytes("Llama-3.1-8B", seq_len=tokens, attention="eager")
     assert eager - none == 32 * (tokens * (6 * 4096 - 2 * 6144 - 4 * 32) + 6 * 32 * tokens * tokens)
     # the logits' fp32 log-softmax grows with the vocabulary: 4 bytes per token and entry
-    assert memory.llm_activation_bytes("Llama-3.1-8B", seq_len=tokens) - \
-        memory.llm_activation_bytes("Mistral-7B-v0.1", seq_len=tokens) == 4 * tokens * (128256 - 32000)
+    assert memory.llm_activation_bytes("Llama-3.1-8B", seq_len=tokens) - memory.llm_activation_bytes(
+        "Mistral-7B-v0.1", seq_len=tokens
+    ) == 4 * tokens * (128256 - 32000)
 
 
 def test_selective_recompute_drops_only_the_eager_scores():
     eager = memory.llm_activation_bytes("gpt2", seq_len=1024, attention="eager", recompute="selective")
     assert eager == memory.llm_activation_bytes("gpt2", seq_len=1024, attention="sdpa")
-    assert memory.llm_activation_bytes("gpt2", seq_len=1024, recompute="selective") == \
-        memory.llm_activation_bytes("gpt2", seq_len=1024)
+    assert memory.llm_activation_bytes(
+        "gpt2", seq_len=1024, recompute="selective"
+    ) == memory.llm_activation_bytes("gpt2", seq_len=1024)
 
 
 def test_fits_and_gpus_needed_use_the_catalog_and_reserve_the_cuda_context():
@@ -168,34 +189,56 @@ def test_accelerate_reports_the_largest_part_not_the_sum():
     assert memory.accelerate_training_bytes(n) == memory.training_state_bytes(n).total_bytes / 2
 
 
-@pytest.mark.parametrize("call, error, words", [
-    (lambda: memory.training_state_bytes(1e9, precision="fp8"), ValueError, "precision='fp8'"),
-    (lambda: memory.training_state_bytes(1e9, optimizer="lion"), ValueError, "optimizer='lion'"),
-    (lambda: memory.training_state_bytes(1e9, zero_stage=4), ValueError, "zero_stage=4"),
-    (lambda: memory.training_state_bytes(1e9, data_parallel=0), ValueError, "data_parallel=0"),
-    (lambda: memory.training_state_bytes(-1), ValueError, "n_params=-1"),
-    (lambda: memory.training_state_bytes("7B"), TypeError, "n_params"),
-    (lambda: memory.activation_bytes(n_layers=1.5, hidden=8, n_heads=2, seq_len=4, batch=1),
-     TypeError, "n_layers"),
-    (lambda: memory.activation_bytes(n_layers=1, hidden=8, n_heads=2, seq_len=4, batch=1,
-                                     recompute="some"), ValueError, "recompute='some'"),
-    (lambda: memory.kv_cache_bytes(n_layers=1, n_kv_heads=0, head_dim=8, seq_len=4),
-     ValueError, "n_kv_heads=0"),
-    (lambda: memory.job_estimate("Llama-3.1-8B", "full", "int4"), ValueError, "precision='int4'"),
-    (lambda: memory.job_estimate("Llama-3.1-8B", "pretrain"), ValueError, "method='pretrain'"),
-    (lambda: memory.lora_params("Kimi K2"), ValueError, "Kimi K2"),
-    (lambda: memory.lora_params("gpt2", targets="mlp"), ValueError, "targets='mlp'"),
-    (lambda: memory.llm_activation_bytes("gpt2", seq_len=8, attention="flash"), ValueError, "attention='flash'"),
-    (lambda: memory.llm_activation_bytes("gpt2", seq_len=8, bytes_per_value=3), ValueError, "bytes_per_value=3"),
-    (lambda: memory.llm_activation_bytes("gpt2", seq_len=0), ValueError, "seq_len=0"),
-    (lambda: memory.llm_activation_bytes("Kimi K2", seq_len=8), ValueError, "Kimi K2"),
-    (lambda: memory.job_estimate("gpt2", "lora", attention="flash"), ValueError, "attention='flash'"),
-    (lambda: memory.fits(1e9, "EPYC 9684X"), ValueError, "gpu="),
-    (lambda: memory.fits(1e9, "T4", reserve_bytes=-1), ValueError, "reserve_bytes=-1"),
-    (lambda: memory.tiny_gpt_activation_bytes(object(), 1), TypeError, "config"),
-    (lambda: memory_measure.measure_training_step("model", torch.zeros(1)), TypeError, "model"),
-    (lambda: memory_measure.measure_training_step(nn.Linear(2, 2), [torch.zeros(2)]), TypeError, "batch"),
-])
+@pytest.mark.parametrize(
+    "call, error, words",
+    [
+        (lambda: memory.training_state_bytes(1e9, precision="fp8"), ValueError, "precision='fp8'"),
+        (lambda: memory.training_state_bytes(1e9, optimizer="lion"), ValueError, "optimizer='lion'"),
+        (lambda: memory.training_state_bytes(1e9, zero_stage=4), ValueError, "zero_stage=4"),
+        (lambda: memory.training_state_bytes(1e9, data_parallel=0), ValueError, "data_parallel=0"),
+        (lambda: memory.training_state_bytes(-1), ValueError, "n_params=-1"),
+        (lambda: memory.training_state_bytes("7B"), TypeError, "n_params"),
+        (
+            lambda: memory.activation_bytes(n_layers=1.5, hidden=8, n_heads=2, seq_len=4, batch=1),
+            TypeError,
+            "n_layers",
+        ),
+        (
+            lambda: memory.activation_bytes(
+                n_layers=1, hidden=8, n_heads=2, seq_len=4, batch=1, recompute="some"
+            ),
+            ValueError,
+            "recompute='some'",
+        ),
+        (
+            lambda: memory.kv_cache_bytes(n_layers=1, n_kv_heads=0, head_dim=8, seq_len=4),
+            ValueError,
+            "n_kv_heads=0",
+        ),
+        (lambda: memory.job_estimate("Llama-3.1-8B", "full", "int4"), ValueError, "precision='int4'"),
+        (lambda: memory.job_estimate("Llama-3.1-8B", "pretrain"), ValueError, "method='pretrain'"),
+        (lambda: memory.lora_params("Kimi K2"), ValueError, "Kimi K2"),
+        (lambda: memory.lora_params("gpt2", targets="mlp"), ValueError, "targets='mlp'"),
+        (
+            lambda: memory.llm_activation_bytes("gpt2", seq_len=8, attention="flash"),
+            ValueError,
+            "attention='flash'",
+        ),
+        (
+            lambda: memory.llm_activation_bytes("gpt2", seq_len=8, bytes_per_value=3),
+            ValueError,
+            "bytes_per_value=3",
+        ),
+        (lambda: memory.llm_activation_bytes("gpt2", seq_len=0), ValueError, "seq_len=0"),
+        (lambda: memory.llm_activation_bytes("Kimi K2", seq_len=8), ValueError, "Kimi K2"),
+        (lambda: memory.job_estimate("gpt2", "lora", attention="flash"), ValueError, "attention='flash'"),
+        (lambda: memory.fits(1e9, "EPYC 9684X"), ValueError, "gpu="),
+        (lambda: memory.fits(1e9, "T4", reserve_bytes=-1), ValueError, "reserve_bytes=-1"),
+        (lambda: memory.tiny_gpt_activation_bytes(object(), 1), TypeError, "config"),
+        (lambda: memory_measure.measure_training_step("model", torch.zeros(1)), TypeError, "model"),
+        (lambda: memory_measure.measure_training_step(nn.Linear(2, 2), [torch.zeros(2)]), TypeError, "batch"),
+    ],
+)
 def test_bad_arguments_name_the_parameter(call, error, words):
     with pytest.raises(error, match=words.replace("(", r"\(").replace(")", r"\)")):
         call()
@@ -203,18 +246,29 @@ def test_bad_arguments_name_the_parameter(call, error, words):
 
 # --- a measured step -------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("config, batch", CONFIGS)
 def test_measured_state_equals_the_formula_and_activations_the_estimate(config, batch):
     step = measured(config, batch)
     formula = memory.training_state_bytes(config.n_params, precision="fp32", optimizer="adamw")
-    assert (step.params_bytes, step.grads_bytes, step.optimizer_states_bytes) == \
-        (formula.params_bytes, formula.grads_bytes, formula.optimizer_states_bytes)
+    assert (step.params_bytes, step.grads_bytes, step.optimizer_states_bytes) == (
+        formula.params_bytes,
+        formula.grads_bytes,
+        formula.optimizer_states_bytes,
+    )
     assert step.optimizer_scalars_bytes == 4 * len(list(models.TinyGPT(config).parameters()))  # step counts
     estimate = memory.tiny_gpt_activation_bytes(config, batch)
     assert step.activations_bytes == pytest.approx(estimate, rel=0.15)
     assert step.activations_bytes >= estimate  # the estimate leaves out only small tensors
-    assert step.params_bytes + step.activations_bytes <= step.peak_bytes <= step.params_bytes + step.grads_bytes + \
-        step.optimizer_states_bytes + step.activations_bytes + 4 * batch * config.seq_len * config.vocab_size
+    assert (
+        step.params_bytes + step.activations_bytes
+        <= step.peak_bytes
+        <= step.params_bytes
+        + step.grads_bytes
+        + step.optimizer_states_bytes
+        + step.activations_bytes
+        + 4 * batch * config.seq_len * config.vocab_size
+    )
     assert step.peak_method == "tracked tensor lifetimes" and step.device == "cpu"
 
 
@@ -222,8 +276,11 @@ def test_bf16_training_state_and_activations_follow_the_dtype():
     config, batch = CONFIGS[0]
     step = measured(config, batch, dtype=torch.bfloat16)
     formula = memory.training_state_bytes(config.n_params, precision="bf16")
-    assert (step.params_bytes, step.grads_bytes, step.optimizer_states_bytes) == \
-        (formula.params_bytes, formula.grads_bytes, formula.optimizer_states_bytes)
+    assert (step.params_bytes, step.grads_bytes, step.optimizer_states_bytes) == (
+        formula.params_bytes,
+        formula.grads_bytes,
+        formula.optimizer_states_bytes,
+    )
     estimate = memory.tiny_gpt_activation_bytes(config, batch, bytes_per_value=2)
     assert step.activations_bytes == pytest.approx(estimate, rel=0.15)
 
@@ -245,7 +302,9 @@ def test_optimizer_state_from_the_first_step_raises_the_second_steps_peak():
     tokens = models.random_tokens(SMALL, 4)
     first = memory_measure.measure_training_step(model, tokens, optimizer=adamw)
     second = memory_measure.measure_training_step(model, tokens, optimizer=adamw)
-    assert second.peak_bytes - first.peak_bytes == first.optimizer_states_bytes + first.optimizer_scalars_bytes
+    assert (
+        second.peak_bytes - first.peak_bytes == first.optimizer_states_bytes + first.optimizer_scalars_bytes
+    )
 
 
 class Checkpointed(nn.Module):
@@ -267,9 +326,17 @@ def test_full_recomputation_keeps_only_each_block_input():
     recomputed = memory_measure.measure_training_step(model, tokens)
     # Korthikanti, full recomputation: the layer input, 2·s·b·h bytes per layer in 16 bit,
     # i.e. s·b·h values; plus the final LayerNorm's input and output (2·s·b·h values).
-    korthikanti_values = memory.activation_bytes(
-        n_layers=config.n_layers, hidden=config.hidden, n_heads=config.n_heads,
-        seq_len=config.seq_len, batch=batch, recompute="full") / 2
+    korthikanti_values = (
+        memory.activation_bytes(
+            n_layers=config.n_layers,
+            hidden=config.hidden,
+            n_heads=config.n_heads,
+            seq_len=config.seq_len,
+            batch=batch,
+            recompute="full",
+        )
+        / 2
+    )
     expected = 4 * (korthikanti_values + 2 * config.seq_len * batch * config.hidden)
     assert recomputed.activations_bytes == pytest.approx(expected, rel=0.15)
     assert recomputed.peak_bytes < plain.peak_bytes
@@ -305,7 +372,7 @@ def test_meta_device_measures_what_the_cpu_measures_without_allocating():
 def test_tuple_batch_and_custom_loss():
     model = nn.Bilinear(8, 8, 4)
     batch = (torch.randn(16, 8), torch.randn(16, 8))
-    step = memory_measure.measure_training_step(model, batch, loss_fn=lambda out: (out ** 2).mean())
+    step = memory_measure.measure_training_step(model, batch, loss_fn=lambda out: (out**2).mean())
     assert step.params_bytes == 4 * (8 * 8 * 4 + 4)
     assert step.activations_bytes > 0  # pow saves the output of the bilinear layer
 
@@ -335,6 +402,7 @@ def test_budget_refuses_a_bad_limit():
 
 # --- the calculator widget -------------------------------------------------------------------
 
+
 def test_static_calculator_draws_the_estimate_against_every_gpu():
     fig = widgets.memory_calculator("Llama-3.1-8B", "lora", "bf16", batch=2, seq_len=1024, static=True)
     ax = fig.axes[0]
@@ -342,7 +410,7 @@ def test_static_calculator_draws_the_estimate_against_every_gpu():
     assert "Llama-3.1-8B" in ax.get_title()
     labels = [tick.get_text() for tick in ax.get_yticklabels()]
     assert labels[1:] == [s.name for s in sorted(hardware.catalog("gpu"), key=lambda s: s.memory_bytes)]
-    widths = sorted(patch.get_width() for patch in ax.patches[:len(estimate.parts)])
+    widths = sorted(patch.get_width() for patch in ax.patches[: len(estimate.parts)])
     assert widths == pytest.approx(sorted(value / 1e9 for _, value in estimate.parts))
     assert ax.get_xlabel().endswith("bytes)") and ax.get_ylabel().endswith(")")
 
@@ -359,11 +427,30 @@ def test_live_calculator_offers_only_the_precisions_a_method_allows():
 
 
 def test_the_command_line_gives_the_estimate_with_its_attention_and_layout(capsys):
-    assert cli.main(["memory", "--model", "llama-3.1-8b", "--method", "lora", "--seq-len", "4096",
-                     "--attention", "eager", "--recompute", "none", "--lora-targets", "attention"]) == 0
+    assert (
+        cli.main(
+            [
+                "memory",
+                "--model",
+                "llama-3.1-8b",
+                "--method",
+                "lora",
+                "--seq-len",
+                "4096",
+                "--attention",
+                "eager",
+                "--recompute",
+                "none",
+                "--lora-targets",
+                "attention",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
-    estimate = memory.job_estimate("Llama-3.1-8B", "lora", seq_len=4096, attention="eager", recompute="none",
-                                   lora_targets="attention")
+    estimate = memory.job_estimate(
+        "Llama-3.1-8B", "lora", seq_len=4096, attention="eager", recompute="none", lora_targets="attention"
+    )
     total_line = next(line for line in printed.splitlines() if line.startswith("total"))
     assert total_line.split()[1:] == format_bytes(estimate.total_bytes, binary=False).split()
     assert "none recompute, eager attention" in printed
@@ -382,21 +469,32 @@ def test_loss_bytes_worked_by_hand_for_llama_8b():
     # fused: the head input's gradient, 2 x 4,096 x 4,096, and one chunk of logits: ceil(128,256 /
     # 4,096) = 32, 4,096 / 32 = 128 tokens, 2 x 128 x 128,256 bytes
     assert memory.loss_bytes("llama-3.1-8b", seq_len=4096, loss_impl="hf") == 12 * LLAMA8_TOKENS_V
-    assert memory.loss_bytes("llama-3.1-8b", seq_len=4096, loss_impl="chunked", loss_chunks=8) == 6.5 * LLAMA8_TOKENS_V
-    assert memory.loss_bytes("llama-3.1-8b", seq_len=4096, loss_impl="fused") == 2 * 4096 * 4096 + 2 * 128 * 128_256
+    assert (
+        memory.loss_bytes("llama-3.1-8b", seq_len=4096, loss_impl="chunked", loss_chunks=8)
+        == 6.5 * LLAMA8_TOKENS_V
+    )
+    assert (
+        memory.loss_bytes("llama-3.1-8b", seq_len=4096, loss_impl="fused")
+        == 2 * 4096 * 4096 + 2 * 128 * 128_256
+    )
     # in fp32 the chunked path has no upcast: the forward holds 4 + 4 bytes per logit
-    assert memory.loss_bytes("llama-3.1-8b", seq_len=4096, loss_impl="chunked", loss_chunks=8,
-                             bytes_per_value=4) == 8 * LLAMA8_TOKENS_V
+    assert (
+        memory.loss_bytes("llama-3.1-8b", seq_len=4096, loss_impl="chunked", loss_chunks=8, bytes_per_value=4)
+        == 8 * LLAMA8_TOKENS_V
+    )
 
 
 def test_job_estimate_counts_the_loss_at_its_peak_apart_from_the_activations():
     for impl in memory.LOSS_IMPLS:
         job = memory.job_estimate("llama-3.1-8b", method="qlora", seq_len=4096, loss_impl=impl)
         assert job.loss_impl == impl and ("loss_impl", impl) not in job.assumptions
-        assert job.part(f"loss at its peak ({impl})") == memory.loss_bytes("llama-3.1-8b", seq_len=4096,
-                                                                          loss_impl=impl)
+        assert job.part(f"loss at its peak ({impl})") == memory.loss_bytes(
+            "llama-3.1-8b", seq_len=4096, loss_impl=impl
+        )
         saved = memory.llm_activation_bytes("llama-3.1-8b", seq_len=4096, recompute="full")
-        assert job.part("activations") == saved - 4 * LLAMA8_TOKENS_V  # the log-probabilities move to the loss
+        assert (
+            job.part("activations") == saved - 4 * LLAMA8_TOKENS_V
+        )  # the log-probabilities move to the loss
     default = memory.job_estimate("llama-3.1-8b", method="lora")
     assert default.loss_impl == "hf" == dict(default.assumptions)["loss_impl"]
     assert memory.job_estimate("llama-3.1-8b").loss_impl is None  # inference has no loss
@@ -423,8 +521,10 @@ def test_longest_seq_len_is_the_last_length_that_fits():
     beyond = memory.job_estimate("llama-3.1-8b", method="qlora", seq_len=fit.seq_len + 1)
     assert memory.fits(at.total_bytes, "RTX 4090") and not memory.fits(beyond.total_bytes, "RTX 4090")
     assert fit.estimate == at
-    longer = {impl: memory.longest_seq_len("llama-3.1-8b", "RTX 4090", method="qlora", loss_impl=impl).seq_len
-              for impl in memory.LOSS_IMPLS}
+    longer = {
+        impl: memory.longest_seq_len("llama-3.1-8b", "RTX 4090", method="qlora", loss_impl=impl).seq_len
+        for impl in memory.LOSS_IMPLS
+    }
     assert longer["hf"] < longer["chunked"] < longer["fused"]
 
 

@@ -6,7 +6,7 @@ import types
 import pytest
 import torch
 
-from lab_utils import memory, memory_measure
+from lab_utils import memory_measure
 
 MB = 10**6
 
@@ -25,8 +25,9 @@ class FakeAllocator:
         monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
         monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: self.allocated)
         monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: self.peak_bytes)
-        monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats",
-                            lambda device=None: setattr(self, "peak", self.allocated))
+        monkeypatch.setattr(
+            torch.cuda, "reset_peak_memory_stats", lambda device=None: setattr(self, "peak", self.allocated)
+        )
 
 
 def test_a_cuda_step_peak_leaves_out_what_earlier_cells_hold(monkeypatch):

@@ -85,7 +85,12 @@ def test_generate_with_a_kv_cache_matches_recomputing_the_whole_prefix():
         expected = _greedy_without_cache(model, prompt, 16)
         logits, cache = model.prefill(prompt)
         torch.testing.assert_close(logits, model(prompt)[:, -1])
-    assert len(cache) == config.n_layers and cache[0][0].shape == (3, config.n_heads, 8, config.hidden // config.n_heads)
+    assert len(cache) == config.n_layers and cache[0][0].shape == (
+        3,
+        config.n_heads,
+        8,
+        config.hidden // config.n_heads,
+    )
     assert torch.equal(model.generate(prompt, 16), expected)
 
 

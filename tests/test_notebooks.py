@@ -48,8 +48,13 @@ def test_notebook_has_the_template_structure(path):
     assert header.promise, "a one-line promise follows the title"
     assert 5 <= header.minutes <= 180
     assert len(header.objectives) >= 2
-    headings = {line.strip() for cell in course.read_cells(path) if cell["cell_type"] == "markdown"
-                for line in cell["source"].splitlines() if line.startswith("## ")}
+    headings = {
+        line.strip()
+        for cell in course.read_cells(path)
+        if cell["cell_type"] == "markdown"
+        for line in cell["source"].splitlines()
+        if line.startswith("## ")
+    }
     assert {"## Exercises", "## Summary"} <= headings
 
 
@@ -73,7 +78,7 @@ def test_setup_cell_keeps_colabs_ipywidgets():
 
 def test_setup_cell_fails_with_two_lines_saying_what_to_do():
     setup = code_cells(TEMPLATE)[0]["source"]
-    message = re.search(r'raise RuntimeError\((.*?)\)\n', setup, re.DOTALL).group(1)
+    message = re.search(r"raise RuntimeError\((.*?)\)\n", setup, re.DOTALL).group(1)
     assert message.count("\\n") == 1 and "could not install" in message and "run this cell again" in message
 
 
@@ -89,10 +94,16 @@ def test_setup_cell_installs_the_distribution_pyproject_names():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_only_checked_cells_keep_outputs_and_they_are_small(path):
     cells = code_cells(path)
-    unchecked_with_outputs = [i for i, c in enumerate(cells) if c["outputs"] and CHECKED_MARK not in c["source"]]
+    unchecked_with_outputs = [
+        i for i, c in enumerate(cells) if c["outputs"] and CHECKED_MARK not in c["source"]
+    ]
     assert not unchecked_with_outputs, f"clear the outputs of code cells {unchecked_with_outputs}"
-    bulky = [o for c in cells for o in c["outputs"]
-             if any(mime.startswith(BULKY_MIME_TYPES) for mime in o.get("data", {}))]
+    bulky = [
+        o
+        for c in cells
+        for o in c["outputs"]
+        if any(mime.startswith(BULKY_MIME_TYPES) for mime in o.get("data", {}))
+    ]
     assert not bulky, "images, HTML and widgets are produced when the book builds, not committed"
     assert len(json.dumps([c["outputs"] for c in cells])) <= MAX_STORED_OUTPUT_CHARS
 
@@ -151,20 +162,47 @@ def test_no_cell_shows_a_directive_to_jupyter_and_every_exercise_states_its_minu
     assert shown == [], "write exercises as plain Markdown (book/_ext/exercises.py), not MyST directives"
     found = course.read_exercises(path)
     headings = sum(len(course.EXERCISE_HEADING.findall(text)) for text in markdown)
-    assert found and len(found) == headings, "each '#### Exercise N (M min)' needs its question and folded solution"
+    assert found and len(found) == headings, (
+        "each '#### Exercise N (M min)' needs its question and folded solution"
+    )
     assert [e.number for e in found] == list(range(1, len(found) + 1))
     assert all(1 <= e.minutes <= 30 and e.question.strip() and e.solution.strip() for e in found)
 
 
 def test_the_website_turns_plain_exercises_into_sphinx_exercise_blocks():
-    notebook = json.dumps({"cells": [{"cell_type": "markdown", "metadata": {}, "source": [
-        "## Exercises\n", "\n", "#### Exercise 1 (5 min)\n", "\n", "What is $2^3$?\n", "\n",
-        f"{course.SOLUTION_FOLD[0]}\n", "\n", "~~~python\n", "print(2**3)\n", "~~~\n", "\n",
-        f"{course.SOLUTION_FOLD[1]}\n", "\n", "Text after it stays."]}]})
+    notebook = json.dumps(
+        {
+            "cells": [
+                {
+                    "cell_type": "markdown",
+                    "metadata": {},
+                    "source": [
+                        "## Exercises\n",
+                        "\n",
+                        "#### Exercise 1 (5 min)\n",
+                        "\n",
+                        "What is $2^3$?\n",
+                        "\n",
+                        f"{course.SOLUTION_FOLD[0]}\n",
+                        "\n",
+                        "~~~python\n",
+                        "print(2**3)\n",
+                        "~~~\n",
+                        "\n",
+                        f"{course.SOLUTION_FOLD[1]}\n",
+                        "\n",
+                        "Text after it stays.",
+                    ],
+                }
+            ]
+        }
+    )
     converted = json.loads(exercises.convert_notebook(notebook, "00_start_here"))["cells"][0]["source"]
-    assert converted == ("## Exercises\n\n````{exercise} 5 min\n:label: 00_start_here-exercise-1\n\nWhat is $2^3$?\n"
-                         "````\n\n````{solution} 00_start_here-exercise-1\n:class: dropdown\n\n~~~python\n"
-                         "print(2**3)\n~~~\n````\n\nText after it stays.")
+    assert converted == (
+        "## Exercises\n\n````{exercise} 5 min\n:label: 00_start_here-exercise-1\n\nWhat is $2^3$?\n"
+        "````\n\n````{solution} 00_start_here-exercise-1\n:class: dropdown\n\n~~~python\n"
+        "print(2**3)\n~~~\n````\n\nText after it stays."
+    )
 
 
 def test_a_strict_sphinx_build_renders_the_converted_exercises(tmp_path):
@@ -176,7 +214,9 @@ def test_a_strict_sphinx_build_renders_the_converted_exercises(tmp_path):
     source = tmp_path / "src"
     source.mkdir()
     notebook = nbformat.read(NOTEBOOKS[0], as_version=4)
-    notebook.cells = [cell for cell in notebook.cells if course.EXERCISE_HEADING.search(cell.source)]  # nothing to run
+    notebook.cells = [
+        cell for cell in notebook.cells if course.EXERCISE_HEADING.search(cell.source)
+    ]  # nothing to run
     nbformat.write(notebook, source / "00_start_here.ipynb")
     (source / "index.md").write_text("# Test\n\n```{toctree}\n00_start_here\n```\n", encoding="utf-8")
     (source / "conf.py").write_text(
@@ -184,29 +224,51 @@ def test_a_strict_sphinx_build_renders_the_converted_exercises(tmp_path):
         "extensions = ['myst_nb', 'sphinx_exercise', 'exercises_only']\n"
         "myst_enable_extensions = ['dollarmath', 'amsmath', 'colon_fence']\nnb_execution_mode = 'off'\n"
         "suppress_warnings = ['mystnb.unknown_mime_type', 'myst.xref_missing', 'myst.header', 'toc.not_included']\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     (source / "exercises_only.py").write_text(
         "import exercises\n\ndef setup(app):\n    app.connect('source-read', exercises.convert_source)\n"
-        "    return {'parallel_read_safe': True}\n", encoding="utf-8")
+        "    return {'parallel_read_safe': True}\n",
+        encoding="utf-8",
+    )
     sys.path.insert(0, str(source))
-    app = Sphinx(str(source), str(source), str(tmp_path / "html"), str(tmp_path / "doctrees"), "html",
-                 warningiserror=True, status=None, freshenv=True)
+    app = Sphinx(
+        str(source),
+        str(source),
+        str(tmp_path / "html"),
+        str(tmp_path / "doctrees"),
+        "html",
+        warningiserror=True,
+        status=None,
+        freshenv=True,
+    )
     app.build()
     html = (tmp_path / "html" / "00_start_here.html").read_text(encoding="utf-8")
-    assert html.count('class="exercise admonition"') == 2 and html.count('class="solution dropdown admonition"') == 2
+    assert (
+        html.count('class="exercise admonition"') == 2
+        and html.count('class="solution dropdown admonition"') == 2
+    )
     assert "Exercise 2 (5 min)" in html and ":label:" not in html and "solution-fold" not in html
 
 
 LEARNER_PAGES = [*NOTEBOOKS, *sorted((ROOT / "book").glob("*.md")), ROOT / "README.md"]
-INTERNAL_WORD = re.compile(r"\bseed(?:'s|s)?\b(?!\s*[=)(])", re.IGNORECASE)  # the articles the course grew from
+INTERNAL_WORD = re.compile(
+    r"\bseed(?:'s|s)?\b(?!\s*[=)(])", re.IGNORECASE
+)  # the articles the course grew from
 RANDOM_SEED = re.compile(r"(random |from a |manual_|_)seed|seed\s*[=:(]", re.IGNORECASE)
 
 
 @pytest.mark.parametrize("path", LEARNER_PAGES, ids=lambda p: p.name)
 def test_learners_never_read_the_word_seed(path):
     """An article is named by its title, publisher and date; 'seed' is kept for random seeds."""
-    text = (json.dumps([c["source"] for c in course.read_cells(path)]) if path.suffix == ".ipynb"
-            else path.read_text(encoding="utf-8"))
-    lines = [line for line in text.replace("\\n", "\n").splitlines()
-             if INTERNAL_WORD.search(line) and not RANDOM_SEED.search(line)]
+    text = (
+        json.dumps([c["source"] for c in course.read_cells(path)])
+        if path.suffix == ".ipynb"
+        else path.read_text(encoding="utf-8")
+    )
+    lines = [
+        line
+        for line in text.replace("\\n", "\n").splitlines()
+        if INTERNAL_WORD.search(line) and not RANDOM_SEED.search(line)
+    ]
     assert lines == []

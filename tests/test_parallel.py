@@ -7,7 +7,8 @@ import random
 
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lab_utils import parallel, threads
 from lab_utils.parallel import amdahl_limit, amdahl_speedup, fit_parallel_fraction, gustafson_speedup
@@ -22,6 +23,7 @@ def test_docstring_examples():
 
 
 # ---------------------------------------------------------------------------- Amdahl
+
 
 def test_amdahl_known_value():
     # 1 / (0.05 + 0.95 / 8) = 1 / 0.16875
@@ -53,6 +55,7 @@ def test_amdahl_lies_between_one_and_both_bounds(p, n):
 
 # ---------------------------------------------------------------------------- Gustafson
 
+
 def test_gustafson_known_values():
     assert gustafson_speedup(0.95, 8) == pytest.approx(0.05 + 0.95 * 8)
     assert gustafson_speedup(0.95, 8) == pytest.approx(7.65)
@@ -68,6 +71,7 @@ def test_gustafson_never_below_amdahl_and_grows_without_limit(p, n):
 
 
 # ---------------------------------------------------------------------------- fit
+
 
 @given(fractions, worker_counts)
 def test_fit_recovers_p_exactly_from_amdahl_data(p, workers):
@@ -132,6 +136,7 @@ def test_fit_holds_p_within_zero_and_one_and_reports_the_raw_estimate():
 
 # ---------------------------------------------------------------------------- input validation
 
+
 @pytest.mark.parametrize("function", [amdahl_speedup, gustafson_speedup])
 @pytest.mark.parametrize(
     "p, n, error, match",
@@ -178,6 +183,7 @@ def test_fit_refuses_bad_input(workers, speedups, error, match):
 
 
 # ---------------------------------------------------------------------------- thread sweep
+
 
 @pytest.fixture
 def restore_threads():

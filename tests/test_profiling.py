@@ -13,26 +13,29 @@ import torch
 from lab_utils import profiling
 
 
-@pytest.mark.parametrize("name, category", [
-    ("aten::addmm", "matmul"),
-    ("aten::mm", "matmul"),
-    ("aten::bmm", "matmul"),
-    ("quantized::linear_dynamic", "matmul"),
-    ("aten::gelu_backward", "elementwise"),
-    ("aten::native_layer_norm_backward", "elementwise"),
-    ("aten::_softmax", "elementwise"),
-    ("aten::add_", "elementwise"),
-    ("aten::_log_softmax_backward_data", "elementwise"),
-    ("Optimizer.step#AdamW.step", "optimizer"),
-    ("Optimizer.zero_grad#AdamW.zero_grad", "optimizer"),
-    ("aten::_foreach_mul_", "optimizer"),
-    ("aten::_fused_adamw_", "optimizer"),
-    ("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "data"),
-    ("data", "data"),
-    ("aten::view", "other"),
-    ("aten::embedding", "other"),
-    ("autograd::engine::evaluate_function: AddmmBackward0", "other"),
-])
+@pytest.mark.parametrize(
+    "name, category",
+    [
+        ("aten::addmm", "matmul"),
+        ("aten::mm", "matmul"),
+        ("aten::bmm", "matmul"),
+        ("quantized::linear_dynamic", "matmul"),
+        ("aten::gelu_backward", "elementwise"),
+        ("aten::native_layer_norm_backward", "elementwise"),
+        ("aten::_softmax", "elementwise"),
+        ("aten::add_", "elementwise"),
+        ("aten::_log_softmax_backward_data", "elementwise"),
+        ("Optimizer.step#AdamW.step", "optimizer"),
+        ("Optimizer.zero_grad#AdamW.zero_grad", "optimizer"),
+        ("aten::_foreach_mul_", "optimizer"),
+        ("aten::_fused_adamw_", "optimizer"),
+        ("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "data"),
+        ("data", "data"),
+        ("aten::view", "other"),
+        ("aten::embedding", "other"),
+        ("autograd::engine::evaluate_function: AddmmBackward0", "other"),
+    ],
+)
 def test_categorize(name, category):
     assert profiling.categorize(name) == category
 
@@ -45,17 +48,29 @@ def test_op_stem_strips_namespace_and_backward():
 
 
 def fake(key, self_us, count=1, device_us=0.0):
-    return SimpleNamespace(key=key, self_cpu_time_total=self_us, self_device_time_total=device_us, count=count)
+    return SimpleNamespace(
+        key=key, self_cpu_time_total=self_us, self_device_time_total=device_us, count=count
+    )
 
 
 def test_group_profile_adds_self_times_by_category():
-    events = [fake("aten::addmm", 600, 4), fake("aten::gelu", 200), fake("Optimizer.step#AdamW.step", 150),
-              fake("aten::view", 50), fake("aten::empty", 0)]
+    events = [
+        fake("aten::addmm", 600, 4),
+        fake("aten::gelu", 200),
+        fake("Optimizer.step#AdamW.step", 150),
+        fake("aten::view", 50),
+        fake("aten::empty", 0),
+    ]
     breakdown = profiling.group_profile(events)
     assert breakdown.total_s == pytest.approx(1e-3)
     assert breakdown.share("matmul") == pytest.approx(0.6)
     assert breakdown.share("data") == 0.0
-    assert [op.name for op in breakdown.ops] == ["aten::addmm", "aten::gelu", "Optimizer.step#AdamW.step", "aten::view"]
+    assert [op.name for op in breakdown.ops] == [
+        "aten::addmm",
+        "aten::gelu",
+        "Optimizer.step#AdamW.step",
+        "aten::view",
+    ]
     assert breakdown.ops[0].calls == 4
     assert breakdown.top_share(2) == pytest.approx(0.8)
     assert sum(breakdown.share(c) for c in profiling.CATEGORIES) == pytest.approx(1.0)
@@ -66,13 +81,20 @@ def test_operators_inside_a_labelled_range_count_for_it():
     inner = SimpleNamespace(key="aten::mul_", self_cpu_time_total=90, count=1, cpu_parent=step)
     loose = SimpleNamespace(key="aten::mul_", self_cpu_time_total=100, count=1, cpu_parent=None)
     breakdown = profiling.group_profile([step, inner, loose])
-    assert breakdown.share("optimizer") == pytest.approx(0.5) and breakdown.share("elementwise") == pytest.approx(0.5)
+    assert breakdown.share("optimizer") == pytest.approx(0.5) and breakdown.share(
+        "elementwise"
+    ) == pytest.approx(0.5)
     assert {(op.name, op.category) for op in breakdown.ops} == {
-        ("aten::mul_", "optimizer"), ("aten::mul_", "elementwise"), ("Optimizer.step#AdamW.step", "optimizer")}
+        ("aten::mul_", "optimizer"),
+        ("aten::mul_", "elementwise"),
+        ("Optimizer.step#AdamW.step", "optimizer"),
+    }
 
 
 def test_group_profile_device_clock_and_empty_profile():
-    breakdown = profiling.group_profile([fake("aten::mm", 900, device_us=300), fake("aten::view", 5)], clock="device")
+    breakdown = profiling.group_profile(
+        [fake("aten::mm", 900, device_us=300), fake("aten::view", 5)], clock="device"
+    )
     assert breakdown.total_s == pytest.approx(3e-4) and breakdown.share("matmul") == 1.0
     empty = profiling.group_profile([])
     assert empty.total_s == 0 and empty.share("matmul") == 0 and empty.top_share() == 0
@@ -100,7 +122,11 @@ def test_group_profile_on_a_real_cpu_profile():
             optimizer.step()
     for events in (prof.events(), prof.key_averages()):
         breakdown = profiling.group_profile(events)
-        assert breakdown.share("matmul") > 0 and breakdown.share("optimizer") > 0 and breakdown.share("elementwise") > 0
+        assert (
+            breakdown.share("matmul") > 0
+            and breakdown.share("optimizer") > 0
+            and breakdown.share("elementwise") > 0
+        )
     assert profiling.group_profile(prof.events()).total_s == pytest.approx(breakdown.total_s)
 
 
@@ -123,8 +149,10 @@ def test_dataset_items_are_deterministic_and_picklable():
         dataset[8]
 
 
-@pytest.mark.parametrize("kwargs, name", [({"n_items": 0}, "n_items"), ({"side": 1}, "side"),
-                                          ({"work": -1}, "work"), ({"seed": 1.5}, "seed")])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [({"n_items": 0}, "n_items"), ({"side": 1}, "side"), ({"work": -1}, "work"), ({"seed": 1.5}, "seed")],
+)
 def test_dataset_refuses_bad_arguments(kwargs, name):
     with pytest.raises((TypeError, ValueError), match=name):
         profiling.DecodeAugmentDataset(**kwargs)
@@ -143,8 +171,9 @@ def test_time_loader_splits_wait_and_compute():
 
 
 def test_time_loader_with_a_worker_process():
-    loader = torch.utils.data.DataLoader(profiling.DecodeAugmentDataset(n_items=6, side=8, work=1),
-                                         batch_size=2, num_workers=1)
+    loader = torch.utils.data.DataLoader(
+        profiling.DecodeAugmentDataset(n_items=6, side=8, work=1), batch_size=2, num_workers=1
+    )
     run = profiling.time_loader(loader, lambda batch: None, device="cpu")
     assert run.num_workers == 1 and run.batches == 2
 

@@ -31,9 +31,11 @@ def _case(measurement):
 def test_the_course_holds_against_the_published_measurement(measurement):
     row = published.compare(measurement)
     low, high = row.band
-    assert row.within, (f"{measurement.name}: measured {measurement.figure:.4g} {measurement.unit}, the course "
-                        f"says {row.course_value:.4g} ({measurement.course}): ratio {row.ratio:.2f} outside "
-                        f"{low:.2f}-{high:.2f}")
+    assert row.within, (
+        f"{measurement.name}: measured {measurement.figure:.4g} {measurement.unit}, the course "
+        f"says {row.course_value:.4g} ({measurement.course}): ratio {row.ratio:.2f} outside "
+        f"{low:.2f}-{high:.2f}"
+    )
 
 
 def test_the_collection_covers_cpus_gpus_and_every_area():
@@ -75,32 +77,55 @@ def test_a_time_is_compared_the_other_way_round():
 
 def test_the_course_answer_is_computed_by_the_calculators():
     from lab_utils import serving
+
     row = published.compare(published.get("llamacpp-rtx4090-llama3-8b-f16"))
-    step_s = serving.decode_step_s("Llama-3.1-8B", device="RTX 4090", context_len=512, weight_bytes_per_param=2.0)
+    step_s = serving.decode_step_s(
+        "Llama-3.1-8B", device="RTX 4090", context_len=512, weight_bytes_per_param=2.0
+    )
     assert row.course_value == pytest.approx(1 / step_s)
 
 
 def test_the_longest_sequence_is_the_edge_of_what_fits():
     from lab_utils import hardware, memory
+
     shape = dict(model="Llama-3.1-8B", method="qlora", batch=1, lora_rank=32, lora_targets="all-linear")
     longest = published.longest_sequence_tokens(device="A100 80GB SXM", **shape)
-    total = lambda n: memory.job_estimate(shape["model"], method="qlora", batch=1, seq_len=n, lora_rank=32,
-                                          lora_targets="all-linear").total_bytes
+    total = lambda n: (
+        memory.job_estimate(
+            shape["model"], method="qlora", batch=1, seq_len=n, lora_rank=32, lora_targets="all-linear"
+        ).total_bytes
+    )
     spec = hardware.get("A100 80GB SXM")
     assert memory.fits(total(longest), spec) and not memory.fits(total(longest + 1), spec)
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"question": "guess"}, "question must be one of"),
-    ({"course": "vibe"}, "course must be one of"),
-    ({"area": "vibes"}, "area must be one of"),
-    ({"unit": "FLOP/s"}, "is not the unit of question"),
-    ({"colour": "red"}, "unknown key"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"question": "guess"}, "question must be one of"),
+        ({"course": "vibe"}, "course must be one of"),
+        ({"area": "vibes"}, "area must be one of"),
+        ({"unit": "FLOP/s"}, "is not the unit of question"),
+        ({"colour": "red"}, "unknown key"),
+    ],
+)
 def test_a_malformed_record_is_refused_naming_what_is_wrong(change, message):
-    record = {"name": "x", "source": "s", "source_date": "2025-01", "title": "t", "url": "https://e", "cite": "c",
-              "setup": "s", "area": "training", "device_kind": "gpu", "figure": 1.0, "unit": "tokens/s",
-              "question": "training_tokens_per_s", "course": "estimate", "inputs": {}}
+    record = {
+        "name": "x",
+        "source": "s",
+        "source_date": "2025-01",
+        "title": "t",
+        "url": "https://e",
+        "cite": "c",
+        "setup": "s",
+        "area": "training",
+        "device_kind": "gpu",
+        "figure": 1.0,
+        "unit": "tokens/s",
+        "question": "training_tokens_per_s",
+        "course": "estimate",
+        "inputs": {},
+    }
     with pytest.raises(ValueError, match=message):
         published._measurement({**record, **change}, "published.toml")
 
@@ -118,10 +143,12 @@ def test_the_page_is_in_the_table_of_contents():
 
 def test_a_records_options_reach_the_calculator_as_they_are():
     # so a record can name a calculator keyword added later (precision=, loss_impl=, ...) in the data alone
-    fp8 = published.decode_tokens_per_s(model="Llama-3.1-8B", device="H100 SXM", context_len=512,
-                                        weight_bytes_per_param=1.0)
+    fp8 = published.decode_tokens_per_s(
+        model="Llama-3.1-8B", device="H100 SXM", context_len=512, weight_bytes_per_param=1.0
+    )
     bf16 = published.decode_tokens_per_s(model="Llama-3.1-8B", device="H100 SXM", context_len=512)
     assert fp8 > 1.5 * bf16
     with pytest.raises(TypeError):
-        published.server_output_tokens_per_s(model="Llama-3.1-8B", device="H100 SXM", prompt_len=128,
-                                             output_len=128, colour="red")
+        published.server_output_tokens_per_s(
+            model="Llama-3.1-8B", device="H100 SXM", prompt_len=128, output_len=128, colour="red"
+        )

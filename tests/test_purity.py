@@ -24,7 +24,7 @@ CALLS = {
     "interconnects": "interconnects.get('H100 SXM').pcie_bytes_per_s_each_way",
     "serving": "serving.estimate('llama-3.1-8b', device='H100 SXM', prompt_len=500, output_len=200)",
     "serverless": "serverless.simulate([0.0, 1.0], service_s=0.5, cold_start_s=2.0, idle_timeout_s=5.0,"
-                  " max_workers=2, price_per_worker_s=0.001)",
+    " max_workers=2, price_per_worker_s=0.001)",
     "advisor": "advisor.fine_tune('llama-3.1-8b', 1e7, method='full')",
     "energy": "energy.emissions_kg(energy.job_energy_kwh(2.0, 8, 700.0))",
     "comms": "comms.fit_all_reduce([1e6, 4e6], [1e-3, 3e-3], 4)",
@@ -53,8 +53,12 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_pure_modules_load_no_torch_no_plots_and_no_measuring_module():
-    done = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps([FORBIDDEN, CALLS])],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, json.dumps([FORBIDDEN, CALLS])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
     assert len(found) == 2 * len(CALLS)

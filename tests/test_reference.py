@@ -17,8 +17,23 @@ SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu_reference.py"
 @pytest.fixture(scope="module")
 def cpu_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("reference")
-    finished = subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--out", str(out), "--budget-s", "3",
-                               "--min-run-time", "0.05"], capture_output=True, text=True, timeout=600)
+    finished = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--device",
+            "cpu",
+            "--out",
+            str(out),
+            "--budget-s",
+            "3",
+            "--min-run-time",
+            "0.05",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert finished.returncode == 0, finished.stderr[-2000:]
     files = list(out.glob("*.json"))
     assert len(files) == 1
@@ -29,7 +44,13 @@ def cpu_run(tmp_path_factory):
 def test_script_writes_every_measurement_or_says_why_not(cpu_run):
     ref = reference.read(cpu_run)
     assert set(ref.measurements) | set(ref.skipped) >= {
-        "matmul_and_copy", "batch_latency", "timing_pitfall", "step_memory", "fine_tune_speed", "oom_recovery"}
+        "matmul_and_copy",
+        "batch_latency",
+        "timing_pitfall",
+        "step_memory",
+        "fine_tune_speed",
+        "oom_recovery",
+    }
     assert ref.skipped == {"oom_recovery": "needs a CUDA device"}  # the only part a CPU cannot run
     sweep = ref.measurements["matmul_and_copy"]
     rows, skipped = sweep["rows"], sweep["skipped_cases"]
@@ -61,16 +82,30 @@ def matmul_row(dtype, flops_per_s):
     return {"kind": "matmul", "dtype": dtype, "flops_per_s": flops_per_s, "bytes_per_s": 1.0}
 
 
-@pytest.mark.parametrize("torch_name, catalog_name", [
-    ("NVIDIA H200 NVL", "H200 NVL"), ("NVIDIA H100 NVL", "H100 NVL"), ("NVIDIA A100 80GB PCIe", "A100 80GB PCIe"),
-    ("NVIDIA H200", "H200 SXM")])
+@pytest.mark.parametrize(
+    "torch_name, catalog_name",
+    [
+        ("NVIDIA H200 NVL", "H200 NVL"),
+        ("NVIDIA H100 NVL", "H100 NVL"),
+        ("NVIDIA A100 80GB PCIe", "A100 80GB PCIe"),
+        ("NVIDIA H200", "H200 SXM"),
+    ],
+)
 def test_peak_fractions_find_the_parts_torch_names(script, torch_name, catalog_name):
     """Issue 18 item 8: these names crashed the run after all the measuring."""
     from lab_utils import hardware
 
     spec = hardware.get(catalog_name)
-    rows = [matmul_row("bf16", spec.peak_flops["bf16"] / 2), matmul_row("bf16", spec.peak_flops["bf16"] / 4),
-            {"kind": "copy", "dtype": "fp32", "flops_per_s": 0.0, "bytes_per_s": spec.bandwidth_bytes_per_s * 0.8}]
+    rows = [
+        matmul_row("bf16", spec.peak_flops["bf16"] / 2),
+        matmul_row("bf16", spec.peak_flops["bf16"] / 4),
+        {
+            "kind": "copy",
+            "dtype": "fp32",
+            "flops_per_s": 0.0,
+            "bytes_per_s": spec.bandwidth_bytes_per_s * 0.8,
+        },
+    ]
     fractions = script.peak_fractions(torch_name, {"rows": rows})
     assert fractions["catalog_device"] == catalog_name
     assert fractions["bf16_fraction_of_peak"] == pytest.approx(0.5)  # the best of the two rows
@@ -161,6 +196,10 @@ def test_the_script_refuses_cuda_without_a_gpu():
 
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
-    finished = subprocess.run([sys.executable, str(SCRIPT), "--device", "cuda", "--out", "unused"],
-                              capture_output=True, text=True, timeout=120)
+    finished = subprocess.run(
+        [sys.executable, str(SCRIPT), "--device", "cuda", "--out", "unused"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert finished.returncode == 2 and "--device cuda" in finished.stderr

@@ -19,7 +19,10 @@ def test_every_entry_of_the_bibliography_parses_once():
 def test_every_cited_key_is_in_the_bibliography():
     keys = set(re.findall(r"^@\w+\{([^,]+),", BIB.read_text(encoding="utf-8"), flags=re.M))
     sources = [*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("book/*.md")]
-    cited = {key.strip() for path in sources
-             for group in re.findall(r"\{cite(?::\w+)?\}`([^`]+)`", path.read_text(encoding="utf-8"))
-             for key in group.split(",")}
+    cited = {
+        key.strip()
+        for path in sources
+        for group in re.findall(r"\{cite(?::\w+)?\}`([^`]+)`", path.read_text(encoding="utf-8"))
+        for key in group.split(",")
+    }
     assert cited - keys == set()

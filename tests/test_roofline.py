@@ -101,14 +101,19 @@ def test_roof_of_refuses_a_device_without_bandwidth():
 
 
 def test_plot_draws_every_roof_and_point():
-    points = [roofline.Point("fp32 matmul, measured here", 20.0, 5e10),
-              roofline.Point("fp32 matmul, measured here", 80.0, 1.5e11),
-              roofline.Point("bf16 matmul, measured here", 40.0, 1e9)]
+    points = [
+        roofline.Point("fp32 matmul, measured here", 20.0, 5e10),
+        roofline.Point("fp32 matmul, measured here", 80.0, 1.5e11),
+        roofline.Point("bf16 matmul, measured here", 40.0, 1e9),
+    ]
     mine = roofline.Roof("this machine (measured here)", 2e11, 2e10)
     fig, ax = plots.roofline(points, [mine], devices=("T4", "H200"))
     labels = [line.get_label() for line in ax.get_lines()]
-    assert labels == ["T4, fp16 (vendor specification)", "H200 SXM, bf16 (vendor specification)",
-                      "this machine (measured here)"]
+    assert labels == [
+        "T4, fp16 (vendor specification)",
+        "H200 SXM, bf16 (vendor specification)",
+        "this machine (measured here)",
+    ]
     assert ax.get_xscale() == ax.get_yscale() == "log"
     assert "(FLOP/byte)" in ax.get_xlabel() and "(FLOP/s)" in ax.get_ylabel()
     # the dashed measured roof: bandwidth x intensity below its ridge (10 FLOP/byte), flat above
@@ -117,8 +122,11 @@ def test_plot_draws_every_roof_and_point():
     scattered = [tuple(map(tuple, c.get_offsets())) for c in ax.collections]
     assert scattered == [((20.0, 5e10), (80.0, 1.5e11)), ((40.0, 1e9),)]
     assert [t.get_text() for t in ax.get_legend().get_texts()][-2:] == [
-        "fp32 matmul, measured here", "bf16 matmul, measured here"]
+        "fp32 matmul, measured here",
+        "bf16 matmul, measured here",
+    ]
     import matplotlib.pyplot as plt
+
     plt.close(fig)
 
 
@@ -131,29 +139,32 @@ def test_plot_with_the_default_devices():
     plt.close(fig)
 
 
-@pytest.mark.parametrize("call, error, match", [
-    (lambda: roofline.matmul_flops(0, 1, 1), ValueError, "m=0"),
-    (lambda: roofline.matmul_flops(1, -2, 1), ValueError, "n=-2"),
-    (lambda: roofline.matmul_flops(1, 1, 2.0), TypeError, "k must be a positive int"),
-    (lambda: roofline.matmul_flops(True, 1, 1), TypeError, "m must be"),
-    (lambda: roofline.matmul_bytes(1, 1, 1, 0), ValueError, "bytes_per_element=0"),
-    (lambda: roofline.matmul_bytes(1, 1, 1, "4"), TypeError, "bytes_per_element"),
-    (lambda: roofline.arithmetic_intensity(1, 0), ValueError, "bytes=0"),
-    (lambda: roofline.arithmetic_intensity(-1, 1), ValueError, "flops=-1"),
-    (lambda: roofline.arithmetic_intensity(float("nan"), 1), ValueError, "flops=nan"),
-    (lambda: roofline.attainable_flops(0, 1, 1), ValueError, "peak_flops=0"),
-    (lambda: roofline.attainable_flops(1, -1, 1), ValueError, "bandwidth_bytes_per_s=-1"),
-    (lambda: roofline.attainable_flops(1, 1, -3), ValueError, "intensity=-3"),
-    (lambda: roofline.attainable_flops(1, 1, None), TypeError, "intensity"),
-    (lambda: roofline.Point("", 1, 1), ValueError, "label"),
-    (lambda: roofline.Point("x", 0, 1), ValueError, "intensity=0"),
-    (lambda: roofline.Roof("x", 1, float("inf")), ValueError, "bandwidth_bytes_per_s=inf"),
-    (lambda: roofline.roof_of("Z80"), ValueError, "Z80"),
-    (lambda: plots.roofline(devices="T4"), TypeError, "devices"),
-    (lambda: plots.roofline([(1, 2)], devices=()), TypeError, "points"),
-    (lambda: plots.roofline(devices=(), intensity_range=(10, 1)), ValueError, "intensity_range"),
-    (lambda: plots.roofline(devices=(), intensity_range=(0, 1)), ValueError, r"intensity_range\[0\]=0"),
-])
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda: roofline.matmul_flops(0, 1, 1), ValueError, "m=0"),
+        (lambda: roofline.matmul_flops(1, -2, 1), ValueError, "n=-2"),
+        (lambda: roofline.matmul_flops(1, 1, 2.0), TypeError, "k must be a positive int"),
+        (lambda: roofline.matmul_flops(True, 1, 1), TypeError, "m must be"),
+        (lambda: roofline.matmul_bytes(1, 1, 1, 0), ValueError, "bytes_per_element=0"),
+        (lambda: roofline.matmul_bytes(1, 1, 1, "4"), TypeError, "bytes_per_element"),
+        (lambda: roofline.arithmetic_intensity(1, 0), ValueError, "bytes=0"),
+        (lambda: roofline.arithmetic_intensity(-1, 1), ValueError, "flops=-1"),
+        (lambda: roofline.arithmetic_intensity(float("nan"), 1), ValueError, "flops=nan"),
+        (lambda: roofline.attainable_flops(0, 1, 1), ValueError, "peak_flops=0"),
+        (lambda: roofline.attainable_flops(1, -1, 1), ValueError, "bandwidth_bytes_per_s=-1"),
+        (lambda: roofline.attainable_flops(1, 1, -3), ValueError, "intensity=-3"),
+        (lambda: roofline.attainable_flops(1, 1, None), TypeError, "intensity"),
+        (lambda: roofline.Point("", 1, 1), ValueError, "label"),
+        (lambda: roofline.Point("x", 0, 1), ValueError, "intensity=0"),
+        (lambda: roofline.Roof("x", 1, float("inf")), ValueError, "bandwidth_bytes_per_s=inf"),
+        (lambda: roofline.roof_of("Z80"), ValueError, "Z80"),
+        (lambda: plots.roofline(devices="T4"), TypeError, "devices"),
+        (lambda: plots.roofline([(1, 2)], devices=()), TypeError, "points"),
+        (lambda: plots.roofline(devices=(), intensity_range=(10, 1)), ValueError, "intensity_range"),
+        (lambda: plots.roofline(devices=(), intensity_range=(0, 1)), ValueError, r"intensity_range\[0\]=0"),
+    ],
+)
 def test_bad_input_names_the_parameter(call, error, match):
     with pytest.raises(error, match=match):
         call()

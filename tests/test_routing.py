@@ -10,11 +10,13 @@ from hypothesis import strategies as st
 
 from lab_utils import latency, routing
 
-seconds_lists = st.lists(st.floats(1e-6, 10.0, allow_nan=False, allow_infinity=False),
-                         min_size=1, max_size=40)
+seconds_lists = st.lists(
+    st.floats(1e-6, 10.0, allow_nan=False, allow_infinity=False), min_size=1, max_size=40
+)
 
 
 # --- pcie_bytes_per_s ------------------------------------------------------------------------
+
 
 def test_pcie_4_x16_is_31_5_gb_per_s():
     assert routing.pcie_bytes_per_s(4, 16) == pytest.approx(16e9 * 16 * 128 / 130 / 8)
@@ -27,13 +29,16 @@ def test_pcie_doubles_per_generation_and_scales_with_lanes():
     assert routing.pcie_bytes_per_s(4, 8) == pytest.approx(routing.pcie_bytes_per_s(4, 16) / 2)
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    ({"generation": 6}, ValueError, "generation=6"),
-    ({"generation": True}, TypeError, "generation"),
-    ({"generation": 4.0}, TypeError, "generation"),
-    ({"lanes": 3}, ValueError, "lanes=3"),
-    ({"lanes": 0}, ValueError, "lanes=0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"generation": 6}, ValueError, "generation=6"),
+        ({"generation": True}, TypeError, "generation"),
+        ({"generation": 4.0}, TypeError, "generation"),
+        ({"lanes": 3}, ValueError, "lanes=3"),
+        ({"lanes": 0}, ValueError, "lanes=0"),
+    ],
+)
 def test_pcie_refuses_bad_input(kwargs, error, match):
     with pytest.raises(error, match=match):
         routing.pcie_bytes_per_s(**kwargs)
@@ -41,8 +46,17 @@ def test_pcie_refuses_bad_input(kwargs, error, match):
 
 # --- offload_floor ---------------------------------------------------------------------------
 
-FLOOR = dict(flops=2e9, device_bytes=1e9, transfer_bytes=1e6, launches=10, launch_s=5e-6,
-             peak_flops=1e12, bandwidth_bytes_per_s=1e12, link_bytes_per_s=1e10, framework_s=1e-4)
+FLOOR = dict(
+    flops=2e9,
+    device_bytes=1e9,
+    transfer_bytes=1e6,
+    launches=10,
+    launch_s=5e-6,
+    peak_flops=1e12,
+    bandwidth_bytes_per_s=1e12,
+    link_bytes_per_s=1e10,
+    framework_s=1e-4,
+)
 
 
 def test_offload_floor_parts():
@@ -70,17 +84,26 @@ def test_framework_time_defaults_to_zero():
     assert routing.offload_floor(**kwargs).issue_s == pytest.approx(10 * 5e-6)
 
 
-@pytest.mark.parametrize("name, value, error", [
-    ("flops", -1.0, ValueError), ("flops", "1", TypeError), ("launches", 0, ValueError),
-    ("launches", 2.5, TypeError), ("peak_flops", 0.0, ValueError), ("link_bytes_per_s", math.inf, ValueError),
-    ("launch_s", math.nan, ValueError), ("framework_s", True, TypeError),
-])
+@pytest.mark.parametrize(
+    "name, value, error",
+    [
+        ("flops", -1.0, ValueError),
+        ("flops", "1", TypeError),
+        ("launches", 0, ValueError),
+        ("launches", 2.5, TypeError),
+        ("peak_flops", 0.0, ValueError),
+        ("link_bytes_per_s", math.inf, ValueError),
+        ("launch_s", math.nan, ValueError),
+        ("framework_s", True, TypeError),
+    ],
+)
 def test_offload_floor_names_the_bad_parameter(name, value, error):
     with pytest.raises(error, match=name):
         routing.offload_floor(**{**FLOOR, name: value})
 
 
 # --- crossover_batch -------------------------------------------------------------------------
+
 
 def test_crossover_is_the_first_batch_from_which_the_gpu_stays_ahead():
     batches = [1, 4, 16, 64]
@@ -91,21 +114,25 @@ def test_crossover_is_the_first_batch_from_which_the_gpu_stays_ahead():
     assert routing.crossover_batch(batches, [1, 2, 4, 8], [3, 3, 3, 8]) is None  # a tie is no win
 
 
-@pytest.mark.parametrize("args, error, match", [
-    (([], [], []), ValueError, "empty"),
-    (([1, 2], [1.0], [1.0, 2.0]), ValueError, "one entry per batch"),
-    (([2, 1], [1.0, 1.0], [1.0, 1.0]), ValueError, "strictly increasing"),
-    (([1, 1], [1.0, 1.0], [1.0, 1.0]), ValueError, "strictly increasing"),
-    (([0, 1], [1.0, 1.0], [1.0, 1.0]), ValueError, r"batches\[0\]"),
-    (([1, 2], [1.0, 0.0], [1.0, 1.0]), ValueError, r"cpu_seconds\[1\]"),
-    (([1, 2], [1.0, 1.0], [1.0, "x"]), TypeError, r"gpu_seconds\[1\]"),
-])
+@pytest.mark.parametrize(
+    "args, error, match",
+    [
+        (([], [], []), ValueError, "empty"),
+        (([1, 2], [1.0], [1.0, 2.0]), ValueError, "one entry per batch"),
+        (([2, 1], [1.0, 1.0], [1.0, 1.0]), ValueError, "strictly increasing"),
+        (([1, 1], [1.0, 1.0], [1.0, 1.0]), ValueError, "strictly increasing"),
+        (([0, 1], [1.0, 1.0], [1.0, 1.0]), ValueError, r"batches\[0\]"),
+        (([1, 2], [1.0, 0.0], [1.0, 1.0]), ValueError, r"cpu_seconds\[1\]"),
+        (([1, 2], [1.0, 1.0], [1.0, "x"]), TypeError, r"gpu_seconds\[1\]"),
+    ],
+)
 def test_crossover_refuses_bad_input(args, error, match):
     with pytest.raises(error, match=match):
         routing.crossover_batch(*args)
 
 
 # --- Route and mix ---------------------------------------------------------------------------
+
 
 def test_the_seeds_hybrid_cluster():
     seed = routing.mix([routing.Route("CPU", 0.8, 0.005), routing.Route("GPU", 0.2, 0.200)])
@@ -129,8 +156,9 @@ def test_route_normalises_and_costs():
 
 def test_mix_cost_is_the_share_weighted_route_cost():
     # a: 0.01 s at $36/h ($0.01/s) = $1e-4; b: 0.10 s at $7.2/h ($0.002/s) = $2e-4
-    m = routing.mix([routing.Route("a", 0.25, 0.01, usd_per_hour=36.0),
-                     routing.Route("b", 0.75, 0.10, usd_per_hour=7.2)])
+    m = routing.mix(
+        [routing.Route("a", 0.25, 0.01, usd_per_hour=36.0), routing.Route("b", 0.75, 0.10, usd_per_hour=7.2)]
+    )
     assert m.cost_per_request == pytest.approx(0.25 * 1e-4 + 0.75 * 2e-4)  # $1.75e-4
     assert m.cost_per_million_requests == pytest.approx(175.0)
 
@@ -147,8 +175,9 @@ def test_one_route_quantiles_match_numpys_inverted_cdf(seconds, q):
 @settings(max_examples=60, deadline=None)
 def test_routes_weighted_by_their_sample_counts_pool_their_samples(first, second, q):
     total = len(first) + len(second)
-    m = routing.mix([routing.Route("a", len(first) / total, first),
-                     routing.Route("b", len(second) / total, second)])
+    m = routing.mix(
+        [routing.Route("a", len(first) / total, first), routing.Route("b", len(second) / total, second)]
+    )
     pooled = first + second
     assert m.quantile(q) == pytest.approx(np.quantile(pooled, q, method="inverted_cdf"))
     assert m.mean_s == pytest.approx(float(np.mean(pooled)))
@@ -158,8 +187,9 @@ def test_routes_weighted_by_their_sample_counts_pool_their_samples(first, second
 @settings(max_examples=60, deadline=None)
 def test_share_slower_than_agrees_with_the_samples(first, second, share, threshold):
     m = routing.mix([routing.Route("a", share, first), routing.Route("b", 1 - share, second)])
-    expected = (share * np.mean(np.array(first) > threshold)
-                + (1 - share) * np.mean(np.array(second) > threshold))
+    expected = share * np.mean(np.array(first) > threshold) + (1 - share) * np.mean(
+        np.array(second) > threshold
+    )
     assert m.share_slower_than(threshold) == pytest.approx(expected, abs=1e-9)
 
 
@@ -169,16 +199,19 @@ def test_a_route_with_no_share_does_not_move_the_percentiles():
     assert m.share_slower_than(0.02) == 0.0
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    ({"name": "", "share": 0.5, "latencies_s": 1.0}, ValueError, "name"),
-    ({"name": "r", "share": 1.5, "latencies_s": 1.0}, ValueError, "share=1.5"),
-    ({"name": "r", "share": -0.1, "latencies_s": 1.0}, ValueError, "share"),
-    ({"name": "r", "share": 0.5, "latencies_s": []}, ValueError, "latencies_s is empty"),
-    ({"name": "r", "share": 0.5, "latencies_s": [0.1, 0.0]}, ValueError, r"latencies_s\[1\]"),
-    ({"name": "r", "share": 0.5, "latencies_s": "fast"}, TypeError, "latencies_s"),
-    ({"name": "r", "share": 0.5, "latencies_s": 1.0, "usd_per_hour": -1.0}, ValueError, "usd_per_hour"),
-    ({"name": "r", "share": 0.5, "latencies_s": 1.0, "concurrency": 0}, ValueError, "concurrency=0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"name": "", "share": 0.5, "latencies_s": 1.0}, ValueError, "name"),
+        ({"name": "r", "share": 1.5, "latencies_s": 1.0}, ValueError, "share=1.5"),
+        ({"name": "r", "share": -0.1, "latencies_s": 1.0}, ValueError, "share"),
+        ({"name": "r", "share": 0.5, "latencies_s": []}, ValueError, "latencies_s is empty"),
+        ({"name": "r", "share": 0.5, "latencies_s": [0.1, 0.0]}, ValueError, r"latencies_s\[1\]"),
+        ({"name": "r", "share": 0.5, "latencies_s": "fast"}, TypeError, "latencies_s"),
+        ({"name": "r", "share": 0.5, "latencies_s": 1.0, "usd_per_hour": -1.0}, ValueError, "usd_per_hour"),
+        ({"name": "r", "share": 0.5, "latencies_s": 1.0, "concurrency": 0}, ValueError, "concurrency=0"),
+    ],
+)
 def test_route_refuses_bad_input(kwargs, error, match):
     with pytest.raises(error, match=match):
         routing.Route(**kwargs)
@@ -200,6 +233,7 @@ def test_mix_refuses_shares_that_do_not_add_up_and_other_bad_input():
 
 # --- latency.request_latencies_s -----------------------------------------------------------------
 
+
 def test_request_latencies_time_each_call_after_the_warmup():
     calls = []
     latencies = latency.request_latencies_s(lambda: calls.append(1), requests=7, device="cpu", warmup=2)
@@ -210,8 +244,9 @@ def test_request_latencies_time_each_call_after_the_warmup():
 def test_request_latencies_stop_at_the_time_limit():
     import time
 
-    latencies = latency.request_latencies_s(lambda: time.sleep(0.01), requests=1000, device="cpu",
-                                            warmup=0, max_seconds=0.05)
+    latencies = latency.request_latencies_s(
+        lambda: time.sleep(0.01), requests=1000, device="cpu", warmup=0, max_seconds=0.05
+    )
     assert 1 <= len(latencies) < 20
     assert min(latencies) >= 0.009
 

@@ -47,25 +47,33 @@ def _stand_ins(folder: Path) -> Path:
     (folder / "python").write_text(
         "#!/usr/bin/env bash\n"
         f'echo "python $*" >> {log}\n'
-        'for arg in "$@"; do [ -n "${constraint:-}" ] && cp "$arg" ' f'{folder}/pins.txt; '
+        'for arg in "$@"; do [ -n "${constraint:-}" ] && cp "$arg" '
+        f"{folder}/pins.txt; "
         'constraint=; [ "$arg" = --constraint ] && constraint=1; done\n'
         '[ "$1" = -c ] && echo made-up-token\n'
-        "exit 0\n")
+        "exit 0\n"
+    )
     (folder / "git").write_text(  # a clone copies what start.sh needs from the source folder
         "#!/usr/bin/env bash\n"
         f'echo "git $*" >> {log}\n'
         'dest="${@: -1}"; src="${@: -2:1}"\n'
         'mkdir -p "$dest/.git" "$dest/templates" && cp -r "$src/templates/runpod-pod" "$dest/templates/" '
-        '&& cp "$src/constraints.txt" "$dest/"\n')
+        '&& cp "$src/constraints.txt" "$dest/"\n'
+    )
     for name in ("python", "git"):
         (folder / name).chmod(0o755)
     return log
 
 
 def _start(template: dict, tmp_path: Path, password: str = "") -> subprocess.CompletedProcess:
-    env = {**os.environ, **template["env"], "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
-           "COURSE_REPOSITORY": str(ROOT), "COURSE_DIR": str(tmp_path / "workspace" / "course"),
-           "JUPYTER_PASSWORD": password}
+    env = {
+        **os.environ,
+        **template["env"],
+        "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
+        "COURSE_REPOSITORY": str(ROOT),
+        "COURSE_DIR": str(tmp_path / "workspace" / "course"),
+        "JUPYTER_PASSWORD": password,
+    }
     return subprocess.run(template["dockerStartCmd"], env=env, capture_output=True, text=True, timeout=60)
 
 
@@ -76,8 +84,9 @@ def test_the_start_command_clones_once_installs_with_the_pins_and_serves_jupyter
     assert first.returncode == 0, first.stderr
     calls = log.read_text().splitlines()
     assert calls[0] == f"git clone --depth 1 {ROOT} {clone}"
-    assert re.fullmatch(rf"python -m pip install --quiet --constraint \S+ --editable {re.escape(str(clone))}\[lab\]",
-                        calls[1]), calls[1]
+    assert re.fullmatch(
+        rf"python -m pip install --quiet --constraint \S+ --editable {re.escape(str(clone))}\[lab\]", calls[1]
+    ), calls[1]
     pins = (tmp_path / "bin" / "pins.txt").read_text().splitlines()
     tested = (ROOT / "constraints.txt").read_text().splitlines()
     assert pins == [line for line in tested if not line.startswith("torch==")]  # the image's torch stays

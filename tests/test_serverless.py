@@ -62,8 +62,9 @@ def test_simultaneous_requests_start_workers_up_to_the_limit():
 
 
 def test_lifetimes_are_rounded_up_to_whole_seconds_per_worker():
-    result = serverless.simulate([0.0, 0.0], service_s=0.5, cold_start_s=0.2, idle_timeout_s=0.1,
-                                 max_workers=2, price_per_worker_s=1.0)
+    result = serverless.simulate(
+        [0.0, 0.0], service_s=0.5, cold_start_s=0.2, idle_timeout_s=0.1, max_workers=2, price_per_worker_s=1.0
+    )
     assert result.billed_s == 2  # two lifetimes of 0.8 s, each billed 1 s
     assert result.cost == 2.0
 
@@ -94,11 +95,20 @@ def test_no_requests_cost_nothing_and_have_no_percentiles():
 @settings(max_examples=60, deadline=None)
 @given(
     arrivals=st.lists(st.floats(0, 100, allow_nan=False), max_size=30),
-    service=st.floats(0.01, 5), cold=st.floats(0, 20), idle=st.floats(0, 30), workers=st.integers(1, 5),
+    service=st.floats(0.01, 5),
+    cold=st.floats(0, 20),
+    idle=st.floats(0, 30),
+    workers=st.integers(1, 5),
 )
 def test_invariants(arrivals, service, cold, idle, workers):
-    result = serverless.simulate(arrivals, service_s=service, cold_start_s=cold, idle_timeout_s=idle,
-                                 max_workers=workers, price_per_worker_s=0.002)
+    result = serverless.simulate(
+        arrivals,
+        service_s=service,
+        cold_start_s=cold,
+        idle_timeout_s=idle,
+        max_workers=workers,
+        price_per_worker_s=0.002,
+    )
     assert len(result.latencies_s) == len(arrivals)
     assert all(latency >= service - 1e-9 for latency in result.latencies_s)
     assert all(latency <= service + cold + 1e-9 for latency in result.latencies_s) or len(arrivals) > workers
@@ -112,13 +122,18 @@ def test_invariants(arrivals, service, cold, idle, workers):
 @settings(max_examples=60, deadline=None)
 @given(
     arrivals=st.lists(st.floats(0, 100, allow_nan=False), max_size=30),
-    service=st.floats(0.01, 5), slowdown=st.floats(0, 1), cold=st.floats(0, 20), idle=st.floats(0, 30),
-    workers=st.integers(1, 4), concurrency=st.integers(1, 4),
+    service=st.floats(0.01, 5),
+    slowdown=st.floats(0, 1),
+    cold=st.floats(0, 20),
+    idle=st.floats(0, 30),
+    workers=st.integers(1, 4),
+    concurrency=st.integers(1, 4),
 )
 def test_invariants_with_concurrency(arrivals, service, slowdown, cold, idle, workers, concurrency):
     """Slots per worker, each request taking longer in a larger batch (as in a serving engine):
     every request still takes at least its time alone, every second of work and start-up is
     paid, and one slot is the plain simulation."""
+
     def service_s(in_flight):
         return service * (1 + slowdown * (in_flight - 1))
 
@@ -163,8 +178,14 @@ def test_a_request_takes_the_time_of_the_batch_it_joins():
 
 
 def test_without_cold_starts_or_limits_every_latency_is_the_service_time():
-    result = serverless.simulate([0, 0.1, 0.2, 5, 5], service_s=1.0, cold_start_s=0.0, idle_timeout_s=0.0,
-                                 max_workers=10, price_per_worker_s=0.0)
+    result = serverless.simulate(
+        [0, 0.1, 0.2, 5, 5],
+        service_s=1.0,
+        cold_start_s=0.0,
+        idle_timeout_s=0.0,
+        max_workers=10,
+        price_per_worker_s=0.0,
+    )
     assert result.latencies_s == (1.0,) * 5
 
 
@@ -180,8 +201,11 @@ def test_without_cold_starts_or_limits_every_latency_is_the_service_time():
         ({"active_workers": 4}, ValueError, "active_workers"),
         ({"concurrency": 0}, ValueError, "concurrency"),
         ({"service_s": lambda in_flight: 0.0}, ValueError, r"service_s\(1\)"),
-        ({"service_s": lambda in_flight: 1.0 if in_flight == 1 else -1.0, "concurrency": 3}, ValueError,
-         r"service_s\(3\)"),
+        (
+            {"service_s": lambda in_flight: 1.0 if in_flight == 1 else -1.0, "concurrency": 3},
+            ValueError,
+            r"service_s\(3\)",
+        ),
     ],
 )
 def test_bad_parameters_are_named(overrides, error, name):
@@ -214,7 +238,7 @@ def test_poisson_arrivals_have_the_asked_rate_and_are_reproducible():
 def test_bursty_and_batch_arrivals():
     bursts = serverless.bursty_arrivals(burst_size=10, burst_every_s=60, duration_s=300, spread_s=2, seed=3)
     assert len(bursts) == 50
-    assert all(k * 60 <= t <= k * 60 + 2 for k in range(5) for t in bursts[10 * k:10 * k + 10])
+    assert all(k * 60 <= t <= k * 60 + 2 for k in range(5) for t in bursts[10 * k : 10 * k + 10])
     assert serverless.batch_arrivals(3, start_s=100, spacing_s=0.5) == (100.0, 100.5, 101.0)
 
 
@@ -250,11 +274,24 @@ def test_cost_is_a_read_only_alias_of_cost_usd():
 
 
 def test_cold_start_adds_its_parts_and_costs_whole_seconds():
-    start = serverless.cold_start(4e9, image_pull_s=30.0, container_start_s=4.0, cuda_init_s=1.5,
-                                  weight_load_bytes_per_s=2e9, engine_start_s=20.0, model_cached=True,
-                                  restore_s=2.0, restore_hit_rate=0.0)
-    assert start.parts == (("image pull", 30.0), ("container start", 4.0), ("CUDA init", 1.5), ("weight load", 2.0),
-                           ("engine start", 20.0))
+    start = serverless.cold_start(
+        4e9,
+        image_pull_s=30.0,
+        container_start_s=4.0,
+        cuda_init_s=1.5,
+        weight_load_bytes_per_s=2e9,
+        engine_start_s=20.0,
+        model_cached=True,
+        restore_s=2.0,
+        restore_hit_rate=0.0,
+    )
+    assert start.parts == (
+        ("image pull", 30.0),
+        ("container start", 4.0),
+        ("CUDA init", 1.5),
+        ("weight load", 2.0),
+        ("engine start", 20.0),
+    )
     assert start.total_s == start.expected_s == 57.5
     assert start.cost_usd(0.001) == pytest.approx(0.058)  # 58 billed seconds
     assert start.assumptions == ()
@@ -263,8 +300,14 @@ def test_cold_start_adds_its_parts_and_costs_whole_seconds():
 def test_cold_start_takes_each_missing_part_from_the_assumptions():
     start = serverless.cold_start(0.0, cuda_init_s=0.0)
     assert [name for name, _ in start.assumptions] == [
-        "cold_start.image_pull_s", "cold_start.container_start_s", "cold_start.weight_load_bytes_per_s",
-        "cold_start.engine_start_s", "cold_start.model_cached", "cold_start.restore_s", "cold_start.restore_hit_rate"]
+        "cold_start.image_pull_s",
+        "cold_start.container_start_s",
+        "cold_start.weight_load_bytes_per_s",
+        "cold_start.engine_start_s",
+        "cold_start.model_cached",
+        "cold_start.restore_s",
+        "cold_start.restore_hit_rate",
+    ]
     assert dict(start.parts)["weight load"] == 0.0
     with pytest.raises(ValueError, match="weight_load_bytes_per_s"):
         serverless.cold_start(1e9, weight_load_bytes_per_s=0)
@@ -272,13 +315,29 @@ def test_cold_start_takes_each_missing_part_from_the_assumptions():
 
 # --- cold starts as they happen: engine start, download, snapshot restores (issue 25, item 5) ---
 
+
 def test_a_cold_start_worked_by_hand_with_a_download_and_restores():
     # 16 GB of weights: pulled at 200 MB/s (80 s) when no cache holds them, read at 2 GB/s (8 s)
-    start = serverless.cold_start(16e9, image_pull_s=60.0, container_start_s=5.0, cuda_init_s=2.0,
-                                  weight_load_bytes_per_s=2e9, engine_start_s=30.0, model_cached=False,
-                                  download_bytes_per_s=2e8, restore_s=2.0, restore_hit_rate=0.5)
-    assert start.parts == (("image pull", 60.0), ("container start", 5.0), ("model download", 80.0),
-                           ("CUDA init", 2.0), ("weight load", 8.0), ("engine start", 30.0))
+    start = serverless.cold_start(
+        16e9,
+        image_pull_s=60.0,
+        container_start_s=5.0,
+        cuda_init_s=2.0,
+        weight_load_bytes_per_s=2e9,
+        engine_start_s=30.0,
+        model_cached=False,
+        download_bytes_per_s=2e8,
+        restore_s=2.0,
+        restore_hit_rate=0.5,
+    )
+    assert start.parts == (
+        ("image pull", 60.0),
+        ("container start", 5.0),
+        ("model download", 80.0),
+        ("CUDA init", 2.0),
+        ("weight load", 8.0),
+        ("engine start", 30.0),
+    )
     assert start.total_s == 185.0
     assert start.expected_s == 0.5 * 2.0 + 0.5 * 185.0
     # the hits spread evenly, the first start plain (no snapshot exists yet)
@@ -295,7 +354,10 @@ def test_the_cached_model_and_the_download_are_assumptions():
     assert taken["cold_start.model_cached"] is True and "model download" not in dict(cached.parts)
     assert "cold_start.download_bytes_per_s" not in taken
     fetched = serverless.cold_start(16e9, model_cached=False)
-    assert dict(fetched.parts)["model download"] == 16e9 / dict(fetched.assumptions)["cold_start.download_bytes_per_s"]
+    assert (
+        dict(fetched.parts)["model download"]
+        == 16e9 / dict(fetched.assumptions)["cold_start.download_bytes_per_s"]
+    )
     with pytest.raises(TypeError, match="model_cached"):
         serverless.cold_start(1e9, model_cached="yes")
     with pytest.raises(ValueError, match="restore_hit_rate"):
@@ -304,9 +366,16 @@ def test_the_cached_model_and_the_download_are_assumptions():
 
 def test_simulate_restores_a_share_of_the_starts():
     # three lone requests, each after the last worker stopped: three starts, the second restored
-    start = serverless.cold_start(0.0, image_pull_s=8.0, container_start_s=1.0, cuda_init_s=1.0,
-                                  weight_load_bytes_per_s=1e9, engine_start_s=0.0, restore_s=1.0,
-                                  restore_hit_rate=0.5)
+    start = serverless.cold_start(
+        0.0,
+        image_pull_s=8.0,
+        container_start_s=1.0,
+        cuda_init_s=1.0,
+        weight_load_bytes_per_s=1e9,
+        engine_start_s=0.0,
+        restore_s=1.0,
+        restore_hit_rate=0.5,
+    )
     result = run([0.0, 100.0, 200.0], cold_start_s=start)
     assert result.cold_starts == 3 and result.restored_starts == 1
     assert result.latencies_s == (12.0, 3.0, 12.0)  # start 10 or 1, service 2
@@ -322,11 +391,14 @@ def test_runpod_documents_3_max_workers_by_default():
     assert "Runpod" in assumptions.get("max_workers").source
 
 
-@pytest.mark.parametrize("make", [
-    lambda: serverless.bursty_arrivals(1, 1e-10, 10.0),
-    lambda: serverless.poisson_arrivals(1e9, 3600.0),
-    lambda: serverless.batch_arrivals(10**12),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: serverless.bursty_arrivals(1, 1e-10, 10.0),
+        lambda: serverless.poisson_arrivals(1e9, 3600.0),
+        lambda: serverless.batch_arrivals(10**12),
+    ],
+)
 def test_arrival_generators_refuse_more_than_they_can_hold(make):
     """A tiny burst interval or a huge rate once asked for 10^10 floats (23 GB) before failing."""
     with pytest.raises(ValueError, match="at most 10,000,000 are simulated"):
@@ -336,27 +408,53 @@ def test_arrival_generators_refuse_more_than_they_can_hold(make):
 # Figures of six hours of Poisson traffic plus a burst of 120, as simulate gave them before its
 # loop was rewritten for speed (round 32): a rewrite must keep every one of them.
 MIXED_DAY_FIGURES = {
-    "one at a time": (dict(service_s=2.5, cold_start_s=30.0, idle_timeout_s=5.0, max_workers=3),
-                      (30.039, 755, 0, 30039, 0, 3007.5, 22.041192638, 68.393166378, 28262.613448)),
-    "batching, one active": (dict(service_s=lambda n: 1.0 + 0.5 * n, cold_start_s=30.0, idle_timeout_s=60.0,
-                                  max_workers=3, concurrency=4, active_workers=1,
-                                  active_price_per_worker_s=0.0007, duration_s=6 * 3600.0),
-                             (15.342, 2, 0, 222, 21600, 1694.218927023, 1.5, 30.28, 4958.778169)),
-    "restores": (dict(service_s=2.5, cold_start_s=serverless.ColdStart((("plain", 40.0),), restore_s=2.0,
-                                                                       restore_hit_rate=0.5),
-                      idle_timeout_s=5.0, max_workers=2),
-                 (21.901, 700, 350, 21901, 0, 3007.5, 4.5, 90.185893387, 24827.011591)),
+    "one at a time": (
+        dict(service_s=2.5, cold_start_s=30.0, idle_timeout_s=5.0, max_workers=3),
+        (30.039, 755, 0, 30039, 0, 3007.5, 22.041192638, 68.393166378, 28262.613448),
+    ),
+    "batching, one active": (
+        dict(
+            service_s=lambda n: 1.0 + 0.5 * n,
+            cold_start_s=30.0,
+            idle_timeout_s=60.0,
+            max_workers=3,
+            concurrency=4,
+            active_workers=1,
+            active_price_per_worker_s=0.0007,
+            duration_s=6 * 3600.0,
+        ),
+        (15.342, 2, 0, 222, 21600, 1694.218927023, 1.5, 30.28, 4958.778169),
+    ),
+    "restores": (
+        dict(
+            service_s=2.5,
+            cold_start_s=serverless.ColdStart((("plain", 40.0),), restore_s=2.0, restore_hit_rate=0.5),
+            idle_timeout_s=5.0,
+            max_workers=2,
+        ),
+        (21.901, 700, 350, 21901, 0, 3007.5, 4.5, 90.185893387, 24827.011591),
+    ),
 }
 
 
 @pytest.mark.parametrize("case", MIXED_DAY_FIGURES)
 def test_a_mixed_traffic_simulation_keeps_its_figures(case):
     settings_, expected = MIXED_DAY_FIGURES[case]
-    arrivals = (serverless.poisson_arrivals(0.05, 6 * 3600, seed=3)
-                + serverless.batch_arrivals(120, start_s=7000.0, spacing_s=0.1))
+    arrivals = serverless.poisson_arrivals(0.05, 6 * 3600, seed=3) + serverless.batch_arrivals(
+        120, start_s=7000.0, spacing_s=0.1
+    )
     r = serverless.simulate(arrivals, price_per_worker_s=0.001, **settings_)
-    got = (round(r.cost_usd, 9), r.cold_starts, r.restored_starts, r.billed_s, r.active_billed_s,
-           round(r.busy_s, 9), round(r.p50_s, 9), round(r.p95_s, 9), round(sum(r.latencies_s), 6))
+    got = (
+        round(r.cost_usd, 9),
+        r.cold_starts,
+        r.restored_starts,
+        r.billed_s,
+        r.active_billed_s,
+        round(r.busy_s, 9),
+        round(r.p50_s, 9),
+        round(r.p95_s, 9),
+        round(sum(r.latencies_s), 6),
+    )
     assert got == expected
 
 
@@ -364,6 +462,14 @@ def test_a_queued_request_does_not_take_a_slot_of_a_full_worker():
     """Four requests at once, one always-on worker serving two at a time, 10 s each: two start at
     once, the other two together when the first two end (the simulator once started the fourth at
     0 s, in a slot the first two still held)."""
-    r = serverless.simulate([0.0] * 4, service_s=10.0, cold_start_s=0.0, idle_timeout_s=100.0, max_workers=1,
-                            price_per_worker_s=0.0, active_workers=1, concurrency=2)
+    r = serverless.simulate(
+        [0.0] * 4,
+        service_s=10.0,
+        cold_start_s=0.0,
+        idle_timeout_s=100.0,
+        max_workers=1,
+        price_per_worker_s=0.0,
+        active_workers=1,
+        concurrency=2,
+    )
     assert r.latencies_s == (10.0, 10.0, 20.0, 20.0)

@@ -9,15 +9,30 @@ from lab_utils import assumptions, hardware, llms, serving
 
 # A toy model: 2 layers, 2 heads of 4 features, 1 KV head: KV cache = 2 (K, V) x 2 layers x 1 x 4
 # values x 2 bytes = 32 bytes per token; 1,000 parameters = 2,000 bytes of weights at 2 bytes each.
-TOY = llms.LLMConfig(name="toy", aliases=(), n_layers=2, hidden=8, n_params=1000, source="test", source_date="2026",
-                     n_heads=2, n_kv_heads=1)
+TOY = llms.LLMConfig(
+    name="toy",
+    aliases=(),
+    n_layers=2,
+    hidden=8,
+    n_params=1000,
+    source="test",
+    source_date="2026",
+    n_heads=2,
+    n_kv_heads=1,
+)
 RESERVE = assumptions.value("cuda_context_bytes")
 
 
 def device(bandwidth_bytes_per_s=1000.0, peak=1e6, memory_bytes=RESERVE + 10**9):
-    return hardware.Spec(name="toy device", kind="gpu", memory_bytes=memory_bytes,
-                         bandwidth_bytes_per_s=bandwidth_bytes_per_s, peak_flops={"bf16": peak},
-                         source="test", source_date="2026")
+    return hardware.Spec(
+        name="toy device",
+        kind="gpu",
+        memory_bytes=memory_bytes,
+        bandwidth_bytes_per_s=bandwidth_bytes_per_s,
+        peak_flops={"bf16": peak},
+        source="test",
+        source_date="2026",
+    )
 
 
 def test_decode_at_batch_1_is_bound_by_reading_the_weights():
@@ -41,8 +56,9 @@ def test_decode_of_a_huge_batch_on_a_fast_memory_is_compute_bound():
 
 def test_decode_reads_weights_in_their_precision_and_the_kv_cache_in_its_own():
     # 4-bit weights: 500 B; fp32 KV: 64 B per token x 10 = 640 B -> 1.14 s
-    assert serving.decode_step_s(TOY, device=device(), context_len=10, weight_bytes_per_param=0.5,
-                                 kv_bytes_per_value=4) == pytest.approx(1.14)
+    assert serving.decode_step_s(
+        TOY, device=device(), context_len=10, weight_bytes_per_param=0.5, kv_bytes_per_value=4
+    ) == pytest.approx(1.14)
 
 
 def test_prefill_counts_the_weights_and_causal_attention():
@@ -72,8 +88,9 @@ def test_estimate_of_one_request_on_a_slow_memory_worked_by_hand():
     assert e.output_tokens_per_s == pytest.approx(2 / 6.32)
     assert e.usd_per_million_tokens == pytest.approx(3.6 / (6 / 6.32 * 3600) * 1e6)
     assert e.limit == "weights"
-    assert serving.estimate(TOY, device=device(), prompt_len=4, output_len=2, efficiency=0.5,
-                            engine="bound").latency_s == pytest.approx(12.64)
+    assert serving.estimate(
+        TOY, device=device(), prompt_len=4, output_len=2, efficiency=0.5, engine="bound"
+    ).latency_s == pytest.approx(12.64)
     # the default engine of a GPU (vLLM): decode / 0.74, its 9.2 ms per request, prefill at the bound (no figure)
     vllm = serving.estimate(TOY, device=device(), prompt_len=4, output_len=2)
     assert vllm.engine == "vllm" and vllm.ttft_s == pytest.approx(2.0 + 0.0092)
@@ -85,15 +102,20 @@ def test_throughput_grows_with_the_batch_saturates_and_never_exceeds_its_bound()
     spec = hardware.get("H100 SXM")
     model = llms.get("Llama-3.1-8B")
     kv_per_sequence = 2 * model.n_layers * model.n_kv_heads * model.head_dim * 2 * 4096  # bf16, 4,096 tokens
-    ceiling = min(spec.peak_flops["bf16"] / (2 * model.n_params), spec.bandwidth_bytes_per_s / kv_per_sequence)
+    ceiling = min(
+        spec.peak_flops["bf16"] / (2 * model.n_params), spec.bandwidth_bytes_per_s / kv_per_sequence
+    )
     room = serving.max_batch(model, device=spec, context_len=4096)
-    rates = [b / serving.decode_step_s(model, device=spec, batch=b, context_len=4096) for b in range(1, room + 1)]
+    rates = [
+        b / serving.decode_step_s(model, device=spec, batch=b, context_len=4096) for b in range(1, room + 1)
+    ]
     assert all(rate <= ceiling for rate in rates)
     assert all(later >= earlier for earlier, later in zip(rates, rates[1:]))
     for batch in (1, 8, room):
         e = serving.estimate(model, device=spec, prompt_len=3584, output_len=512, batch=batch)
-        assert e.output_tokens_per_s <= batch / serving.decode_step_s(model, device=spec, batch=batch,
-                                                                       context_len=3584)
+        assert e.output_tokens_per_s <= batch / serving.decode_step_s(
+            model, device=spec, batch=batch, context_len=3584
+        )
     assert rates[-1] < 2 * rates[room // 2]  # past half the room, doubling the batch no longer doubles it
 
 
@@ -107,13 +129,17 @@ def test_capacity_is_the_largest_batch_within_the_latency_target():
     fast = device(bandwidth_bytes_per_s=1e9)
     best = serving.capacity(TOY, device=fast, prompt_len=4, output_len=2, latency_target_s=1.0)
     assert best.latency_s <= 1.0
-    assert serving.estimate(TOY, device=fast, prompt_len=4, output_len=2, batch=best.batch + 1).latency_s > 1.0
+    assert (
+        serving.estimate(TOY, device=fast, prompt_len=4, output_len=2, batch=best.batch + 1).latency_s > 1.0
+    )
     assert serving.capacity(TOY, device=device(), prompt_len=4, output_len=2, latency_target_s=6.0) is None
 
 
 def test_a_model_or_device_is_a_name_or_a_record_and_bad_ones_are_named():
     by_name = serving.decode_step_s("Llama-3.1-8B", device="H100 SXM", context_len=100)
-    by_record = serving.decode_step_s(llms.get("Llama-3.1-8B"), device=hardware.get("H100 SXM"), context_len=100)
+    by_record = serving.decode_step_s(
+        llms.get("Llama-3.1-8B"), device=hardware.get("H100 SXM"), context_len=100
+    )
     assert by_name == by_record
     with pytest.raises(TypeError, match="model"):
         serving.decode_step_s(8e9, device="H100 SXM", context_len=100)
@@ -123,8 +149,9 @@ def test_a_model_or_device_is_a_name_or_a_record_and_bad_ones_are_named():
         serving.decode_step_s(TOY, device=device(), context_len=0)
     with pytest.raises(ValueError, match="batch"):
         serving.decode_step_s(TOY, device=device(), batch=0, context_len=1)
-    no_kv = llms.LLMConfig(name="no heads", aliases=(), n_layers=2, hidden=8, n_params=1000, source="t",
-                           source_date="2026")
+    no_kv = llms.LLMConfig(
+        name="no heads", aliases=(), n_layers=2, hidden=8, n_params=1000, source="t", source_date="2026"
+    )
     with pytest.raises(ValueError, match="KV cache"):
         serving.max_batch(no_kv, device=device(), context_len=10)
     assert math.isfinite(serving.prefill_s(no_kv, device=device(), prompt_len=3))
@@ -139,12 +166,21 @@ def test_docstring_examples():
 def test_at_load_takes_the_smallest_batch_that_keeps_up():
     fast = device(bandwidth_bytes_per_s=1e6, peak=1e9)  # reading the weights dominates: batching pays
     one = serving.estimate(TOY, device=fast, prompt_len=4, output_len=2)
-    assert serving.at_load(TOY, device=fast, prompt_len=4, output_len=2, requests_per_s=one.requests_per_s / 2) == one
-    busy = serving.at_load(TOY, device=fast, prompt_len=4, output_len=2, requests_per_s=3 * one.requests_per_s)
+    assert (
+        serving.at_load(TOY, device=fast, prompt_len=4, output_len=2, requests_per_s=one.requests_per_s / 2)
+        == one
+    )
+    busy = serving.at_load(
+        TOY, device=fast, prompt_len=4, output_len=2, requests_per_s=3 * one.requests_per_s
+    )
     assert busy.requests_per_s >= 3 * one.requests_per_s
-    assert serving.estimate(TOY, device=fast, prompt_len=4, output_len=2,
-                            batch=busy.batch - 1).requests_per_s < 3 * one.requests_per_s
-    small = device(bandwidth_bytes_per_s=1e6, peak=1e9, memory_bytes=RESERVE + 2000 + 2245)  # room for 7 sequences
+    assert (
+        serving.estimate(TOY, device=fast, prompt_len=4, output_len=2, batch=busy.batch - 1).requests_per_s
+        < 3 * one.requests_per_s
+    )
+    small = device(
+        bandwidth_bytes_per_s=1e6, peak=1e9, memory_bytes=RESERVE + 2000 + 2245
+    )  # room for 7 sequences
     assert serving.at_load(TOY, device=small, prompt_len=4, output_len=2, requests_per_s=1e9) is None
 
 
@@ -153,8 +189,9 @@ def test_llama_8b_on_one_h100_at_4096_tokens_worked_by_hand():
     kv_per_token = 2 * 32 * 8 * 128 * 2  # K and V x 32 layers x 8 KV heads x 128 x bf16 = 128 KiB
     for batch in (1, 32):
         by_hand = (2 * n_params + batch * 4096 * kv_per_token) / 3.35e12  # bytes over the H100's 3.35 TB/s
-        assert serving.decode_step_s("Llama-3.1-8B", device="H100 SXM", batch=batch, context_len=4096) == \
-            pytest.approx(by_hand)
+        assert serving.decode_step_s(
+            "Llama-3.1-8B", device="H100 SXM", batch=batch, context_len=4096
+        ) == pytest.approx(by_hand)
     room = (80e9 - RESERVE - 2 * n_params) // (4096 * kv_per_token)  # 80 GB less the reserve and the weights
     assert serving.max_batch("Llama-3.1-8B", device="H100 SXM", context_len=4096) == room
 

@@ -11,7 +11,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 import shell_poll  # noqa: E402
-
 from jupyter_client.channels import AsyncZMQSocketChannel  # noqa: E402
 
 

@@ -11,8 +11,8 @@ import pytest
 
 from lab_utils import comms, course_files, memory, splits
 
-
 # --- formulas ------------------------------------------------------------------------------------
+
 
 def test_bubble_is_gpipes():
     assert splits.bubble_fraction(stages=2, microbatches=4) == pytest.approx(1 / 5)
@@ -29,7 +29,9 @@ def test_dp_and_fsdp_follow_zero():
     assert dp.bytes_per_step == pytest.approx(comms.ring_all_reduce_bytes(2 * n_params, ranks))
     assert fsdp.bytes_per_step == pytest.approx(1.5 * dp.bytes_per_step)
     kept = splits.fully_sharded(n_params, ranks, kept_params=n_params / 10, microbatches=2)
-    assert kept.bytes_per_step == pytest.approx((ranks - 1) / ranks * (2 * (2 - 0.1) * 2 * n_params + 2 * n_params))
+    assert kept.bytes_per_step == pytest.approx(
+        (ranks - 1) / ranks * (2 * (2 - 0.1) * 2 * n_params + 2 * n_params)
+    )
 
 
 def test_tp_and_pp_bytes():
@@ -39,8 +41,10 @@ def test_tp_and_pp_bytes():
     assert tp.state_bytes_per_rank == pytest.approx(16 * 1e9 / 4)
     pp = splits.pipeline_parallel(1e8, 4, batch=2, seq_len=1024, hidden=2048, microbatches=8)
     assert pp.bytes_per_step == 2 * activation and pp.bubble_fraction == pytest.approx(3 / 11)
-    assert splits.pipeline_parallel(1e8, 2, batch=2, seq_len=1024, hidden=2048, microbatches=8).bytes_per_step \
+    assert (
+        splits.pipeline_parallel(1e8, 2, batch=2, seq_len=1024, hidden=2048, microbatches=8).bytes_per_step
         == activation
+    )
 
 
 def test_cluster_plan_for_llama_70b_on_h100_nodes():
@@ -52,21 +56,35 @@ def test_cluster_plan_for_llama_70b_on_h100_nodes():
     # TP's traffic stays on NVLink; what crosses the network is FSDP of the node's 1/8 shard
     assert combined.network_bytes_per_step < rows["FSDP x32"].network_bytes_per_step / 8
     assert combined.communication_s < min(rows[name].communication_s for name in ("FSDP x32", "TP x32"))
-    assert rows["TP x8 + PP x4"].bubble_fraction == pytest.approx(splits.bubble_fraction(4, plan.microbatches))
+    assert rows["TP x8 + PP x4"].bubble_fraction == pytest.approx(
+        splits.bubble_fraction(4, plan.microbatches)
+    )
     assert dict(plan.assumptions)["inter_node_bytes_per_s"] == plan.network_bytes_per_s
     json.dumps(plan.to_dict())
 
 
-@pytest.mark.parametrize("call, error, match", [
-    (lambda: splits.bubble_fraction(0, 4), ValueError, "stages=0"),
-    (lambda: splits.data_parallel(1e9, 0), ValueError, "n_ranks=0"),
-    (lambda: splits.fully_sharded(1e9, 2, kept_params=2e9), ValueError, "kept_params"),
-    (lambda: splits.tensor_parallel(1e9, 2, n_layers=2, batch=1, seq_len=8, hidden=8, precision="int4"),
-     ValueError, "precision"),
-    (lambda: splits.pipeline_parallel(1e9, 1, batch=1, seq_len=8, hidden=8, microbatches=2), ValueError, "stages=1"),
-    (lambda: splits.cluster_plan("llama-3.1-70b", "epyc-9684x"), ValueError, "GPU"),
-    (lambda: splits.cluster_plan(70e9, "h100"), TypeError, "model"),
-])
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda: splits.bubble_fraction(0, 4), ValueError, "stages=0"),
+        (lambda: splits.data_parallel(1e9, 0), ValueError, "n_ranks=0"),
+        (lambda: splits.fully_sharded(1e9, 2, kept_params=2e9), ValueError, "kept_params"),
+        (
+            lambda: splits.tensor_parallel(
+                1e9, 2, n_layers=2, batch=1, seq_len=8, hidden=8, precision="int4"
+            ),
+            ValueError,
+            "precision",
+        ),
+        (
+            lambda: splits.pipeline_parallel(1e9, 1, batch=1, seq_len=8, hidden=8, microbatches=2),
+            ValueError,
+            "stages=1",
+        ),
+        (lambda: splits.cluster_plan("llama-3.1-70b", "epyc-9684x"), ValueError, "GPU"),
+        (lambda: splits.cluster_plan(70e9, "h100"), TypeError, "model"),
+    ],
+)
 def test_bad_inputs_are_named(call, error, match):
     with pytest.raises(error, match=match):
         call()
@@ -87,14 +105,21 @@ def run(tmp_path_factory):
     from lab_utils import distributed
 
     out = tmp_path_factory.mktemp("splits") / "result.json"
-    result = distributed.run_torchrun(course_files.path("scripts/split_train.py"), ["--out", str(out)],
-                                      nproc_per_node=2, timeout_s=180)
+    result = distributed.run_torchrun(
+        course_files.path("scripts/split_train.py"), ["--out", str(out)], nproc_per_node=2, timeout_s=180
+    )
     assert result.leftover_pids == ()
     data = json.loads(out.read_text())
     config = data["config"]
-    formulas = splits.tiny_gpt_splits(data["world"], vocab_size=config["vocab_size"], seq_len=config["seq_len"],
-                                      hidden=config["hidden"], n_layers=config["n_layers"], batch=data["batch"],
-                                      microbatches=data["microbatches"])
+    formulas = splits.tiny_gpt_splits(
+        data["world"],
+        vocab_size=config["vocab_size"],
+        seq_len=config["seq_len"],
+        hidden=config["hidden"],
+        n_layers=config["n_layers"],
+        batch=data["batch"],
+        microbatches=data["microbatches"],
+    )
     return data, formulas
 
 
@@ -129,10 +154,16 @@ def test_pipeline_bubble_is_near_gpipes(run):
 
 # --- the command line ----------------------------------------------------------------------------
 
+
 def test_cli_split_prints_the_plan_and_its_assumptions(capsys):
     from lab_utils import cli
 
-    assert cli.main(["split", "--model", "llama-3.1-70b", "--gpu", "h100", "--gpus-per-node", "8", "--nodes", "4"]) == 0
+    assert (
+        cli.main(
+            ["split", "--model", "llama-3.1-70b", "--gpu", "h100", "--gpus-per-node", "8", "--nodes", "4"]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     plan = splits.cluster_plan("llama-3.1-70b", "h100", 8, 4)
     for row in plan.rows:
@@ -144,17 +175,39 @@ def test_cli_split_prints_the_plan_and_its_assumptions(capsys):
 def test_cli_split_json_is_the_calculators_answer(capsys):
     from lab_utils import cli
 
-    assert cli.main(["split", "--model", "llama-3.1-70b", "--gpu", "h100", "--nodes", "2", "--microbatches", "16",
-                     "--network-gbytes-per-s", "25", "--json"]) == 0
+    assert (
+        cli.main(
+            [
+                "split",
+                "--model",
+                "llama-3.1-70b",
+                "--gpu",
+                "h100",
+                "--nodes",
+                "2",
+                "--microbatches",
+                "16",
+                "--network-gbytes-per-s",
+                "25",
+                "--json",
+            ]
+        )
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     plan = splits.cluster_plan("llama-3.1-70b", "h100", None, 2, microbatches=16, network_bytes_per_s=25e9)
     assert data == json.loads(json.dumps(plan.to_dict()))
     assert "inter_node_bytes_per_s" not in dict(plan.assumptions)
 
 
-@pytest.mark.parametrize("argv", [["split", "--model", "llama-3.1-70b", "--gpu", "epyc"],
-                                  ["split", "--model", "llama-3.1-70b", "--gpu", "h100", "--nodes", "0"],
-                                  ["split", "--gpu", "h100"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["split", "--model", "llama-3.1-70b", "--gpu", "epyc"],
+        ["split", "--model", "llama-3.1-70b", "--gpu", "h100", "--nodes", "0"],
+        ["split", "--gpu", "h100"],
+    ],
+)
 def test_cli_split_bad_input_exits_2(argv, capsys):
     from lab_utils import cli
 
@@ -165,6 +218,7 @@ def test_cli_split_bad_input_exits_2(argv, capsys):
 
 
 # --- the counter, in this process (a group of one rank) ------------------------------------------
+
 
 def test_count_collectives_sees_calls_and_sizes_them():
     import torch
@@ -182,7 +236,9 @@ def test_count_collectives_sees_calls_and_sizes_them():
             dist.all_gather_single(gathered, values)
             values.add_(1)  # not a collective: not counted
         assert [(call.op, call.n_ranks, call.message_bytes) for call in counter.calls] == [
-            ("allreduce", 1, 4000), ("allgather_base", 1, 4000)]
+            ("allreduce", 1, 4000),
+            ("allgather_base", 1, 4000),
+        ]
         assert counter.sent_bytes == 0  # one rank sends nothing: 2(N-1)/N and (N-1)/N are 0
         assert counter.by_op()["allreduce"] == {"calls": 1, "message_bytes": 4000, "sent_bytes": 0.0}
         assert torch_compat.process_group_size(dist.group.WORLD.group_name) == 1

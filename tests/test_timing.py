@@ -4,8 +4,8 @@ import time
 
 import pytest
 import torch
-
 from alternating import median_ratio
+
 from lab_utils import machine, timing
 
 
@@ -22,8 +22,10 @@ def test_measure_reports_seconds_per_call():
     """A 5 ms sleep: timing.measure's median agrees with a plain perf_counter loop (measured
     alternately, so a busy machine slows both), so the unit is seconds per call."""
     sleep = lambda: time.sleep(0.005)  # noqa: E731
-    ratio = median_ratio(lambda: timing.measure(sleep, device="cpu", min_run_time=0.1).median_s,
-                         lambda: perf_counter_seconds_per_call(sleep))
+    ratio = median_ratio(
+        lambda: timing.measure(sleep, device="cpu", min_run_time=0.1).median_s,
+        lambda: perf_counter_seconds_per_call(sleep),
+    )
     print(f"timing.measure / perf_counter seconds per call, 5 ms sleep: {ratio:.3f}")
     assert 0.5 <= ratio <= 2.0
     result = timing.measure(sleep, device="cpu", min_run_time=0.05)
@@ -36,7 +38,9 @@ def test_measure_reports_seconds_per_call():
 def test_measure_synchronizes_the_device_at_every_clock_read(monkeypatch):
     synchronized = []
     real_synchronize = machine.synchronize
-    monkeypatch.setattr(machine, "synchronize", lambda device: synchronized.append(str(device)) or real_synchronize(device))
+    monkeypatch.setattr(
+        machine, "synchronize", lambda device: synchronized.append(str(device)) or real_synchronize(device)
+    )
     result = timing.measure(lambda: None, device="cpu", min_run_time=0.01)
     assert synchronized and set(synchronized) == {"cpu"}
     assert len(synchronized) >= 2 * result.runs  # a clock read before and after every timed block
@@ -78,7 +82,9 @@ def test_a_cold_first_call_is_warmed_up_and_never_timed(monkeypatch):
     assert result.warmup_calls == 3
     # blocks of 2 ms calls sized from the warm-up fill min_run_time: at least 0.1 s / 2 ms calls
     assert result.runs * result.calls_per_run >= 0.1 / 0.002 - 1 and result.runs >= 5
-    assert f"{result.runs} runs x {result.calls_per_run} calls" in str(result) and "3 warm-up calls" in str(result)
+    assert f"{result.runs} runs x {result.calls_per_run} calls" in str(result) and "3 warm-up calls" in str(
+        result
+    )
 
 
 def test_slow_calls_still_get_min_runs_blocks(monkeypatch):
@@ -97,7 +103,9 @@ def test_measure_synchronizes_a_patched_cuda_device(monkeypatch):
     monkeypatch.setattr(timing, "_clock", lambda: reads.append(len(synchronized)) or clock())
     result = timing.measure(clock.call, device="cuda", min_run_time=0.01)
     assert set(synchronized) == {"cuda"}
-    assert reads[0] > 0 and all(later > earlier for earlier, later in zip(reads, reads[1:]))  # a sync per read
+    assert reads[0] > 0 and all(
+        later > earlier for earlier, later in zip(reads, reads[1:])
+    )  # a sync per read
     assert len(reads) >= 2 * result.runs and result.device == "cuda"
 
 

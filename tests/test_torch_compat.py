@@ -10,7 +10,9 @@ from lab_utils import torch_compat  # noqa: E402
 def test_a_tensor_and_its_view_share_one_storage_key():
     base = torch.zeros(4, 4)
     view = base[1:, ::2]
-    assert torch_compat.storage_key(view.untyped_storage()) == torch_compat.storage_key(base.untyped_storage())
+    assert torch_compat.storage_key(view.untyped_storage()) == torch_compat.storage_key(
+        base.untyped_storage()
+    )
 
 
 def test_two_tensors_have_different_storage_keys():

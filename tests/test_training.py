@@ -23,6 +23,7 @@ def fresh_model(config=CONFIG, seed=0):
 
 # --- the corpus -------------------------------------------------------------------------------
 
+
 def test_corpus_is_reproducible_ascii_of_the_asked_length():
     text = training.corpus("general", 5_000, seed=3)
     assert len(text) == 5_000 and text.isascii()
@@ -33,10 +34,12 @@ def test_corpus_is_reproducible_ascii_of_the_asked_length():
 
 # --- the fine-tune ----------------------------------------------------------------------------
 
+
 @functools.cache
 def _pretrained_base(config):
-    return training.fine_tune(fresh_model(config), training.corpus("general", 16_384), method="full",
-                              steps=40, batch=8, lr=3e-3).model
+    return training.fine_tune(
+        fresh_model(config), training.corpus("general", 16_384), method="full", steps=40, batch=8, lr=3e-3
+    ).model
 
 
 def pretrained_model(config=SMALL):
@@ -48,17 +51,24 @@ def pretrained_model(config=SMALL):
 # Full fine-tuning from scratch learns the byte statistics fast; LoRA's few adapter weights move
 # a pretrained base less, so its bar is lower (measured: losses x0.60 full, x0.89 LoRA).
 @pytest.mark.slow
-@pytest.mark.parametrize("method, lr, make_base, loss_ratio, eval_ratio", [
-    ("full", 3e-3, fresh_model, 0.7, 0.8),
-    ("lora", 1e-2, pretrained_model, 0.93, 0.95),
-])
+@pytest.mark.parametrize(
+    "method, lr, make_base, loss_ratio, eval_ratio",
+    [
+        ("full", 3e-3, fresh_model, 0.7, 0.8),
+        ("lora", 1e-2, pretrained_model, 0.93, 0.95),
+    ],
+)
 def test_loss_falls_on_a_fixed_seed(method, lr, make_base, loss_ratio, eval_ratio):
-    result = training.fine_tune(make_base(SMALL), TEXT, method=method, steps=30, batch=8, lr=lr, eval_text=HELD_OUT)
+    result = training.fine_tune(
+        make_base(SMALL), TEXT, method=method, steps=30, batch=8, lr=lr, eval_text=HELD_OUT
+    )
     assert len(result.losses) == 30
     first, last = result.losses[0], sum(result.losses[-5:]) / 5
     assert last < loss_ratio * first, result.losses
     assert result.eval_loss_after < eval_ratio * result.eval_loss_before
-    again = training.fine_tune(make_base(SMALL), TEXT, method=method, steps=30, batch=8, lr=lr, eval_text=HELD_OUT)
+    again = training.fine_tune(
+        make_base(SMALL), TEXT, method=method, steps=30, batch=8, lr=lr, eval_text=HELD_OUT
+    )
     assert again.losses == pytest.approx(result.losses, rel=1e-4)
 
 
@@ -83,6 +93,7 @@ def test_max_seconds_stops_early():
 
 
 # --- counted FLOPs ----------------------------------------------------------------------------
+
 
 def matmul_params(model):
     """Parameters that take part in a matrix product: the linears' weights and the tied output layer."""
@@ -111,6 +122,7 @@ def test_lora_skips_the_weight_gradients():
 
 
 # --- the LoRA layer ---------------------------------------------------------------------------
+
 
 def test_merged_weight_is_w_plus_scaled_b_a():
     torch.manual_seed(0)
@@ -166,25 +178,37 @@ def test_fine_tune_on_the_gpu():
 
 # --- bad input --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("call, error, match", [
-    (lambda: training.corpus("poetry"), ValueError, "kind"),
-    (lambda: training.corpus("domain", n_bytes=1), ValueError, "n_bytes"),
-    (lambda: training.fine_tune(nn.Linear(2, 2), TEXT), TypeError, "model"),
-    (lambda: training.fine_tune(fresh_model(SMALL), TEXT, method="dpo"), ValueError, "method"),
-    (lambda: training.fine_tune(fresh_model(SMALL), TEXT, steps=0), ValueError, "steps"),
-    (lambda: training.fine_tune(fresh_model(SMALL), TEXT, steps="10"), TypeError, "steps must be an int"),
-    (lambda: training.evaluate_loss(fresh_model(SMALL), TEXT, batch=2.5), TypeError, "batch must be an int"),
-    (lambda: training.fine_tune(fresh_model(SMALL), TEXT, steps=2, warmup_steps=2), ValueError, "warmup_steps"),
-    (lambda: training.fine_tune(fresh_model(SMALL), TEXT, lr=float("nan")), ValueError, "lr"),
-    (lambda: training.fine_tune(fresh_model(SMALL), TEXT, max_seconds=-1), ValueError, "max_seconds"),
-    (lambda: training.fine_tune(fresh_model(SMALL), "text"), TypeError, "text"),
-    (lambda: training.fine_tune(fresh_model(SMALL), b"short"), ValueError, "text"),
-    (lambda: models.LoRALinear(nn.Linear(4, 4), rank=5), ValueError, "rank"),
-    (lambda: models.LoRALinear(nn.Linear(4, 4), alpha=0), ValueError, "alpha"),
-    (lambda: models.LoRALinear(nn.Conv1d(4, 4, 1)), TypeError, "base"),
-    (lambda: models.apply_lora(models.apply_lora(fresh_model(SMALL))), ValueError, "already"),
-    (lambda: models.apply_lora(nn.Linear(2, 2)), TypeError, "model"),
-])
+
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda: training.corpus("poetry"), ValueError, "kind"),
+        (lambda: training.corpus("domain", n_bytes=1), ValueError, "n_bytes"),
+        (lambda: training.fine_tune(nn.Linear(2, 2), TEXT), TypeError, "model"),
+        (lambda: training.fine_tune(fresh_model(SMALL), TEXT, method="dpo"), ValueError, "method"),
+        (lambda: training.fine_tune(fresh_model(SMALL), TEXT, steps=0), ValueError, "steps"),
+        (lambda: training.fine_tune(fresh_model(SMALL), TEXT, steps="10"), TypeError, "steps must be an int"),
+        (
+            lambda: training.evaluate_loss(fresh_model(SMALL), TEXT, batch=2.5),
+            TypeError,
+            "batch must be an int",
+        ),
+        (
+            lambda: training.fine_tune(fresh_model(SMALL), TEXT, steps=2, warmup_steps=2),
+            ValueError,
+            "warmup_steps",
+        ),
+        (lambda: training.fine_tune(fresh_model(SMALL), TEXT, lr=float("nan")), ValueError, "lr"),
+        (lambda: training.fine_tune(fresh_model(SMALL), TEXT, max_seconds=-1), ValueError, "max_seconds"),
+        (lambda: training.fine_tune(fresh_model(SMALL), "text"), TypeError, "text"),
+        (lambda: training.fine_tune(fresh_model(SMALL), b"short"), ValueError, "text"),
+        (lambda: models.LoRALinear(nn.Linear(4, 4), rank=5), ValueError, "rank"),
+        (lambda: models.LoRALinear(nn.Linear(4, 4), alpha=0), ValueError, "alpha"),
+        (lambda: models.LoRALinear(nn.Conv1d(4, 4, 1)), TypeError, "base"),
+        (lambda: models.apply_lora(models.apply_lora(fresh_model(SMALL))), ValueError, "already"),
+        (lambda: models.apply_lora(nn.Linear(2, 2)), TypeError, "model"),
+    ],
+)
 def test_bad_input_is_refused(call, error, match):
     with pytest.raises(error, match=match):
         call()

@@ -19,7 +19,9 @@ OWN_SCALING = re.compile(r"/\s*(2\s*\*\*\s*(10|20|30|40)|1024(\s*\*\*\s*\d)?|1e9
 
 
 def unexplained_binary(lines, where: str) -> list[str]:
-    return [f"{where}: {line.strip()}" for line in lines if BINARY_UNIT.search(line) and not TOOLS.search(line)]
+    return [
+        f"{where}: {line.strip()}" for line in lines if BINARY_UNIT.search(line) and not TOOLS.search(line)
+    ]
 
 
 def notebook_lines(path: Path):
@@ -60,16 +62,19 @@ def test_faces_leave_byte_scaling_to_units(module):
     assert [line.strip() for line in source if OWN_SCALING.search(line) and "bytes" in line] == []
 
 
-@pytest.mark.parametrize("argv", [
-    ["hardware"],
-    ["hardware", "h100"],
-    ["hardware", "h200"],
-    ["memory", "--model", "mistral-7b-v0.1"],
-    ["memory", "--model", "llama-3.1-8b", "--method", "lora"],
-    ["memory", "--params", "7e9", "--method", "full"],
-    ["memory", "--model", "mistral-7b-v0.1", "--precision", "int8", "--gpu", "T4", "--max-seq-len"],
-    ["pick", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--method", "lora"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["hardware"],
+        ["hardware", "h100"],
+        ["hardware", "h200"],
+        ["memory", "--model", "mistral-7b-v0.1"],
+        ["memory", "--model", "llama-3.1-8b", "--method", "lora"],
+        ["memory", "--params", "7e9", "--method", "full"],
+        ["memory", "--model", "mistral-7b-v0.1", "--precision", "int8", "--gpu", "T4", "--max-seq-len"],
+        ["pick", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--method", "lora"],
+    ],
+)
 def test_the_cli_shows_memory_in_decimal_units(argv, capsys):
     assert cli.main(argv) == 0
     out = capsys.readouterr().out

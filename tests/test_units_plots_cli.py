@@ -34,7 +34,7 @@ def test_figure_has_title_and_labelled_axes_in_the_course_style():
     try:
         assert ax.get_title() == "Matmul time"
         assert ax.get_xlabel() == "matrix size n (elements)"
-        line, = ax.plot([1, 2], [3, 4])
+        (line,) = ax.plot([1, 2], [3, 4])
         assert matplotlib.colors.to_hex(line.get_color()).upper() == plots.PALETTE["blue"].upper()
     finally:
         matplotlib.pyplot.close(fig)

@@ -29,8 +29,14 @@ def _tarball(path: Path, files: dict[str, bytes]) -> str:
 
 
 def _package(integrity: str) -> web_assets.Package:
-    return web_assets.Package(name="@scope/demo", version="1.2.3", integrity=integrity, into="demo",
-                              files=("dist/main.js", "dist/*.woff2", "es5/"), entry="dist/main.js")
+    return web_assets.Package(
+        name="@scope/demo",
+        version="1.2.3",
+        integrity=integrity,
+        into="demo",
+        files=("dist/main.js", "dist/*.woff2", "es5/"),
+        entry="dist/main.js",
+    )
 
 
 def test_the_lock_pins_exact_versions_with_sha512():
@@ -48,13 +54,21 @@ def test_the_tarball_name_is_npm_packs():
 
 
 def test_only_the_wanted_files_are_unpacked(tmp_path):
-    files = {"dist/main.js": b"main", "dist/font.woff2": b"font", "dist/main.js.map": b"map",
-             "es5/a/b.js": b"b", "README.md": b"readme"}
+    files = {
+        "dist/main.js": b"main",
+        "dist/font.woff2": b"font",
+        "dist/main.js.map": b"map",
+        "es5/a/b.js": b"b",
+        "README.md": b"readme",
+    }
     tarball = tmp_path / "demo.tgz"
     package = _package(_tarball(tarball, files))
     count = web_assets.unpack(package, tarball, tmp_path / "vendor")
-    unpacked = sorted(p.relative_to(tmp_path / "vendor/demo").as_posix()
-                      for p in (tmp_path / "vendor/demo").rglob("*") if p.is_file())
+    unpacked = sorted(
+        p.relative_to(tmp_path / "vendor/demo").as_posix()
+        for p in (tmp_path / "vendor/demo").rglob("*")
+        if p.is_file()
+    )
     assert count == 3
     assert unpacked == [".installed.json", "dist/font.woff2", "dist/main.js", "es5/a/b.js"]
     assert web_assets.installed(package, tmp_path / "vendor")

@@ -4,7 +4,6 @@ import concurrent.futures
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import psutil
 import pytest
@@ -64,9 +63,16 @@ def test_handler_returns_an_error_object_for_bad_input(handler_module, job, frag
 @pytest.mark.slow
 def test_test_input_mode_exits_0_on_success_and_1_on_bad_input():
     pytest.importorskip("runpod")
+
     def run(job):
-        return subprocess.run([sys.executable, str(HANDLER_PATH), "--test_input", json.dumps(job)],
-                              capture_output=True, text=True, timeout=120, cwd=HANDLER_PATH.parent)
+        return subprocess.run(
+            [sys.executable, str(HANDLER_PATH), "--test_input", json.dumps(job)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=HANDLER_PATH.parent,
+        )
+
     assert run({"input": {"prompt": "Hi", "max_new_tokens": 2}}).returncode == 0
     assert run({"input": {"prompt": ""}}).returncode == 1
 
@@ -78,7 +84,9 @@ def test_local_api_answers_30_requests_at_concurrency_10_and_leaves_no_process(h
     expected = [handler_module.handler({"input": job})["completion"] for job in jobs]
     with local_worker.serve(HANDLER_PATH) as worker:
         assert 0 < worker.cold_start_s < 60
-        family = [worker.process.pid] + [c.pid for c in psutil.Process(worker.process.pid).children(recursive=True)]
+        family = [worker.process.pid] + [
+            c.pid for c in psutil.Process(worker.process.pid).children(recursive=True)
+        ]
         with concurrent.futures.ThreadPoolExecutor(max_workers=10) as pool:
             answers = list(pool.map(worker.runsync, jobs))
         failed = worker.runsync({"prompt": ""})

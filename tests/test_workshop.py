@@ -24,16 +24,27 @@ CLI_CALL = re.compile(r"!\{sys\.executable\} -m lab_utils (?P<args>[^\n]+)")
 
 def notebook_cli_calls():
     """(notebook, arguments) of every CLI call in the notebooks' code cells."""
-    return [(path.name, match["args"]) for path in course.notebook_paths(ROOT / "notebooks")
-            for cell in course.read_cells(path) if cell["cell_type"] == "code"
-            for match in CLI_CALL.finditer(cell["source"])]
+    return [
+        (path.name, match["args"])
+        for path in course.notebook_paths(ROOT / "notebooks")
+        for cell in course.read_cells(path)
+        if cell["cell_type"] == "code"
+        for match in CLI_CALL.finditer(cell["source"])
+    ]
 
 
 def test_no_notebook_calls_a_bare_lab_utils_command():
-    bare = [(path.name, line) for path in course.notebook_paths(ROOT / "notebooks")
-            for cell in course.read_cells(path) if cell["cell_type"] == "code"
-            for line in cell["source"].splitlines() if re.search(r"!\s*lab-utils\b", line)]
-    assert bare == [], "call the CLI as !{sys.executable} -m lab_utils ...: a kernel may lack .venv/bin on its PATH"
+    bare = [
+        (path.name, line)
+        for path in course.notebook_paths(ROOT / "notebooks")
+        for cell in course.read_cells(path)
+        if cell["cell_type"] == "code"
+        for line in cell["source"].splitlines()
+        if re.search(r"!\s*lab-utils\b", line)
+    ]
+    assert bare == [], (
+        "call the CLI as !{sys.executable} -m lab_utils ...: a kernel may lack .venv/bin on its PATH"
+    )
     assert notebook_cli_calls(), "notebook 03 checks the command line against the calculator"
 
 
@@ -41,11 +52,15 @@ def test_every_notebook_cli_call_works_in_a_kernel_whose_path_lacks_the_environm
     from jupyter_client.manager import start_new_kernel
 
     path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if Path(p) != BIN)
-    assert shutil.which("lab-utils", path=path) is None or Path(shutil.which("lab-utils", path=path)).parent != BIN
+    assert (
+        shutil.which("lab-utils", path=path) is None
+        or Path(shutil.which("lab-utils", path=path)).parent != BIN
+    )
     env = dict(os.environ, PATH=path)
     env.pop("VIRTUAL_ENV", None)
     manager, client = start_new_kernel(kernel_name="python3", env=env, cwd=str(ROOT / "notebooks"))
     try:
+
         def run(code):
             output = []
             client.execute(code)
@@ -70,12 +85,18 @@ def test_every_notebook_cli_call_works_in_a_kernel_whose_path_lacks_the_environm
 
 
 def test_python_m_lab_utils_is_the_command_line():
-    result = subprocess.run([sys.executable, "-m", "lab_utils", "--version"], capture_output=True, text=True,
-                            timeout=60, env=dict(os.environ, PATH=""))
+    result = subprocess.run(
+        [sys.executable, "-m", "lab_utils", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ, PATH=""),
+    )
     assert result.returncode == 0 and result.stdout.startswith("lab-utils ")
 
 
 # --- one place for the workshop's settings ---------------------------------------------------
+
 
 def test_the_repository_in_config_and_every_setup_cell_is_the_one_in_workshop_toml():
     assert workshop_settings.main(["--check"]) == 0, "run: python scripts/workshop_settings.py"
@@ -91,16 +112,21 @@ def test_a_fork_changes_one_file_and_the_script_updates_the_rest(tmp_path):
     page = tmp_path / "page.ipynb"
     page.write_text(f'"[![Open in Colab](x.svg)]({badge})"', encoding="utf-8")
     assert "colab.research.google.com/github/someone/fork/blob/june/notebooks/" in workshop_settings.updated(
-        page, settings)
+        page, settings
+    )
     with pytest.raises(ValueError, match="repository_url"):
         workshop_settings.github_path("https://gitlab.com/someone/fork")
 
 
 def test_pages_fill_the_settings_or_their_fallbacks():
     settings = dict(workshop.read(ROOT), contact="ada@example.org", check_deadline="")
-    text = "Mail {{ workshop.contact }} by {{workshop.check_deadline}}: git clone {{ workshop.repository_url }}"
-    assert workshop.fill(text, settings) == (f"Mail ada@example.org by {workshop.FALLBACKS['check_deadline']}: "
-                                             f"git clone {settings['repository_url']}")
+    text = (
+        "Mail {{ workshop.contact }} by {{workshop.check_deadline}}: git clone {{ workshop.repository_url }}"
+    )
+    assert workshop.fill(text, settings) == (
+        f"Mail ada@example.org by {workshop.FALLBACKS['check_deadline']}: "
+        f"git clone {settings['repository_url']}"
+    )
     with pytest.raises(ValueError, match="no setting 'contakt'"):
         workshop.fill("{{ workshop.contakt }}", settings)
 
@@ -110,11 +136,16 @@ def test_every_page_names_only_settings_that_exist_and_the_learner_page_uses_the
     for page in sorted((ROOT / "book").glob("*.md")):
         workshop.fill(page.read_text(encoding="utf-8"), settings)  # raises on an unknown name
     learner = (ROOT / "book" / "before-you-come.md").read_text(encoding="utf-8")
-    assert {"contact", "check_deadline", "shared_folder", "website_url"} <= set(workshop.TOKEN.findall(learner))
+    assert {"contact", "check_deadline", "shared_folder", "website_url"} <= set(
+        workshop.TOKEN.findall(learner)
+    )
     cheat = (ROOT / "book" / "cheat-sheet.md").read_text(encoding="utf-8")
     assert {"repository_url", "website_url", "contact"} <= set(workshop.TOKEN.findall(cheat))
-    typed = [page.name for page in (ROOT / "book").glob("*.md")
-             if settings["repository_url"] in page.read_text(encoding="utf-8")]
+    typed = [
+        page.name
+        for page in (ROOT / "book").glob("*.md")
+        if settings["repository_url"] in page.read_text(encoding="utf-8")
+    ]
     assert typed == [], "write {{ workshop.repository_url }}, not the address"
 
 
@@ -126,6 +157,7 @@ def test_settings_refuse_a_start_that_is_not_a_clock_time(tmp_path):
 
 
 # --- Makefile: Python 3.10 or newer ----------------------------------------------------------
+
 
 def learners_make(*args, **options):
     """``make`` as a learner types it: not nested in another make (make test runs these tests
@@ -160,11 +192,18 @@ def test_every_notebook_has_a_plan_whose_sections_are_its_headings():
         plan = notebook_plans[path.name[:2]]
         if plan.optional and [name for name, _ in plan.sections] == [course.WHOLE_NOTEBOOK]:
             continue  # an optional notebook planned as one block until its sections are listed
-        headings = {line[3:].strip() for cell in course.read_cells(path) if cell["cell_type"] == "markdown"
-                    for line in cell["source"].splitlines() if line.startswith("## ")}
+        headings = {
+            line[3:].strip()
+            for cell in course.read_cells(path)
+            if cell["cell_type"] == "markdown"
+            for line in cell["source"].splitlines()
+            if line.startswith("## ")
+        }
         missing = [name for name, _ in plan.sections if name not in headings]
         assert missing == [], f"{path.name}: book/schedule.toml names sections the notebook does not have"
-        assert plan.exercise is not None and plan.exercise.minutes > 0, f"{path.name}: choose an in-class exercise"
+        assert plan.exercise is not None and plan.exercise.minutes > 0, (
+            f"{path.name}: choose an in-class exercise"
+        )
         assert all(minutes > 0 for _, minutes in plan.sections)
 
 
@@ -184,7 +223,9 @@ def test_the_full_day_has_a_midpoint_check_and_notebook_10_as_optional():
     check = next(start for name, start, _ in full if name.startswith("midpoint check"))
     assert total / 3 <= check <= 2 * total / 3
     assert "10" in days["Full day"] and notebook_plans["10"].optional
-    assert all(not notebook_plans[item].optional for item in days["Half day (3.5 h)"] if item in notebook_plans)
+    assert all(
+        not notebook_plans[item].optional for item in days["Half day (3.5 h)"] if item in notebook_plans
+    )
 
 
 def test_a_notebooks_time_in_class_is_its_sections_plus_its_exercise():
@@ -200,8 +241,9 @@ def test_a_schedule_that_names_a_missing_exercise_or_section_is_refused(tmp_path
     (tmp_path / "bad.toml").write_text(text.replace("in_class = 3", "in_class = 9"), encoding="utf-8")
     with pytest.raises(ValueError, match="notebook 07: in_class=9"):
         course.read_plans(tmp_path / "bad.toml", ROOT / "notebooks")
-    (tmp_path / "bad.toml").write_text(text.replace('skip_if_late = ["The course map"]', 'skip_if_late = ["Maps"]'),
-                                       encoding="utf-8")
+    (tmp_path / "bad.toml").write_text(
+        text.replace('skip_if_late = ["The course map"]', 'skip_if_late = ["Maps"]'), encoding="utf-8"
+    )
     with pytest.raises(ValueError, match="skip_if_late names no section"):
         course.read_plans(tmp_path / "bad.toml", ROOT / "notebooks")
 
@@ -213,6 +255,7 @@ def test_the_instructor_guide_states_no_minutes_of_its_own():
 
 
 # --- the offline bundle: installs with pip's index switched off ------------------------------
+
 
 def test_the_offline_bundle_installs_into_a_fresh_environment_with_no_network(tmp_path):
     """A small bundle (the course's own wheel; its dependencies come from this environment,
@@ -230,15 +273,29 @@ def test_the_offline_bundle_installs_into_a_fresh_environment_with_no_network(tm
         bundle.extractall(tmp_path / "unzipped")
     folder = tmp_path / "unzipped" / offline_bundle.course_site.COURSE_ZIP_FOLDER
     assert offline_bundle.INSTALL in (folder / "OFFLINE.md").read_text(encoding="utf-8")
-    assert {"notebooks", "lab_utils", "constraints.txt", "workshop.toml"} <= {p.name for p in folder.iterdir()}
+    assert {"notebooks", "lab_utils", "constraints.txt", "workshop.toml"} <= {
+        p.name for p in folder.iterdir()
+    }
 
     venv = tmp_path / "fresh"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
     python = venv / "bin" / "python"
-    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               capture_output=True, text=True, check=True).stdout.strip())
-    ours = Path(subprocess.run([sys.executable, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               capture_output=True, text=True, check=True).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
+    ours = Path(
+        subprocess.run(
+            [sys.executable, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     deps = tmp_path / "deps"  # this environment's packages (pip among them), less the course itself
     deps.mkdir()
     for entry in ours.iterdir():
@@ -247,18 +304,41 @@ def test_the_offline_bundle_installs_into_a_fresh_environment_with_no_network(tm
     (site / "deps.pth").write_text(f"{deps}\n", encoding="utf-8")
 
     env = {name: value for name, value in os.environ.items() if not name.startswith("PIP_")}
-    env.update(PIP_CONFIG_FILE=os.devnull, HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9",
-               http_proxy="http://127.0.0.1:9", https_proxy="http://127.0.0.1:9")  # any download would fail
+    env.update(
+        PIP_CONFIG_FILE=os.devnull,
+        HTTP_PROXY="http://127.0.0.1:9",
+        HTTPS_PROXY="http://127.0.0.1:9",
+        http_proxy="http://127.0.0.1:9",
+        https_proxy="http://127.0.0.1:9",
+    )  # any download would fail
     command = offline_bundle.INSTALL.split()
     assert command[:5] == ["python", "-m", "pip", "install", "--no-index"]
-    install = subprocess.run([str(python), *command[1:-1], command[-1].strip('"')], cwd=folder, env=env,
-                             capture_output=True, text=True, timeout=600)
+    install = subprocess.run(
+        [str(python), *command[1:-1], command[-1].strip('"')],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert install.returncode == 0, install.stdout + install.stderr
     assert "Successfully installed cpu-vs-gpu-course" in install.stdout
-    check = subprocess.run([python, "-m", "lab_utils", "--version"], cwd=tmp_path, env=env,
-                           capture_output=True, text=True, timeout=120)
-    where = subprocess.run([python, "-c", "import lab_utils; print(lab_utils.__file__)"], cwd=tmp_path,
-                           capture_output=True, text=True, timeout=120, env=env).stdout
+    check = subprocess.run(
+        [python, "-m", "lab_utils", "--version"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    where = subprocess.run(
+        [python, "-c", "import lab_utils; print(lab_utils.__file__)"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    ).stdout
     assert check.returncode == 0 and check.stdout.startswith("lab-utils ")
     assert Path(where.strip()).is_relative_to(venv)  # installed from the bundle, not this clone
 
@@ -276,8 +356,10 @@ def test_directive_exercises_become_plain_markdown(tmp_path):
     import plain_exercises
 
     fold = course.SOLUTION_FOLD
-    markdown = (f"## Exercises\n\n```{{exercise}}\n:label: a\n\nWhat is $2^3$?\n```\n\n{fold[0]}\n\n"
-                f"```{{solution}} a\n:class: dropdown\n\nEight.\n```\n\n{fold[1]}\n")
+    markdown = (
+        f"## Exercises\n\n```{{exercise}}\n:label: a\n\nWhat is $2^3$?\n```\n\n{fold[0]}\n\n"
+        f"```{{solution}} a\n:class: dropdown\n\nEight.\n```\n\n{fold[1]}\n"
+    )
     path = tmp_path / "10_x.ipynb"
     path.write_text(json.dumps({"cells": [{"cell_type": "markdown", "metadata": {}, "source": markdown}]}))
     assert plain_exercises.convert(path, minutes=5) == 1

@@ -34,24 +34,31 @@ import json
 import zipfile
 from pathlib import Path
 
+import execution_cache
+import exercises
+import live_calculators
+import notebook_times
+import shell_poll
+import web_assets
+import workshop
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.util import logging
 
-import execution_cache
-import shell_poll
-import exercises
-import live_calculators
-import notebook_times
-import web_assets
-import workshop
-
 logger = logging.getLogger(__name__)
 
 # What the zip holds, relative to the repository root; folders are taken whole, minus SKIP.
-COURSE_ZIP_CONTENT = ("README.md", "LICENSE", "pyproject.toml", "constraints.txt", "Makefile", "workshop.toml",
-                      "lab_utils", "notebooks")
+COURSE_ZIP_CONTENT = (
+    "README.md",
+    "LICENSE",
+    "pyproject.toml",
+    "constraints.txt",
+    "Makefile",
+    "workshop.toml",
+    "lab_utils",
+    "notebooks",
+)
 COURSE_ZIP_FOLDER = "cpu-vs-gpu-for-ai"  # the top folder learners get when they unzip
 SKIP = ("__pycache__", ".ipynb_checkpoints", ".pytest_cache")
 ZIP_DATE = (2026, 1, 1, 0, 0, 0)  # fixed, so the same files give the same zip
@@ -86,15 +93,17 @@ def use_local_assets(app: Sphinx, config: Config) -> None:
     if requirejs and manager and config.nb_ipywidgets_js == ipywidgets_js_factory():
         cdn = "https://cdn.jsdelivr.net/npm/"  # only for third-party widgets, which the course has none of
         config.nb_ipywidgets_js = {requirejs: {}, manager: {"data-jupyter-widgets-cdn": cdn}}
-    logger.info(f"course_site: MathJax from {config.mathjax_path}; "
-                f"widgets from {', '.join(config.nb_ipywidgets_js)}")
+    logger.info(
+        f"course_site: MathJax from {config.mathjax_path}; widgets from {', '.join(config.nb_ipywidgets_js)}"
+    )
 
 
 def _skipped(relative: Path) -> bool:
     """Caches, build products, and scratch folders (a leading "_" or ".") left by a notebook run."""
     folders = relative.parts[:-1]
     return relative.name.endswith(".pyc") or any(
-        part in SKIP or part.endswith(".egg-info") or part.startswith(("_", ".")) for part in folders)
+        part in SKIP or part.endswith(".egg-info") or part.startswith(("_", ".")) for part in folders
+    )
 
 
 def course_zip_bytes(root: Path) -> bytes:
@@ -157,25 +166,39 @@ def widget_assets_path(app: Sphinx, pagename: str, templatename: str, context: d
     got 404s (found by tests/site). A require.js configuration set before require.js loads maps
     the bundle's modules (@jupyter-widgets/...) to its real folder.
     """
-    manager = next((script.filename for script in context.get("script_files", [])
-                    if (script.filename or "").endswith("html-manager/dist/embed-amd.js")), None)
+    manager = next(
+        (
+            script.filename
+            for script in context.get("script_files", [])
+            if (script.filename or "").endswith("html-manager/dist/embed-amd.js")
+        ),
+        None,
+    )
     if manager is None:
         return
     folder = json.dumps(manager.rsplit("/", 1)[0])  # _static/vendor/.../dist, or a CDN address
-    app.add_js_file(None, priority=499, body=(  # before require.js and the manager (500)
-        "(() => { const root = new URL(document.documentElement.dataset.content_root || './', document.baseURI);"
-        f" const dist = new URL({folder} + '/', root).href;"
-        " window.__jupyter_widgets_assets_path__ = dist;"
-        " const folder = dist.slice(0, -1);"  # the longest prefix wins: each bundled module sits in dist/
-        " window.require = {paths: {'@jupyter-widgets': folder, '@jupyter-widgets/html-manager/dist': folder}}; })();"))
+    app.add_js_file(
+        None,
+        priority=499,
+        body=(  # before require.js and the manager (500)
+            "(() => { const root = new URL(document.documentElement.dataset.content_root || './', document.baseURI);"
+            f" const dist = new URL({folder} + '/', root).href;"
+            " window.__jupyter_widgets_assets_path__ = dist;"
+            " const folder = dist.slice(0, -1);"  # the longest prefix wins: each bundled module sits in dist/
+            " window.require = {paths: {'@jupyter-widgets': folder, '@jupyter-widgets/html-manager/dist': folder}}; })();"
+        ),
+    )
 
 
 def drop_colab_badges(app: Sphinx, doctree) -> None:
     """Remove each link to Colab that shows Colab's badge image (scripts/colab_badges.py writes them)."""
     for image in list(doctree.findall(nodes.image)):
         link = image.parent
-        if (image.get("uri") == COLAB_BADGE_IMAGE and isinstance(link, nodes.reference)
-                and link.get("refuri", "").startswith("https://colab.research.google.com/")):
+        if (
+            image.get("uri") == COLAB_BADGE_IMAGE
+            and isinstance(link, nodes.reference)
+            and link.get("refuri", "").startswith("https://colab.research.google.com/")
+        ):
             link.parent.remove(link)
 
 

@@ -31,10 +31,13 @@ from lab_utils.course import EXERCISE  # the notebooks' exercise format, owned t
 
 def to_directives(markdown: str, prefix: str) -> str:
     """``markdown`` with each plain exercise turned into sphinx-exercise blocks labelled ``prefix-exercise-N``."""
+
     def directives(match: re.Match) -> str:
         label = f"{prefix}-exercise-{match['number']}"
-        return (f"````{{exercise}} {match['minutes']} min\n:label: {label}\n\n{match['question']}\n````\n\n"
-                f"````{{solution}} {label}\n:class: dropdown\n\n{match['solution']}\n````")
+        return (
+            f"````{{exercise}} {match['minutes']} min\n:label: {label}\n\n{match['question']}\n````\n\n"
+            f"````{{solution}} {label}\n:class: dropdown\n\n{match['solution']}\n````"
+        )
 
     return EXERCISE.sub(directives, markdown)
 

@@ -39,10 +39,18 @@ logger = logging.getLogger(__name__)
 
 HERE = Path(__file__).parent
 GENERATED = Path("book") / "_generated" / "live-static"  # served as _static/ (live/ inside)
-PURE_DEPENDENCIES = ("tabulate",)  # what lab_utils.cli needs beyond the standard library, for memory/cost/pick
+PURE_DEPENDENCIES = (
+    "tabulate",
+)  # what lab_utils.cli needs beyond the standard library, for memory/cost/pick
 METHODS = ("inference", "lora", "qlora", "full")
 # The form's first answer: the README's examples (inputs a reader changes, not assumptions).
-START = {"model": "Llama-3.1-8B", "gpu": "H100 SXM", "method": "lora", "tokens": "1e8", "requests_per_day": "1000"}
+START = {
+    "model": "Llama-3.1-8B",
+    "gpu": "H100 SXM",
+    "method": "lora",
+    "tokens": "1e8",
+    "requests_per_day": "1000",
+}
 
 
 def course_wheel(root: Path, destination: Path) -> Path:
@@ -58,13 +66,28 @@ def course_wheel(root: Path, destination: Path) -> Path:
         for name in ("pyproject.toml", "README.md", "LICENSE"):
             if (root / name).is_file():
                 shutil.copy2(root / name, source / name)
-        shutil.copytree(root / "lab_utils", source / "lab_utils",
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        shutil.copytree(
+            root / "lab_utils", source / "lab_utils", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+        )
         out = Path(scratch) / "out"
         offline = ["--no-build-isolation", "--no-index"] if importlib.util.find_spec("setuptools") else []
         result = subprocess.run(
-            [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", *offline, "--wheel-dir", str(out),
-             str(source)], capture_output=True, text=True, timeout=300)
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "--quiet",
+                "--no-deps",
+                *offline,
+                "--wheel-dir",
+                str(out),
+                str(source),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         wheels = sorted(out.glob("*.whl"))
         if result.returncode != 0 or len(wheels) != 1:
             raise RuntimeError(f"building the course's wheel failed: {result.stderr.strip()[-800:]}")
@@ -75,8 +98,14 @@ def course_wheel(root: Path, destination: Path) -> Path:
 def installed_wheel(name: str, destination: Path) -> Path:
     """A wheel of the installed distribution ``name``: its files as installed (a pure-Python one)."""
     distribution = importlib.metadata.distribution(name)
-    files = sorted((f for f in distribution.files or () if not f.as_posix().startswith("..")
-                    and "__pycache__" not in f.parts), key=lambda f: f.as_posix())
+    files = sorted(
+        (
+            f
+            for f in distribution.files or ()
+            if not f.as_posix().startswith("..") and "__pycache__" not in f.parts
+        ),
+        key=lambda f: f.as_posix(),
+    )
     version = distribution.version
     target = destination / f"{distribution.metadata['Name'].replace('-', '_')}-{version}-py3-none-any.whl"
     buffer = io.BytesIO()
@@ -84,8 +113,11 @@ def installed_wheel(name: str, destination: Path) -> Path:
         for file in files:
             path = Path(distribution.locate_file(file))
             if path.is_file():
-                archive.writestr(zipfile.ZipInfo(file.as_posix(), (2026, 1, 1, 0, 0, 0)), path.read_bytes(),
-                                 compress_type=zipfile.ZIP_DEFLATED)
+                archive.writestr(
+                    zipfile.ZipInfo(file.as_posix(), (2026, 1, 1, 0, 0, 0)),
+                    path.read_bytes(),
+                    compress_type=zipfile.ZIP_DEFLATED,
+                )
     destination.mkdir(parents=True, exist_ok=True)
     target.write_bytes(buffer.getvalue())
     return target
@@ -98,10 +130,15 @@ def build_packages(app: Sphinx) -> None:
     if live.exists():
         shutil.rmtree(live)
     wheels = [course_wheel(root, live)] + [installed_wheel(name, live) for name in PURE_DEPENDENCIES]
-    manifest = {"pyodide": "vendor/pyodide/pyodide.mjs", "wheels": [w.name for w in wheels],
-                "bytes": {w.name: w.stat().st_size for w in wheels}}
+    manifest = {
+        "pyodide": "vendor/pyodide/pyodide.mjs",
+        "wheels": [w.name for w in wheels],
+        "bytes": {w.name: w.stat().st_size for w in wheels},
+    }
     (live / "packages.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-    logger.info(f"live_calculators: {', '.join(f'{w.name} ({w.stat().st_size / 1e3:.0f} kB)' for w in wheels)}")
+    logger.info(
+        f"live_calculators: {', '.join(f'{w.name} ({w.stat().st_size / 1e3:.0f} kB)' for w in wheels)}"
+    )
 
 
 def add_static_path(app: Sphinx, config) -> None:
@@ -122,8 +159,10 @@ def download_bytes(root: Path) -> int:
 
 
 def _options(values, selected: str) -> str:
-    return "".join(f'<option value="{html.escape(v)}"{" selected" if v == selected else ""}>{html.escape(v)}</option>'
-                   for v in values)
+    return "".join(
+        f'<option value="{html.escape(v)}"{" selected" if v == selected else ""}>{html.escape(v)}</option>'
+        for v in values
+    )
 
 
 def form_html(root: Path) -> str:
@@ -139,12 +178,25 @@ def form_html(root: Path) -> str:
         f'<pre class="live-command"></pre><p class="live-headline"></p>'
         f'<pre class="live-output">Computed here when Python has loaded.</pre></section>'
         for name, title, uses in (
-            ("memory", "Will it fit?", "Uses the model, the method and the sequence length; every catalog GPU is listed."),
-            ("cost", "What does it cost?", "A fine-tune (method lora, qlora or full): model, method, GPU, sequence "
-                                           "length, training tokens. Inference: serving on the GPU."),
-            ("pick", "Which hardware ranks first?", "Serving (method inference): model and requests per day. "
-                                                    "A fine-tune: model, method, sequence length, training tokens."),
-        ))
+            (
+                "memory",
+                "Will it fit?",
+                "Uses the model, the method and the sequence length; every catalog GPU is listed.",
+            ),
+            (
+                "cost",
+                "What does it cost?",
+                "A fine-tune (method lora, qlora or full): model, method, GPU, sequence "
+                "length, training tokens. Inference: serving on the GPU.",
+            ),
+            (
+                "pick",
+                "Which hardware ranks first?",
+                "Serving (method inference): model and requests per day. "
+                "A fine-tune: model, method, sequence length, training tokens.",
+            ),
+        )
+    )
     return (
         '<div class="live-calculators" data-state="loading">'
         '<form class="live-inputs" onsubmit="return false">'
@@ -154,13 +206,13 @@ def form_html(root: Path) -> str:
         f'<label>Sequence length (tokens) <input name="seq_len" type="number" min="1" step="1" value="{seq_len}"></label>'
         f'<label>Training tokens <input name="tokens" type="text" inputmode="decimal" value="{START["tokens"]}"></label>'
         f'<label>Requests per day <input name="requests_per_day" type="number" min="1" value="{START["requests_per_day"]}">'
-        '</label></form>'
+        "</label></form>"
         f'<p class="live-status" role="status">Loading Python in this page ({download_bytes(root) / 1e6:.0f} MB, '
-        'once; nothing is sent '
-        'anywhere). The commands below follow your choices already; their answers appear when it has loaded.</p>'
-        f'{sections}'
-        '<noscript><p>These calculators need JavaScript. The same answers come from the '
-        '<code>lab-utils</code> command shown above each one.</p></noscript></div>'
+        "once; nothing is sent "
+        "anywhere). The commands below follow your choices already; their answers appear when it has loaded.</p>"
+        f"{sections}"
+        "<noscript><p>These calculators need JavaScript. The same answers come from the "
+        "<code>lab-utils</code> command shown above each one.</p></noscript></div>"
     )
 
 

@@ -13,11 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import execution_cache
 from docutils import nodes
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.docutils import SphinxDirective
-
-import execution_cache
 
 COURSE_TARGET_S = 100  # the whole course, one notebook after another, on a 2-core CPU
 NOTEBOOK_TARGET_S = 20  # each notebook
@@ -52,8 +51,14 @@ def cached_times(root: Path) -> list[NotebookTime]:
         if record is None or "execution_seconds" not in record.data:
             times.append(NotebookTime(path.name, None, None, None))
             continue
-        times.append(NotebookTime(path.name, float(record.data["execution_seconds"]), record.data.get("jobs"),
-                                  record.created.strftime("%Y-%m-%d %H:%M")))
+        times.append(
+            NotebookTime(
+                path.name,
+                float(record.data["execution_seconds"]),
+                record.data.get("jobs"),
+                record.created.strftime("%Y-%m-%d %H:%M"),
+            )
+        )
     return times
 
 
@@ -73,8 +78,15 @@ def rows(times: list[NotebookTime]) -> list[list[str]]:
         table.append([t.name, t.executed_utc or "-", shown, verdict(t.seconds, NOTEBOOK_TARGET_S), how])
     measured = [t.seconds for t in times if t.seconds is not None]
     total = sum(measured) if len(measured) == len(times) and times else None
-    table.append([f"all {len(times)}, one after another", "", "-" if total is None else f"{total:.1f}",
-                  verdict(total, COURSE_TARGET_S), ""])
+    table.append(
+        [
+            f"all {len(times)}, one after another",
+            "",
+            "-" if total is None else f"{total:.1f}",
+            verdict(total, COURSE_TARGET_S),
+            "",
+        ]
+    )
     return table
 
 

@@ -59,7 +59,9 @@ class Package:
     def wanted(self, path_in_package: str) -> bool:
         """Whether the file at ``path_in_package`` (relative to the package root) is needed."""
         return any(
-            path_in_package.startswith(pattern) if pattern.endswith("/") else fnmatch.fnmatchcase(path_in_package, pattern)
+            path_in_package.startswith(pattern)
+            if pattern.endswith("/")
+            else fnmatch.fnmatchcase(path_in_package, pattern)
             for pattern in self.files
         )
 
@@ -105,7 +107,9 @@ def fetch(package: Package, cache: Path = CACHE) -> Path:
     try:
         result = subprocess.run(
             [npm, "pack", package.spec, "--pack-destination", str(cache), "--silent"],
-            capture_output=True, text=True, timeout=NPM_TIMEOUT_S,
+            capture_output=True,
+            text=True,
+            timeout=NPM_TIMEOUT_S,
         )
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"npm pack {package.spec} took more than {NPM_TIMEOUT_S} s") from None
@@ -167,16 +171,21 @@ def main(argv: list[str] | None = None) -> int:
         try:
             count = unpack(package, fetch(package), destination)
         except RuntimeError as error:  # no npm or no registry: the website uses the CDN
-            print(f"web assets: {package.spec} not available ({error}); "
-                  f"the website will load it from the public CDN (the live calculators, which need "
-                  f"pyodide, show that Python could not load)", file=sys.stderr)
+            print(
+                f"web assets: {package.spec} not available ({error}); "
+                f"the website will load it from the public CDN (the live calculators, which need "
+                f"pyodide, show that Python could not load)",
+                file=sys.stderr,
+            )
             continue
         except ValueError as error:
             print(f"web assets: {error}", file=sys.stderr)
             status = 1
             continue
-        print(f"web assets: {package.spec} checked ({package.integrity[:19]}...), "
-              f"{count} files in {(destination / package.into).relative_to(ROOT)}")
+        print(
+            f"web assets: {package.spec} checked ({package.integrity[:19]}...), "
+            f"{count} files in {(destination / package.into).relative_to(ROOT)}"
+        )
     return status
 
 

@@ -37,7 +37,9 @@ def read(root: Path) -> dict[str, str]:
     if missing or empty:
         raise ValueError(f"{SETTINGS_FILE}: set {', '.join(missing + empty)}")
     if not re.fullmatch(r"([01]\d|2[0-3]):[0-5]\d", settings["start"]):
-        raise ValueError(f"{SETTINGS_FILE}: start={settings['start']!r}: write a clock time HH:MM, e.g. '09:00'")
+        raise ValueError(
+            f"{SETTINGS_FILE}: start={settings['start']!r}: write a clock time HH:MM, e.g. '09:00'"
+        )
     return settings
 
 
@@ -50,8 +52,10 @@ def fill(text: str, settings: dict[str, str]) -> str:
     """``text`` with every ``{{ workshop.NAME }}`` replaced; ValueError naming unknown names."""
     unknown = sorted({name for name in TOKEN.findall(text) if name not in settings})
     if unknown:
-        raise ValueError(f"{{{{ workshop.{unknown[0]} }}}}: {SETTINGS_FILE} has no setting {unknown[0]!r} "
-                         f"(it has {', '.join(settings)})")
+        raise ValueError(
+            f"{{{{ workshop.{unknown[0]} }}}}: {SETTINGS_FILE} has no setting {unknown[0]!r} "
+            f"(it has {', '.join(settings)})"
+        )
     return TOKEN.sub(lambda match: value(settings, match[1]), text)
 
 

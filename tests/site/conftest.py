@@ -13,7 +13,6 @@ import warnings
 from pathlib import Path
 
 import pytest
-
 import sitecheck
 from site_settings import ARTEFACTS, ROOT
 
@@ -57,8 +56,11 @@ def pytest_terminal_summary(terminalreporter):
     if not _reports:
         return
     seconds = sum(report.seconds for report in _reports)
-    lines = [f"{report.seconds:6.1f} s  {report.url.split('/', 3)[-1]}  math: {report.math_elements}, widgets: "
-             f"{report.widget_views}, problems: {len(report.problems)}" for report in _reports]
+    lines = [
+        f"{report.seconds:6.1f} s  {report.url.split('/', 3)[-1]}  math: {report.math_elements}, widgets: "
+        f"{report.widget_views}, problems: {len(report.problems)}"
+        for report in _reports
+    ]
     ARTEFACTS.mkdir(parents=True, exist_ok=True)
     (ARTEFACTS / "report.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     terminalreporter.write_line(

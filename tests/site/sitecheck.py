@@ -31,10 +31,18 @@ from urllib.parse import quote
 # The flags from the course's environment notes, plus: talk over a pipe, resolve no host but
 # 127.0.0.1 (so the test proves the site works offline on any machine), a fixed window.
 CHROMIUM_FLAGS = (
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-    "--remote-debugging-pipe", "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
-    "--hide-scrollbars", "--mute-audio", "--window-size=1280,900",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--remote-debugging-pipe",
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+    "--hide-scrollbars",
+    "--mute-audio",
+    "--window-size=1280,900",
 )
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 VIEWPORT = {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False}
@@ -188,11 +196,19 @@ class Browser:
         log = os.open(self.profile_dir / "chromium.log", os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
         argv = [self.executable, *CHROMIUM_FLAGS, f"--user-data-dir={self.profile_dir}", "about:blank"]
         try:
-            self.pid = os.posix_spawn(self.executable, argv, os.environ, setsid=True, file_actions=[
-                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                (os.POSIX_SPAWN_DUP2, log, 1), (os.POSIX_SPAWN_DUP2, log, 2),
-                (os.POSIX_SPAWN_DUP2, command_read, 3), (os.POSIX_SPAWN_DUP2, event_write, 4),
-            ])
+            self.pid = os.posix_spawn(
+                self.executable,
+                argv,
+                os.environ,
+                setsid=True,
+                file_actions=[
+                    (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                    (os.POSIX_SPAWN_DUP2, log, 1),
+                    (os.POSIX_SPAWN_DUP2, log, 2),
+                    (os.POSIX_SPAWN_DUP2, command_read, 3),
+                    (os.POSIX_SPAWN_DUP2, event_write, 4),
+                ],
+            )
         except OSError:
             os.close(command_write)
             os.close(event_read)
@@ -231,7 +247,7 @@ class Browser:
         data = json.dumps(message).encode() + b"\0"
         try:
             while data:
-                data = data[os.write(self._to_browser, data):]
+                data = data[os.write(self._to_browser, data) :]
         except OSError as error:
             raise BrowserError(f"the browser went away ({error}): {self.log_tail()}") from None
         return self._next_id
@@ -249,8 +265,9 @@ class Browser:
         message, self._buffer = self._buffer.split(b"\0", 1)
         return json.loads(message)
 
-    def call(self, method: str, params: dict | None = None, session_id: str | None = None,
-             timeout_s: float = 30) -> dict:
+    def call(
+        self, method: str, params: dict | None = None, session_id: str | None = None, timeout_s: float = 30
+    ) -> dict:
         """Send one command and return its result; events read meanwhile go to ``events``."""
         message_id = self._send(method, params, session_id)
         deadline = time.monotonic() + timeout_s
@@ -349,8 +366,14 @@ def _event_problems(events: list[dict], session_id: str) -> list[Problem]:
         if event["method"] == "Runtime.exceptionThrown":
             details = params["exceptionDetails"]
             text = (details.get("exception") or {}).get("description") or details.get("text", "")
-            where = f" ({details.get('url', '')}:{details.get('lineNumber', 0) + 1})" if details.get("url") else ""
-            problems.append(Problem("javascript", text.splitlines()[0] + where if text else "exception" + where))
+            where = (
+                f" ({details.get('url', '')}:{details.get('lineNumber', 0) + 1})"
+                if details.get("url")
+                else ""
+            )
+            problems.append(
+                Problem("javascript", text.splitlines()[0] + where if text else "exception" + where)
+            )
         elif event["method"] == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
             text = " ".join(str(a.get("value", a.get("description", ""))) for a in params.get("args", []))
             problems.append(Problem("console", text[:300]))
@@ -359,8 +382,12 @@ def _event_problems(events: list[dict], session_id: str) -> list[Problem]:
             if entry.get("url", "").endswith("/favicon.ico"):
                 continue  # the browser asks every site for one on its own; no page links it
             url = f" {entry['url']}" if entry.get("url") else ""
-            problems.append(Problem("network" if entry.get("source") == "network" else entry.get("source", "log"),
-                                    f"{entry.get('text', '')}{url}"[:300]))
+            problems.append(
+                Problem(
+                    "network" if entry.get("source") == "network" else entry.get("source", "log"),
+                    f"{entry.get('text', '')}{url}"[:300],
+                )
+            )
     return list(dict.fromkeys(problems))  # the same message twice is one problem
 
 
@@ -382,9 +409,12 @@ def prose_in_math(html: str) -> list[str]:
 
 def _evaluate(browser: Browser, session_id: str, expression: str, timeout_s: float):
     """The value of a JavaScript expression in the page (awaited if it is a promise)."""
-    answer = browser.call("Runtime.evaluate", {"expression": expression, "awaitPromise": True,
-                                               "returnByValue": True},
-                          session_id=session_id, timeout_s=timeout_s)
+    answer = browser.call(
+        "Runtime.evaluate",
+        {"expression": expression, "awaitPromise": True, "returnByValue": True},
+        session_id=session_id,
+        timeout_s=timeout_s,
+    )
     if "exceptionDetails" in answer:
         details = answer["exceptionDetails"]
         text = (details.get("exception") or {}).get("description") or details.get("text", "")
@@ -398,8 +428,9 @@ def redirect_target(html: str) -> str | None:
     return match.group(1) if match else None
 
 
-def check_page(browser: Browser, session_id: str, url: str, screenshot: Path | None = None,
-               timeout_s: float = 60) -> PageReport:
+def check_page(
+    browser: Browser, session_id: str, url: str, screenshot: Path | None = None, timeout_s: float = 60
+) -> PageReport:
     """Open ``url`` in the tab ``session_id``, wait for math and widgets, and list the problems."""
     start = time.monotonic()
     deadline = start + timeout_s
@@ -423,30 +454,47 @@ def check_page(browser: Browser, session_id: str, url: str, screenshot: Path | N
     if len(found["rawLatex"]) > 5:
         problems.append(Problem("raw-latex", f"and {len(found['rawLatex']) - 5} more places"))
     if found["emptyWidgets"]:
-        problems.append(Problem("empty-widget",
-                                f"{found['emptyWidgets']} of {found['widgetViews']} widget areas stayed empty"))
+        problems.append(
+            Problem(
+                "empty-widget", f"{found['emptyWidgets']} of {found['widgetViews']} widget areas stayed empty"
+            )
+        )
     problems += [Problem("image-alt", f"image without alt text: {src}") for src in found["imagesWithoutAlt"]]
     problems += [Problem("broken-image", f"image did not load: {src}") for src in found["brokenImages"]]
     if screenshot is not None:
         # a viewport as tall as the page (up to a cap), so the whole page is laid out as shown
         height = min(max(found["height"], VIEWPORT["height"]), MAX_SCREENSHOT_HEIGHT)
-        browser.call("Emulation.setDeviceMetricsOverride", dict(VIEWPORT, height=height),
-                     session_id=session_id, timeout_s=left())
-        _evaluate(browser, session_id, "new Promise((r) => requestAnimationFrame(() => setTimeout(r, 100)))", left())
-        shot = browser.call("Page.captureScreenshot", {"format": "png"}, session_id=session_id,
-                            timeout_s=left() + 10)
+        browser.call(
+            "Emulation.setDeviceMetricsOverride",
+            dict(VIEWPORT, height=height),
+            session_id=session_id,
+            timeout_s=left(),
+        )
+        _evaluate(
+            browser, session_id, "new Promise((r) => requestAnimationFrame(() => setTimeout(r, 100)))", left()
+        )
+        shot = browser.call(
+            "Page.captureScreenshot", {"format": "png"}, session_id=session_id, timeout_s=left() + 10
+        )
         browser.call("Emulation.setDeviceMetricsOverride", VIEWPORT, session_id=session_id, timeout_s=left())
         screenshot.parent.mkdir(parents=True, exist_ok=True)
         screenshot.write_bytes(base64.b64decode(shot["data"]))
-    return PageReport(url, tuple(problems), time.monotonic() - start, found["mathElements"],
-                      found["widgetViews"], screenshot)
+    return PageReport(
+        url,
+        tuple(problems),
+        time.monotonic() - start,
+        found["mathElements"],
+        found["widgetViews"],
+        screenshot,
+    )
 
 
 def site_pages(html_dir: Path) -> list[str]:
     """Every HTML page of a built Sphinx site, relative to ``html_dir``, sorted."""
     skip = {"_static", "_sources", "_images", "_downloads", "_sphinx_design_static"}
     return sorted(
-        path.relative_to(html_dir).as_posix() for path in html_dir.rglob("*.html")
+        path.relative_to(html_dir).as_posix()
+        for path in html_dir.rglob("*.html")
         if not skip & set(path.relative_to(html_dir).parts[:-1])
     )
 

@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 import sitecheck
 from site_settings import ARTEFACTS, SITE_HTML, SKIP_REASON
 
@@ -69,8 +68,9 @@ WAIT_READY_JS = """
 
 def lab_utils_cli(argv: list[str]) -> subprocess.CompletedProcess:
     """The `lab-utils` command of this environment, run with ``argv``."""
-    return subprocess.run([sys.executable, "-m", "lab_utils.cli", *argv], capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "lab_utils.cli", *argv], capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +82,10 @@ def opened(browser, tab):
         started = time.monotonic()
         browser.call("Page.navigate", {"url": sitecheck.page_url(base, PAGE)}, session_id=tab)
         assert browser.wait_for_event("Page.loadEventFired", tab, 60), "the page did not load"
-        at_load = sitecheck._evaluate(browser, tab, """(() => {
+        at_load = sitecheck._evaluate(
+            browser,
+            tab,
+            """(() => {
           const form = document.querySelector(".live-calculators form");
           form.elements.seq_len.value = "1234";  // usable now: the command line follows at once
           form.elements.seq_len.dispatchEvent(new Event("change", {bubbles: true}));
@@ -91,10 +94,14 @@ def opened(browser, tab):
           form.elements.seq_len.dispatchEvent(new Event("change", {bubbles: true}));
           return {state: window.liveCalculators.state, disabled: [...form.elements].some((e) => e.disabled),
                   status: document.querySelector(".live-status").textContent, memory};
-        })()""", 30)
+        })()""",
+            30,
+        )
         ready = sitecheck._evaluate(browser, tab, WAIT_READY_JS, PYTHON_TIMEOUT_S + 10)
         ready["wallSeconds"] = time.monotonic() - started
-        browser.call("Emulation.setDeviceMetricsOverride", dict(sitecheck.VIEWPORT, height=2400), session_id=tab)
+        browser.call(
+            "Emulation.setDeviceMetricsOverride", dict(sitecheck.VIEWPORT, height=2400), session_id=tab
+        )
         shot = browser.call("Page.captureScreenshot", {"format": "png"}, session_id=tab, timeout_s=30)
         browser.call("Emulation.setDeviceMetricsOverride", sitecheck.VIEWPORT, session_id=tab)
         ARTEFACTS.mkdir(parents=True, exist_ok=True)  # beside screenshots/, which test_site.py empties
@@ -113,14 +120,28 @@ def test_the_form_works_before_python_and_the_answers_follow(opened):
     problems = sitecheck._event_problems(browser.events, tab)
     assert not problems, "\n".join(map(str, problems))
     ARTEFACTS.mkdir(parents=True, exist_ok=True)
-    measured = {key: ready[key] for key in ("formReadyMs", "pythonReadyMs", "firstAnswerMs", "transferBytes",
-                                            "bodyBytes", "files", "wallSeconds")}
+    measured = {
+        key: ready[key]
+        for key in (
+            "formReadyMs",
+            "pythonReadyMs",
+            "firstAnswerMs",
+            "transferBytes",
+            "bodyBytes",
+            "files",
+            "wallSeconds",
+        )
+    }
     (ARTEFACTS / "live-calculators.json").write_text(json.dumps(measured, indent=1) + "\n", encoding="utf-8")
-    print(f"\nlive calculators: first answer {ready['firstAnswerMs'] / 1e3:.1f} s after navigation, "
-          f"{ready['bodyBytes'] / 1e6:.1f} MB in {ready['files']} files")
+    print(
+        f"\nlive calculators: first answer {ready['firstAnswerMs'] / 1e3:.1f} s after navigation, "
+        f"{ready['bodyBytes'] / 1e6:.1f} MB in {ready['files']} files"
+    )
 
 
-@pytest.mark.parametrize("values", INPUTS, ids=lambda v: ",".join(f"{k}={x}" for k, x in v.items()) or "start")
+@pytest.mark.parametrize(
+    "values", INPUTS, ids=lambda v: ",".join(f"{k}={x}" for k, x in v.items()) or "start"
+)
 def test_each_answer_is_what_the_cli_prints(opened, values):
     browser, tab, _, ready = opened
     assert ready["state"] == "ready", f"the calculators did not answer: {ready['error']}"
@@ -139,7 +160,7 @@ def test_each_answer_is_what_the_cli_prints(opened, values):
         if section["name"] == "memory" and cli.returncode == 0:  # the chosen GPU's row of the CLI's table
             gpu = section["gpu"]
             row = next(line for line in cli.stdout.splitlines() if line.startswith(gpu + "  "))
-            vendor, usable, verdict = re.split(r"\s{2,}", row[len(gpu):].strip())
+            vendor, usable, verdict = re.split(r"\s{2,}", row[len(gpu) :].strip())
             assert section["headline"] == f"{gpu}: {verdict}; usable {usable} of the vendor's {vendor}"
         if section["name"] == "pick" and cli.returncode == 0:
             expected = json.loads(lab_utils_cli([*argv, "--json"]).stdout)

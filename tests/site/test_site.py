@@ -12,9 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
-
 import sitecheck
+import yaml
 from site_settings import ROOT, SITE_HTML, SITE_SOURCE, SKIP_REASON
 
 pytestmark = pytest.mark.skipif(not SITE_HTML, reason=SKIP_REASON)
@@ -49,7 +48,8 @@ def toc_files() -> list[str]:
 
 def test_the_site_is_built():
     assert HTML.is_dir() and (HTML / "index.html").is_file(), (
-        f"no built website at {SITE_HTML}: run `make test-book` first")
+        f"no built website at {SITE_HTML}: run `make test-book` first"
+    )
 
 
 def test_every_page_of_the_table_of_contents_is_visited():
@@ -63,14 +63,18 @@ def test_math_and_widgets_are_served_by_the_site_itself():
     for page in PAGES:
         text = (HTML / page).read_text(encoding="utf-8")
         sources = re.findall(r'<script[^>]*\ssrc="([^"]+)"', text)
-        found = [src for src in sources if "://" in src
-                 and re.search(r"mathjax|require\.?js|html-manager|embed-amd", src, re.IGNORECASE)]
+        found = [
+            src
+            for src in sources
+            if "://" in src and re.search(r"mathjax|require\.?js|html-manager|embed-amd", src, re.IGNORECASE)
+        ]
         if found:
             remote[page] = found
     assert not remote, (
         "pages load math or widget code from the internet, so they break offline; "
         "run `python3 book/_ext/web_assets.py` (needs npm and the registry) and rebuild: "
-        f"{remote}")
+        f"{remote}"
+    )
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -84,8 +88,9 @@ def test_page_reads_well(page, browser, tab, site_url, screenshots, page_reports
         assert resolved in PAGES, f"{page} redirects to {target}, which is not a page of the site"
         return
     shot = screenshots / (page.removesuffix(".html").replace("/", "__") + ".png")
-    report = sitecheck.check_page(browser, tab, sitecheck.page_url(site_url, page), shot,
-                                  timeout_s=PAGE_TIMEOUT_S)
+    report = sitecheck.check_page(
+        browser, tab, sitecheck.page_url(site_url, page), shot, timeout_s=PAGE_TIMEOUT_S
+    )
     problems = list(report.problems) + [
         sitecheck.Problem("prose-in-math", f"text typeset as math (escape $ as \\$?): {tex}")
         for tex in sitecheck.prose_in_math(source)

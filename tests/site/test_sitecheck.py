@@ -7,10 +7,8 @@ import base64
 import html
 import json
 import sys
-from pathlib import Path
 
 import pytest
-
 import sitecheck
 from site_settings import ROOT, SITE_HTML, SKIP_REASON
 
@@ -20,12 +18,13 @@ sys.path.insert(0, str(ROOT / "book" / "_ext"))
 import web_assets  # noqa: E402 - the lock file's reader, beside the Sphinx extension
 
 DOT_PNG = base64.b64decode(  # a 1x1 PNG
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
 VIEW = sitecheck.WIDGET_VIEW
 
 PAGES = {
     "clean.html": '<p>A price of $3 and $4, a path C:/data.</p><img src="dot.png" alt="a dot">'
-                  '<pre>\\(x\\) $$y$$ \\begin{align}</pre><code>\\frac{a}{b}</code>',
+    "<pre>\\(x\\) $$y$$ \\begin{align}</pre><code>\\frac{a}{b}</code>",
     "raw_latex.html": "<p>The product costs \\(2mnk\\) FLOPs.</p>",
     "display_latex.html": "<p>$$\\frac{a}{b}$$</p>",
     "no_alt.html": '<img src="dot.png"><img src="dot.png" alt="  ">',
@@ -34,9 +33,9 @@ PAGES = {
     "missing_file.html": '<img src="missing.png" alt="a missing picture">',
     "internet.html": '<script src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js"></script>',
     "empty_widget.html": f'<div><script type="{VIEW}">{{"model_id": "a", "version_major": 2, '
-                         '"version_minor": 0}</script></div>',
+    '"version_minor": 0}</script></div>',
     "prose_math.html": '<p>about <span class="math notranslate nohighlight">\\(2 per hour on the '
-                       'secure cloud, so about \\)</span>8</p>',
+    "secure cloud, so about \\)</span>8</p>",
 }
 
 EXPECTED = {
@@ -104,9 +103,13 @@ def _vendored(name):
 
 def test_the_sites_mathjax_renders_offline(browser, tab, fixture_site):
     folder, url = fixture_site
-    head = (f'<script>window.MathJax = {{options: {{processHtmlClass: "math"}}}}</script>'
-            f'<script defer src="{_vendored("mathjax")}"></script>')
-    body = '<p>Cost: <span class="math">\\(2mnk\\)</span> FLOPs.</p><div class="math">\\[\\frac{a}{b}\\]</div>'
+    head = (
+        f'<script>window.MathJax = {{options: {{processHtmlClass: "math"}}}}</script>'
+        f'<script defer src="{_vendored("mathjax")}"></script>'
+    )
+    body = (
+        '<p>Cost: <span class="math">\\(2mnk\\)</span> FLOPs.</p><div class="math">\\[\\frac{a}{b}\\]</div>'
+    )
     (folder / "mathjax.html").write_text(_page(body, head), encoding="utf-8")
     report = _check(browser, tab, url, "mathjax.html")
     assert report.problems == () and report.math_elements == 2, report
@@ -119,10 +122,12 @@ def test_the_sites_widget_manager_renders_offline(browser, tab, fixture_site):
     folder, url = fixture_site
     slider = ipywidgets.IntSlider(value=3, description="batch")
     data = embed_data(views=[slider])
-    head = (f'<script src="{_vendored("requirejs")}"></script>'
-            f'<script src="{_vendored("@jupyter-widgets/html-manager")}"></script>'
-            f'<script type="application/vnd.jupyter.widget-state+json">'
-            f'{html.escape(json.dumps(data["manager_state"]), quote=False)}</script>')
+    head = (
+        f'<script src="{_vendored("requirejs")}"></script>'
+        f'<script src="{_vendored("@jupyter-widgets/html-manager")}"></script>'
+        f'<script type="application/vnd.jupyter.widget-state+json">'
+        f"{html.escape(json.dumps(data['manager_state']), quote=False)}</script>"
+    )
     body = f'<div><script type="{VIEW}">{json.dumps(data["view_specs"][0])}</script></div>'
     (folder / "widget.html").write_text(_page(body, head), encoding="utf-8")
     report = _check(browser, tab, url, "widget.html")
@@ -139,8 +144,9 @@ def test_a_process_left_behind_would_be_found(tmp_path):
 
     sleeper = subprocess.Popen(["sleep", "30"], start_new_session=True)
     # a shell named after the profile ($0), kept alive by a second command so it does not exec sleep
-    marked = subprocess.Popen(["/bin/sh", "-c", "sleep 30; :", f"--user-data-dir={tmp_path}"],
-                              start_new_session=True)
+    marked = subprocess.Popen(
+        ["/bin/sh", "-c", "sleep 30; :", f"--user-data-dir={tmp_path}"], start_new_session=True
+    )
     try:
         stand_in = sitecheck.Browser("chromium", tmp_path)
         stand_in.pid = sleeper.pid  # as if it were the browser, leader of its own session

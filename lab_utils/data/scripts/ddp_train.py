@@ -30,18 +30,33 @@ from pathlib import Path
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, type=Path, help="JSON file that rank 0 writes")
-    parser.add_argument("--model", choices=("gpt", "mlp"), default="gpt", help="lab_utils.models.TinyGPT or MLP")
-    parser.add_argument("--steps", type=int, default=20, help="training steps (each one all-reduce of the gradients)")
+    parser.add_argument(
+        "--model", choices=("gpt", "mlp"), default="gpt", help="lab_utils.models.TinyGPT or MLP"
+    )
+    parser.add_argument(
+        "--steps", type=int, default=20, help="training steps (each one all-reduce of the gradients)"
+    )
     parser.add_argument("--batch", type=int, default=8, help="sequences (or rows) per rank per step")
     parser.add_argument("--seed", type=int, default=0, help="seeds the model and the data")
     parser.add_argument("--lr", type=float, default=3e-3, help="AdamW learning rate")
-    parser.add_argument("--compute-steps", type=int, default=5,
-                        help="forward+backward passes timed without the all-reduce (DDP no_sync), before training")
-    parser.add_argument("--allreduce-sizes", type=int, nargs="*", default=[],
-                        help="first time all-reduces of these message sizes in bytes (none by default)")
+    parser.add_argument(
+        "--compute-steps",
+        type=int,
+        default=5,
+        help="forward+backward passes timed without the all-reduce (DDP no_sync), before training",
+    )
+    parser.add_argument(
+        "--allreduce-sizes",
+        type=int,
+        nargs="*",
+        default=[],
+        help="first time all-reduces of these message sizes in bytes (none by default)",
+    )
     parser.add_argument("--allreduce-repeats", type=int, default=5, help="timed rounds per all-reduce size")
     parser.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto")
-    parser.add_argument("--timeout-s", type=float, default=120.0, help="give up on a collective after this long")
+    parser.add_argument(
+        "--timeout-s", type=float, default=120.0, help="give up on a collective after this long"
+    )
     args = parser.parse_args(argv)
     for name in ("steps", "batch"):
         if getattr(args, name) < 1:
@@ -49,7 +64,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     if args.compute_steps < 0 or args.lr <= 0 or args.timeout_s <= 0 or args.allreduce_repeats < 1:
         parser.error("--compute-steps must be >= 0, --lr and --timeout-s > 0, --allreduce-repeats >= 1")
     if any(size < 4 for size in args.allreduce_sizes):
-        parser.error(f"--allreduce-sizes={args.allreduce_sizes}: every size must be >= 4 bytes (one fp32 value)")
+        parser.error(
+            f"--allreduce-sizes={args.allreduce_sizes}: every size must be >= 4 bytes (one fp32 value)"
+        )
     return args
 
 
@@ -89,8 +106,11 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     clock = {"started": time.time()}  # wall-clock marks of this process's phases, for the report
     if "RANK" not in os.environ:
-        print("Launch this script with torchrun, e.g.\n  torchrun --standalone --nproc_per_node 2 "
-              f"{Path(__file__).name} --out result.json", file=sys.stderr)
+        print(
+            "Launch this script with torchrun, e.g.\n  torchrun --standalone --nproc_per_node 2 "
+            f"{Path(__file__).name} --out result.json",
+            file=sys.stderr,
+        )
         return 2
 
     import torch
@@ -116,9 +136,16 @@ def main(argv=None) -> int:
     clock["joined"] = time.time()
     try:
         # 0. Optional: all-reduce time against message size, on the same processes and backend.
-        allreduce = [{"message_bytes": t.message_bytes, "median_s": t.median_s, "min_s": t.min_s}
-                     for t in distributed.time_all_reduce(args.allreduce_sizes, repeats=args.allreduce_repeats,
-                                                          device=device)] if args.allreduce_sizes else []
+        allreduce = (
+            [
+                {"message_bytes": t.message_bytes, "median_s": t.median_s, "min_s": t.min_s}
+                for t in distributed.time_all_reduce(
+                    args.allreduce_sizes, repeats=args.allreduce_repeats, device=device
+                )
+            ]
+            if args.allreduce_sizes
+            else []
+        )
         clock["allreduce_done"] = time.time()
 
         torch.manual_seed(args.seed)  # the same initial weights on every rank (DDP also broadcasts rank 0's)
@@ -176,24 +203,43 @@ def main(argv=None) -> int:
         digest = distributed.parameter_digest(ddp.module)
         digests = [None] * world_size
         parameter_sum = float(sum(p.detach().double().sum() for p in model.parameters()))
-        dist.all_gather_object(digests, {"rank": rank, "host": platform.node(), "device": str(device),
-                                         "digest": digest, "parameter_sum": parameter_sum})
+        dist.all_gather_object(
+            digests,
+            {
+                "rank": rank,
+                "host": platform.node(),
+                "device": str(device),
+                "digest": digest,
+                "parameter_sum": parameter_sum,
+            },
+        )
         mean_losses = torch.stack(losses).to(torch.float64)
         dist.all_reduce(mean_losses)
         mean_losses = (mean_losses / world_size).cpu().tolist()
-        optimizer_state_bytes = sum(t.numel() * t.element_size() for state in optimizer.state.values()
-                                    for t in state.values() if torch.is_tensor(t))
+        optimizer_state_bytes = sum(
+            t.numel() * t.element_size()
+            for state in optimizer.state.values()
+            for t in state.values()
+            if torch.is_tensor(t)
+        )
         if rank == 0:
             import psutil
 
             clock["process_created"] = psutil.Process().create_time()
             result = {
-                "model": args.model, "backend": backend.name, "backend_reason": backend.reason,
-                "world_size": world_size, "nnodes": world_size // local_world_size,
-                "torch": torch.__version__, "threads_per_rank": torch.get_num_threads(),
-                "steps": args.steps, "batch_per_rank": args.batch,
+                "model": args.model,
+                "backend": backend.name,
+                "backend_reason": backend.reason,
+                "world_size": world_size,
+                "nnodes": world_size // local_world_size,
+                "torch": torch.__version__,
+                "threads_per_rank": torch.get_num_threads(),
+                "steps": args.steps,
+                "batch_per_rank": args.batch,
                 "n_params": sum(p.numel() for p in model.parameters()),
-                "gradient_bytes": sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad),
+                "gradient_bytes": sum(
+                    p.numel() * p.element_size() for p in model.parameters() if p.requires_grad
+                ),
                 "optimizer_state_bytes_rank0": optimizer_state_bytes,
                 "ranks": digests,
                 "allreduce": allreduce,

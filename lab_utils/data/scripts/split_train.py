@@ -38,7 +38,9 @@ SPLITS = ("dp", "fsdp", "tp", "pp")
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, type=Path, help="JSON file that rank 0 writes")
-    parser.add_argument("--split", default=",".join(SPLITS), help="comma-separated, from " + ", ".join(SPLITS))
+    parser.add_argument(
+        "--split", default=",".join(SPLITS), help="comma-separated, from " + ", ".join(SPLITS)
+    )
     parser.add_argument("--steps", type=int, default=2, help="optimizer steps per split")
     parser.add_argument("--batch", type=int, default=32, help="sequences per step (all ranks together)")
     parser.add_argument("--microbatches", type=int, default=4, help="pipeline micro-batches per step")
@@ -91,13 +93,14 @@ def adamw(parameters, args):
 
 # --- the four splits: each returns (module whose parameters this rank holds, optimizer, step(step) -> loss)
 
+
 def training(model, args, rank, world):
     """AdamW on ``model``, and a step that trains it on share ``rank`` of ``world`` of the batch."""
     optimizer = adamw(model.parameters(), args)
     share = args.batch // world
 
     def step(index):
-        tokens = batch_of(args, index)[rank * share:(rank + 1) * share]
+        tokens = batch_of(args, index)[rank * share : (rank + 1) * share]
         loss = loss_of(model(tokens), tokens)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -157,8 +160,12 @@ def setup_tp(args, rank, world):
     # qkv's rows are [q | k | v]; a column-wise split must give each rank whole heads of all
     # three, so reorder them to [q0 k0 v0 | q1 k1 v1 | ...] first (the same function).
     order = torch.arange(3 * hidden).view(3, world, hidden // world).transpose(0, 1).reshape(-1)
-    plan = {"attention.qkv": ColwiseParallel(), "attention.proj": RowwiseParallel(),
-            "mlp.layers.0": ColwiseParallel(), "mlp.layers.2": RowwiseParallel()}
+    plan = {
+        "attention.qkv": ColwiseParallel(),
+        "attention.proj": RowwiseParallel(),
+        "mlp.layers.0": ColwiseParallel(),
+        "mlp.layers.2": RowwiseParallel(),
+    }
     for block in model.blocks:
         attention = block.attention
         with torch.no_grad():
@@ -270,9 +277,16 @@ def run_split(name, args, rank, world):
             loss /= world
         losses.append(loss.item())
     held = distributed.held_state_bytes(module, optimizer)
-    return {"losses": losses, "params_bytes": held.params_bytes, "grads_bytes": held.grads_bytes,
-            "optimizer_states_bytes": held.optimizer_states_bytes, "state_bytes": held.total_bytes,
-            "sent_bytes": counted.sent_bytes, "collectives": counted.by_op(), "timing": timing}
+    return {
+        "losses": losses,
+        "params_bytes": held.params_bytes,
+        "grads_bytes": held.grads_bytes,
+        "optimizer_states_bytes": held.optimizer_states_bytes,
+        "state_bytes": held.total_bytes,
+        "sent_bytes": counted.sent_bytes,
+        "collectives": counted.by_op(),
+        "timing": timing,
+    }
 
 
 def main(argv=None) -> int:
@@ -287,17 +301,29 @@ def main(argv=None) -> int:
     rank, world = dist.get_rank(), dist.get_world_size()
     try:
         if args.batch % world or args.batch % args.microbatches:
-            raise SystemExit(f"--batch={args.batch} must divide by {world} ranks and {args.microbatches} micro-batches")
-        result = {"world": world, "steps": args.steps, "batch": args.batch, "microbatches": args.microbatches,
-                  "config": vars(config_of(args)), "torch": torch.__version__, "splits": {}}
+            raise SystemExit(
+                f"--batch={args.batch} must divide by {world} ranks and {args.microbatches} micro-batches"
+            )
+        result = {
+            "world": world,
+            "steps": args.steps,
+            "batch": args.batch,
+            "microbatches": args.microbatches,
+            "config": vars(config_of(args)),
+            "torch": torch.__version__,
+            "splits": {},
+        }
         result["reference_losses"] = reference_losses(args) if rank == 0 else None
         for name in args.split:
             started = time.perf_counter()
             mine = run_split(name, args, rank, world)
             every = [None] * world
             dist.all_gather_object(every, mine)
-            result["splits"][name] = {"losses": every[0]["losses"], "ranks": every,
-                                      "seconds": time.perf_counter() - started}
+            result["splits"][name] = {
+                "losses": every[0]["losses"],
+                "ranks": every,
+                "seconds": time.perf_counter() - started,
+            }
             if name == "pp":  # the share of the stages' time, start to end of the step, spent idle
                 busy_s = sum(r["timing"]["busy_s"] for r in every)
                 result["splits"][name]["bubble"] = 1 - busy_s / sum(r["timing"]["step_s"] for r in every)

@@ -49,8 +49,11 @@ def validate(job_input) -> tuple[str, int]:
     if not isinstance(prompt, str) or not 1 <= len(prompt) <= MAX_PROMPT_CHARS:
         raise ValueError(f"prompt must be a string of 1 to {MAX_PROMPT_CHARS} characters")
     max_new_tokens = job_input.get("max_new_tokens", DEFAULT_NEW_TOKENS)
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) \
-            or not 1 <= max_new_tokens <= MAX_NEW_TOKENS:
+    if (
+        isinstance(max_new_tokens, bool)
+        or not isinstance(max_new_tokens, int)
+        or not 1 <= max_new_tokens <= MAX_NEW_TOKENS
+    ):
         raise ValueError(f"max_new_tokens must be an integer from 1 to {MAX_NEW_TOKENS}")
     return prompt, max_new_tokens
 
@@ -64,7 +67,7 @@ def complete(prompt: str, max_new_tokens: int) -> str:
     new_tokens = []
     with torch.no_grad():
         for _ in range(max_new_tokens):
-            window = torch.tensor([context[-model.config.seq_len:]], device=device)
+            window = torch.tensor([context[-model.config.seq_len :]], device=device)
             next_token = int(model(window)[0, -1].argmax())
             context.append(next_token)
             new_tokens.append(next_token)
