@@ -1062,8 +1062,8 @@ def _cost_serve(args: argparse.Namespace) -> int:
             f"\nAt {args.requests_per_day:,.0f} requests a day (lab_utils.advisor, as `lab-utils pick serve`):"
         )
         for option in advice.options:
-            if option.kind == "gpu" and option.name.split(" x ")[-1] == f"{gpu} always on":
-                cost = "no price" if option.cost_usd is None else _fmt_money(option.cost_usd)
+            if option.kind == "gpu" and option.device == gpu:
+                cost = "no price" if option.cost_per_month_usd is None else _fmt_money(option.cost_per_month_usd)
                 print(
                     f"  {option.name} ({option.precision}): {cost} per month"
                     + (f"; cannot: {option.why}" if option.why else "")

@@ -486,6 +486,7 @@ class FineTuneEstimate:
     n_nodes: int = 1  # servers of max_devices GPUs rented (jobs beyond one server take whole ones)
     attention_flops: float = 0.0  # the attention term, included in flops
     price_date: str = "given"  # the date of the price (YYYY-MM, YYYY or "undated"), "given" when passed in
+    run: RunEstimate | None = None  # the run's hours and dollars as run_estimate priced them
 
     @property
     def gpu_hours(self) -> float:
@@ -499,17 +500,15 @@ class FineTuneEstimate:
 
     @property
     def cost_usd(self) -> float | None:
-        """Dollars: GPU-hours x price per GPU-hour (None without a price)."""
-        if self.usd_per_gpu_hour is None:
-            return None
-        return self.gpu_hours * self.usd_per_gpu_hour
+        """Dollars for the job: GPU-hours x price per GPU-hour (``RunEstimate.cost_per_job_usd``;
+        None without a price)."""
+        return self.run.cost_per_job_usd
 
     @property
     def energy_kwh(self) -> float | None:
-        """kWh the GPUs draw over the job (TDP x ``power_share_of_tdp``, lab_utils.energy; the
-        building's share, PUE, not counted); None without a TDP in the catalog."""
-        tdp_watts = hardware.as_spec(self.gpu).tdp_watts
-        return energy.job_energy_kwh(self.hours, self.n_gpus, tdp_watts) if tdp_watts else None
+        """kWh the GPUs draw over the job (``RunEstimate.energy_per_job_kwh``: TDP x
+        ``power_share_of_tdp``; the building's share, PUE, not counted); None without a TDP."""
+        return self.run.energy_per_job_kwh
 
     @property
     def joules_per_token(self) -> float | None:
@@ -570,6 +569,8 @@ def fine_tune_estimate(
     )
     taken[f"precision.{method}"] = estimate.precision
     needed = _gpus_for(config, estimate, spec) if n_gpus is None else checks.count("n_gpus", n_gpus)
+    if usd_per_gpu_hour is not None:
+        usd_per_gpu_hour = checks.number("usd_per_gpu_hour", usd_per_gpu_hour, strict=False)
     shape = {}
     if (
         config.n_heads is not None or attention_term is not None
@@ -616,6 +617,7 @@ def fine_tune_estimate(
         n_nodes=run.n_servers,
         price_date="given" if given else price.date,
         attention_flops=flops - parameters_only,
+        run=run,
     )
 
 

@@ -29,6 +29,9 @@ LAYERS = {
     ),
     "calculators": (
         "advisor",
+        "advisor_options",
+        "advisor_runs",
+        "advisor_serving",
         "basics",
         "comms",
         "economics",
@@ -66,6 +69,31 @@ LAYERS = {
 """Layer of every module, lowest first. Data: the catalogs in lab_utils/data and the modules that
 read them, with the checks and formatting everything shares. Calculators: pure arithmetic. Measuring:
 torch and the clock, imported inside functions. Faces: what people see (command line, widgets, plots)."""
+
+CALCULATOR_ORDER = (
+    "basics",
+    "energy",
+    "engines",
+    "memory",
+    "offload",
+    "roofline",
+    "comms",
+    "routing",
+    "parallel",
+    "splits",
+    "serverless",
+    "serving",
+    "replica",
+    "economics",
+    "advisor_options",
+    "advisor_runs",
+    "advisor_serving",
+    "advisor",
+    "published",
+)
+"""The order inside the calculator layer, lowest first: each calculator imports only those before
+it. ``basics`` (the shared kernels) at the bottom, imports no other calculator; the advisor
+composes near the top, and ``published`` holds the course's figures against published ones."""
 
 RANK = {module: rank for rank, modules in enumerate(LAYERS.values()) for module in modules}
 NAMES = tuple(LAYERS)
@@ -177,3 +205,37 @@ def test_the_checks_catch_a_planted_cycle():
         "routing": "from lab_utils import parallel\n",
     }
     assert cycles(graph(planted)) == [["parallel", "routing"]]
+
+
+def below_in_order(edges: dict[str, set[str]], order=CALCULATOR_ORDER) -> list[str]:
+    """Each import of a calculator by one not above it in ``order``, as 'a imports b (above it)'."""
+    place = {module: i for i, module in enumerate(order)}
+    return sorted(
+        f"{a} imports {b} (above it in CALCULATOR_ORDER)"
+        for a, targets in edges.items()
+        if a in place
+        for b in targets
+        if b in place and place[b] >= place[a]
+    )
+
+
+def test_every_calculator_has_a_place_in_the_order():
+    calculators = set(LAYERS["calculators"]) & set(_package_sources())
+    missing = sorted(calculators - set(CALCULATOR_ORDER))
+    assert not missing, f"give these calculators a place in CALCULATOR_ORDER and CONTRIBUTING.md: {missing}"
+    assert set(CALCULATOR_ORDER) <= set(LAYERS["calculators"])
+
+
+def test_each_calculator_imports_only_those_below_it():
+    wrong = below_in_order(graph(_package_sources()))
+    assert not wrong, "calculators out of order:\n  " + "\n  ".join(wrong)
+
+
+def test_basics_imports_no_other_calculator():
+    edges = graph(_package_sources())
+    assert not edges["basics"] & set(LAYERS["calculators"])
+
+
+def test_the_order_check_catches_a_planted_import_upwards():
+    planted = {"basics": "from lab_utils import memory\n", "memory": "from lab_utils import basics\n"}
+    assert below_in_order(graph(planted)) == ["basics imports memory (above it in CALCULATOR_ORDER)"]
