@@ -236,8 +236,7 @@ class Verdict:
         name = lambda o: None if o is None else o.name  # noqa: E731
         return {
             "best": name(self.best),
-            "cost_usd": None if self.best is None else _cost(self.best),
-            "period": self.period,
+            f"cost_per_{self.period}_usd": None if self.best is None else _cost(self.best),
             "others": {label: name(o) for label, o in self.others},
             "closed": name(self.closed),
             "text": self.text(),
@@ -339,7 +338,15 @@ class Advice:
             *("#", "option", "n", "fits", "time", f"$ per {self.period}", *extra_headers),
             *(f"kWh per {self.period}", "kg CO2e", "bound", "price date", "why not"),
         )
-        aligns = ("right", "left", "right", "left", "right", "right", *(("left", "left") if serving_job else ()))
+        aligns = (
+            "right",
+            "left",
+            "right",
+            "left",
+            "right",
+            "right",
+            *(("left", "left") if serving_job else ()),
+        )
         note = "time: request latency" if serving_job else "time: wall clock of the job"
         return (
             tabulate(

@@ -41,7 +41,9 @@ def _option(run: economics.RunEstimate, memory_bytes) -> Option:
         bound=run.bound,
         why=None if cost is not None else "no price in the data for this device",
         memory_bytes=memory_bytes,
-        **period_fields("job", cost_usd=cost, energy_kwh=run.energy_per_job_kwh, device_hours=run.device_hours),
+        **period_fields(
+            "job", cost_usd=cost, energy_kwh=run.energy_per_job_kwh, device_hours=run.device_hours
+        ),
         **price_fields(run.price),
     )
 
@@ -287,7 +289,9 @@ def train(
     )
     taken.update(sparse_taken)
     mfu = checks.number("mfu", sparse["mfu"], maximum=1.0)
-    embedding_bytes_per_param = checks.number("embedding_bytes_per_param", sparse["embedding_bytes_per_param"])
+    embedding_bytes_per_param = checks.number(
+        "embedding_bytes_per_param", sparse["embedding_bytes_per_param"]
+    )
     gather_efficiency = checks.number("gather_efficiency", sparse["gather_efficiency"], maximum=1.0)
     dense_params = checks.number("dense_params", dense_params)
     n_examples = checks.number("n_examples", n_examples)

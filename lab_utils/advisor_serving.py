@@ -11,8 +11,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lab_utils import assumptions, basics, checks, economics, energy, engines, hardware, llms, memory, prices
-from lab_utils import serverless, serving
+from lab_utils import (
+    assumptions,
+    basics,
+    checks,
+    economics,
+    energy,
+    engines,
+    hardware,
+    llms,
+    memory,
+    prices,
+    serverless,
+    serving,
+)
 from lab_utils.advisor_options import (
     Advice,
     Option,
@@ -253,13 +265,16 @@ def _always_on(job: _ServeJob, specs, cpu_offer: str) -> list[Option]:
 def _always_on_at(job: _ServeJob, spec, price, precision: str) -> Option:
     single = job.replica_bytes(precision)
     per_replica = devices_needed(single, spec)
-    common = dict(kind=spec.kind, device=spec.name, period="month", price=price, precision=precision, bytes_=single)
+    common = dict(
+        kind=spec.kind, device=spec.name, period="month", price=price, precision=precision, bytes_=single
+    )
     if per_replica == 0 or per_replica > job.max_devices:
         n = max(per_replica, 1)
         why = (
             "does not fit in one server's memory"
             if per_replica == 0
-            else f"needs {per_replica} GPUs per replica: more than one server of {job.max_devices} (max_devices)"
+            else f"needs {per_replica} GPUs per replica: "
+            f"more than one server of {job.max_devices} (max_devices)"
         )
         return not_possible(
             spec.name if n == 1 else f"{n} x {spec.name}", fits=False, n=n, bound="memory", why=why, **common
@@ -398,7 +413,8 @@ def _serverless(
         derived["serverless_starts"] = (
             "plain start "
             + ", ".join(f"{start.total_s:.0f} s in {p}" for p, start in starts_by_precision.items())
-            + f"; a snapshot restore (FlashBoot) {restore.restore_s:g} s for {restore.restore_hit_rate:.0%} of starts"
+            + f"; a snapshot restore (FlashBoot) {restore.restore_s:g} s"
+            + f" for {restore.restore_hit_rate:.0%} of starts"
         )
     return options
 

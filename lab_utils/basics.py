@@ -15,7 +15,7 @@ Each formula that more than one calculator needs has its one owner here; ``memor
 Pure arithmetic: no torch, no clock, no screen. It imports only the data layer.
 
 >>> peak_flops(hardware.get("T4"))
-('fp16', 6.5e13)
+('fp16', 65000000000000.0)
 >>> whole_servers(12, 8)
 (2, 16)
 >>> weight_bytes(8e9, "bf16") / 1e9

@@ -245,7 +245,9 @@ def _serving_inputs(
     api = checks.number("api_cost_per_million", api_cost_per_million, strict=False)
     price = checks.number("usd_per_hour", usd_per_hour, strict=False)
     tokens_per_s = checks.number("tokens_per_s", tokens_per_s)
-    fixed = basics.per_month_usd(checks.number("fine_tune_cost", fine_tune_cost, strict=False), amortize_months)
+    fixed = basics.per_month_usd(
+        checks.number("fine_tune_cost", fine_tune_cost, strict=False), amortize_months
+    )
     always_price = (
         price
         if always_on_usd_per_hour is None
@@ -329,7 +331,9 @@ def breakeven_tokens_per_month(
         return fixed / (api - self_hosted) * 1e6 if api > self_hosted else math.inf
     share = assumptions.resolve(serve_utilisation=utilisation)[0]["serve_utilisation"]
     # tokens one always-on GPU carries a month, at the load basics.always_on_devices allows it
-    capacity = tokens_per_s * SECONDS_PER_HOUR * HOURS_PER_MONTH * checks.number("utilisation", share, maximum=1.0)
+    capacity = (
+        tokens_per_s * SECONDS_PER_HOUR * HOURS_PER_MONTH * checks.number("utilisation", share, maximum=1.0)
+    )
     per_gpu = basics.always_on_per_month_usd(1, always_price)
     api_per_token = api_cost(1, 0, price_in_per_million=api, price_out_per_million=0)
     if api == 0 or capacity * api_per_token <= per_gpu:
@@ -433,7 +437,9 @@ def run_estimate(
     memory_h = 0.0
     if bytes_moved:
         if not spec.bandwidth_bytes_per_s:
-            raise ValueError(f"device={spec.name!r}: the catalog has no memory bandwidth to time the bytes moved")
+            raise ValueError(
+                f"device={spec.name!r}: the catalog has no memory bandwidth to time the bytes moved"
+            )
         efficiency = checks.number("bandwidth_efficiency", bandwidth_efficiency, maximum=1.0)
         memory_h = bytes_moved / (spec.bandwidth_bytes_per_s * efficiency * n_devices) / SECONDS_PER_HOUR
     return RunEstimate(
@@ -596,7 +602,9 @@ def fine_tune_estimate(
         else 0.0
     )
     if run.mfu * (flops + recomputed) / flops > 1:
-        raise ValueError(f"mfu={run.mfu}: with full recomputation the GPUs would execute more than their peak")
+        raise ValueError(
+            f"mfu={run.mfu}: with full recomputation the GPUs would execute more than their peak"
+        )
     price = run.price
     given = usd_per_gpu_hour is not None
     return FineTuneEstimate(
@@ -656,7 +664,8 @@ def _gpus_for(config: llms.LLMConfig, estimate, spec: hardware.Spec) -> int:
 def range_verdict(claimed, low, high, tolerance=None) -> str:
     """Compare a claimed figure with the range [low, high] that sourced figures give.
 
-    'consistent' inside the range widened by ``tolerance`` (default: the ``range_tolerance`` assumption); otherwise 'wrong: Nx too low' or
+    'consistent' inside the range widened by ``tolerance`` (default: the ``range_tolerance``
+    assumption); otherwise 'wrong: Nx too low' or
     'wrong: Nx too high', N measured from the nearer end of the range.
     """
     claimed = checks.number("claimed", claimed)

@@ -115,7 +115,9 @@ def _state_bytes_per_param(precision: str, optimizer: str) -> tuple[float, float
     moments = OPTIMIZERS[optimizer]
     if precision == "mixed":
         return 2, 2, 4 + 4 * moments  # fp32 master copy + fp32 moments
-    value = 4 if precision == "autocast" else basics.bytes_per_value(precision)  # moments stored like the weights
+    value = (
+        4 if precision == "autocast" else basics.bytes_per_value(precision)
+    )  # moments stored like the weights
     return value, value, value * moments
 
 

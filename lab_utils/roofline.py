@@ -44,6 +44,7 @@ DEFAULT_DEVICES = ("T4", "A100 80GB SXM", "H100 SXM", "H200 SXM", "AMD EPYC 9684
 """Catalog devices ``plots.roofline`` draws unless told otherwise: GPUs from a free Colab T4 to an
 H200, and a server CPU."""
 
+
 def _dimensions(**sizes) -> list[int]:
     return [
         checks.count(name, value, what="a positive int (a matrix dimension)") for name, value in sizes.items()

@@ -126,9 +126,15 @@ def test_above_the_break_even_volume_the_h100_beats_the_api():
         output_tokens=OUT,
         **_cheap_serverless(),
     )
-    assert below.option("API: Claude Sonnet 4.5").cost_per_month_usd < below.option("H100 SXM always on").cost_per_month_usd
+    assert (
+        below.option("API: Claude Sonnet 4.5").cost_per_month_usd
+        < below.option("H100 SXM always on").cost_per_month_usd
+    )
     assert above.option("H100 SXM always on").n_devices == 1  # one pod carries this volume
-    assert above.option("H100 SXM always on").cost_per_month_usd < above.option("API: Claude Sonnet 4.5").cost_per_month_usd
+    assert (
+        above.option("H100 SXM always on").cost_per_month_usd
+        < above.option("API: Claude Sonnet 4.5").cost_per_month_usd
+    )
     assert above.option("API: Claude Sonnet 4.5").cost_per_month_usd == pytest.approx(2 * pod_month)
 
 
@@ -374,13 +380,17 @@ def test_device_hours_count_every_gpu_and_price_and_energy_follow_them():
 
     advice = advisor.serve("Llama-3.1-70B", 1000, precision="bf16", **_cheap_serverless())
     multi = [
-        o for o in advice.options if o.kind == "serverless" and o.n_devices > 1 and o.cost_per_month_usd is not None
+        o
+        for o in advice.options
+        if o.kind == "serverless" and o.n_devices > 1 and o.cost_per_month_usd is not None
     ]
     assert multi, "the premise: a 70B model in bf16 needs workers of several GPUs"
     for option in advice.options:
         if option.device_hours_per_month is None or option.cost_per_month_usd is None:
             continue
-        assert option.cost_per_month_usd == pytest.approx(option.device_hours_per_month * option.usd_per_hour), option.name
+        assert option.cost_per_month_usd == pytest.approx(
+            option.device_hours_per_month * option.usd_per_hour
+        ), option.name
     for option in multi:
         klass = prices.serverless_price(option.name.split(",")[0])
         assert option.usd_per_hour == pytest.approx(klass.flex_per_hour)  # per GPU, not per worker

@@ -46,7 +46,9 @@ def test_every_priced_job_option_carries_its_energy():
             option.hours * option.n_devices * spec.tdp_watts * assumptions.value("power_share_of_tdp") / 1e3
         )
         assert option.energy_per_job_kwh == pytest.approx(expected_kwh)
-        assert option.emissions_per_job_kg == pytest.approx(expected_kwh * assumptions.value("grid_kg_co2e_per_kwh"))
+        assert option.emissions_per_job_kg == pytest.approx(
+            expected_kwh * assumptions.value("grid_kg_co2e_per_kwh")
+        )
     assert dict(advice.assumptions)["grid_kg_co2e_per_kwh"] == assumptions.value("grid_kg_co2e_per_kwh")
     assert "kg CO2e" in advice.table()
 
@@ -124,13 +126,17 @@ def test_rank_by_energy_orders_working_options_by_kwh_and_keeps_the_cheapest_ver
     working = [o for o in by_energy.options if o.works]
     priced = [o.energy_per_month_kwh for o in working if o.energy_per_month_kwh is not None]
     assert priced == sorted(priced) and priced
-    assert working[: len(priced)] == [o for o in working if o.energy_per_month_kwh is not None]  # APIs (no kWh) last
+    assert working[: len(priced)] == [
+        o for o in working if o.energy_per_month_kwh is not None
+    ]  # APIs (no kWh) last
     assert all(o.energy_per_month_kwh is None for o in by_energy.options if o.kind == "api")
     assert (
         by_energy.best == advice.best and by_energy.verdict == advice.verdict
     )  # the verdict stays on dollars
     pod = next(o for o in advice.options if o.name == "H100 SXM always on")
-    assert pod.energy_per_month_kwh == pytest.approx(730.0 * 700.0 * assumptions.value("power_share_of_tdp") / 1e3)
+    assert pod.energy_per_month_kwh == pytest.approx(
+        730.0 * 700.0 * assumptions.value("power_share_of_tdp") / 1e3
+    )
     with pytest.raises(ValueError, match="by"):
         advice.ranked("watts")
 

@@ -156,7 +156,11 @@ def test_a_named_engine_reaches_every_face_and_each_answer_names_its_engine():
     for face in (picked, costed["at_load"]):
         assert face["verdict"] == advice.verdict.text()
         assert [(o["name"], o["engine"], o["cost_per_month_usd"]) for o in face["options"]] == [
-            (o.name, o.engine, pytest.approx(o.cost_per_month_usd) if o.cost_per_month_usd is not None else None)
+            (
+                o.name,
+                o.engine,
+                pytest.approx(o.cost_per_month_usd) if o.cost_per_month_usd is not None else None,
+            )
             for o in advice.options
         ]
     assert {o.engine for o in advice.options if o.kind in ("gpu", "cpu", "serverless") and o.fits} == {
@@ -210,9 +214,9 @@ def test_a_7b_model_served_in_int4_on_a_t4_is_the_same_everywhere():  # 6. 7B in
     advice = advisor.serve("Mistral-7B-v0.1", 1000, precision="int4")
     t4 = advice.option("T4 always on")
     assert (t4.n_devices, t4.precision, t4.works) == (1, "int4", True)  # in bf16 it needs two T4s
-    assert {o["name"]: o["cost_per_month_usd"] for o in face["at_load"]["options"]}["T4 always on"] == pytest.approx(
-        t4.cost_per_month_usd
-    )
+    assert {o["name"]: o["cost_per_month_usd"] for o in face["at_load"]["options"]}[
+        "T4 always on"
+    ] == pytest.approx(t4.cost_per_month_usd)
     assert advisor.serve("Mistral-7B-v0.1", 1000, precision="bf16").option("2 x T4 always on").n_devices == 2
     # the advisor left to choose ranks the T4 at the precisions that fit it, and says which it kept
     assert advisor.serve("Mistral-7B-v0.1", 1000).option("T4 always on").precision in ("fp8", "int8", "int4")
