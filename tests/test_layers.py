@@ -6,6 +6,7 @@ still a dependency: it only moves the moment it breaks). A new module must be gi
 and in CONTRIBUTING.md's layer map."""
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -239,3 +240,17 @@ def test_basics_imports_no_other_calculator():
 def test_the_order_check_catches_a_planted_import_upwards():
     planted = {"basics": "from lab_utils import memory\n", "memory": "from lab_utils import basics\n"}
     assert below_in_order(graph(planted)) == ["basics imports memory (above it in CALCULATOR_ORDER)"]
+
+
+def test_contributing_shows_the_order_inside_the_calculators():
+    """CONTRIBUTING.md's picture lists the calculators row by row, top to bottom: read bottom-up and
+    left to right it is CALCULATOR_ORDER."""
+    text = (PACKAGE.parent / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    picture = text.split("```text", 1)[1].split("```", 1)[0]
+    rows = []
+    for line in picture.splitlines():
+        listed = re.split(r"\s{2,}", line.split("calculators", 1)[-1].lstrip(" |").strip())[0]
+        names = [name.strip() for name in listed.split(",")]
+        if names and all(name in CALCULATOR_ORDER for name in names):
+            rows.append(names)
+    assert [name for row in reversed(rows) for name in row] == list(CALCULATOR_ORDER)
