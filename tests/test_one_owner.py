@@ -20,7 +20,7 @@ RULES = {
     ),
     "dollars per million tokens: prices.usd_per_million_tokens, economics.api_cost": (
         r"(usd|price)\w*\s*[*/]\s*1e6|[*/]\s*1e6\s*\*?\s*[\w.]*(usd|price)",
-        {"lab_utils/prices.py", "lab_utils/economics.py"},
+        {"lab_utils/prices.py", "lab_utils/economics.py", "lab_utils/bills.py"},
         "",
     ),
     "bytes per value: basics.bytes_per_value, basics.weight_bytes": (
