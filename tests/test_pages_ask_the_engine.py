@@ -339,3 +339,61 @@ def test_an_edit_of_mfu_single_gpu_in_the_toml_changes_every_faces_answer(tmp_pa
     for face, usd in before.items():
         assert usd == pytest.approx(before["advisor"]), face  # one answer everywhere
         assert after[face] == pytest.approx(2 * usd), face  # and the edit reaches every face
+
+
+def test_notebook_08_exercise_2_says_what_the_engine_gives():
+    """At a 2 s target only the H100, H200 and B200 keep bf16; a 10 s cold start still misses 10 s,
+    a 5 s one meets it and still costs more than the same model per token."""
+    from lab_utils import advisor
+
+    strict = advisor.serve("Llama-3.1-8B", 100_000, latency_target_s=2.0)
+    bf16 = {o.device for o in strict.options if o.works and o.kind == "gpu" and o.precision == "bf16"}
+    assert bf16 == {"H100 SXM", "H200 SXM", "B200"}
+    assert all(o.precision != "bf16" for o in strict.options if o.works and o.kind == "serverless")
+    warm = advisor.serve("Llama-3.1-8B", 1_000, cold_start_s=10.0).option("Runpod serverless H100")
+    assert not warm.works and 10.0 < warm.latency_s < 12.0  # "just above the 10 s target"
+    five = advisor.serve("Llama-3.1-8B", 1_000, cold_start_s=5.0)
+    assert five.cheapest("serverless").cost_per_month_usd > five.cheapest("hosted").cost_per_month_usd
+    text = _text(ROOT / "notebooks/08_choose_your_hardware.ipynb")
+    assert "(H100, H200 and B200) still decode 200 tokens in bf16" in text
+    assert f"decode {_value('output_tokens')} tokens" in text
+
+
+def test_notebook_05_exercise_2_says_what_the_engine_gives():
+    """Haiku: pay per use about even at batch 1, several times cheaper at batch 8, always on far
+    dearer; GPT-4o-mini: about even at batch 8."""
+    from lab_utils import hardware, serving
+
+    rtx4090 = hardware.get("RTX 4090").bandwidth_bytes_per_s
+    efficiency = 191 / economics.decode_tokens_per_s_bound(
+        7e9, bytes_per_param=0.5, bandwidth_bytes_per_s=rtx4090
+    )
+    fine_tune = economics.fine_tune_estimate(
+        "Llama-3.1-8B", _value("fine_tune_tokens"), method="lora", gpu="H100 SXM"
+    )
+    flex = prices.serverless_price("H100")
+
+    def month(api_name, batch):
+        api = prices.api_price(api_name)
+        usd = economics.api_cost(
+            40e6,
+            10e6,
+            price_in_per_million=api.input_per_million,
+            price_out_per_million=api.output_per_million,
+        )
+        served = serving.estimate(
+            "Llama-3.1-8B", device="H100 SXM", batch=batch, prompt_len=800, output_len=200,
+            efficiency=efficiency, engine="bound",
+        )  # fmt: skip
+        return economics.serving_costs(
+            50e6, api_cost_per_million=usd / 50, usd_per_hour=flex.flex_per_hour,
+            tokens_per_s=served.tokens_per_s, fine_tune_cost=fine_tune.cost_usd,
+            always_on_usd_per_hour=flex.active_per_hour,
+        )  # fmt: skip
+
+    one, eight = month("haiku", 1), month("haiku", 8)
+    assert 0.8 < one.pay_per_use_per_month_usd / one.api_per_month_usd < 1.2  # about even
+    assert eight.api_per_month_usd > 3 * eight.pay_per_use_per_month_usd  # several times cheaper
+    assert one.always_on_per_month_usd > 10 * one.api_per_month_usd  # far more
+    mini = month("gpt-4o-mini", 8)
+    assert 0.8 < mini.pay_per_use_per_month_usd / mini.api_per_month_usd < 1.2  # only about breaks even
