@@ -508,9 +508,8 @@ def _compare(args: argparse.Namespace) -> int:
     fig = plots.class_roofline(machines, devices=tuple(args.devices))
     args.output.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.output)
-    print(
-        f"wrote {args.output} ({len(machines)} machine(s){f', {len(skipped)} file(s) skipped' if skipped else ''})"
-    )
+    skipped_note = f", {len(skipped)} file(s) skipped" if skipped else ""
+    print(f"wrote {args.output} ({len(machines)} machine(s){skipped_note})")
     return 0
 
 
@@ -522,7 +521,8 @@ def _add_compare(commands) -> None:
         "compare",
         _compare,
         help="draw the class roofline: many `bench --json` results on one figure beside catalog devices",
-        examples="  lab-utils compare results/*.json   # the pattern is expanded here too (PowerShell does not)\n"
+        examples="  lab-utils compare results/*.json   "
+        "# the pattern is expanded here too (PowerShell does not)\n"
         "  lab-utils compare alice.json bob.json --output room.png --devices T4 'H100 SXM'",
     )
     parser.add_argument(
@@ -723,7 +723,8 @@ def _memory(args: argparse.Namespace) -> int:
         recompute = (
             ""
             if args.method == "inference"
-            else f", {estimate.recompute} recompute, {estimate.attention} attention, {estimate.loss_impl} loss"
+            else f", {estimate.recompute} recompute, {estimate.attention} attention, "
+            f"{estimate.loss_impl} loss"
         )
         say(
             f"{estimate.model}, {estimate.method} in {estimate.precision}, batch {estimate.batch} "
@@ -1059,7 +1060,8 @@ def _cost_serve(args: argparse.Namespace) -> int:
     if advice is not None:
         gpu = hardware.get(args.gpu).name
         print(
-            f"\nAt {args.requests_per_day:,.0f} requests a day (lab_utils.advisor, as `lab-utils pick serve`):"
+            f"\nAt {args.requests_per_day:,.0f} requests a day "
+            "(lab_utils.advisor, as `lab-utils pick serve`):"
         )
         for option in advice.options:
             if option.kind == "gpu" and option.name.split(" x ")[-1] == f"{gpu} always on":
@@ -1131,8 +1133,8 @@ def _cost_breakeven(args: argparse.Namespace) -> int:
             f"({tokens / 1e6:,.1f}M)."
         )
     print(
-        "(a GPU fully busy at --tokens-per-s whenever billed: no cold start, no idle time; for a model's real "
-        "traffic ask `lab-utils pick serve`)"
+        "(a GPU fully busy at --tokens-per-s whenever billed: no cold start, no idle time; "
+        "for a model's real traffic ask `lab-utils pick serve`)"
     )
     _print_assumptions(taken, args)
     return 0

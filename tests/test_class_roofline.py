@@ -112,7 +112,10 @@ def machine(learner, device, kind="cuda", peak_flops=4e12, bandwidth=2.4e11, dty
 
 
 def texts_overlap(fig):
-    """Visible texts (title, axis labels, catalog labels, the legend) outside the figure, and pairs that overlap."""
+    """Visible texts (title, axis labels, catalog labels, the legend) outside the figure.
+
+    Returns those outside and the pairs that overlap.
+    """
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     ax, legend = fig.axes[0], fig.legends[0]
