@@ -484,7 +484,7 @@ def fine_tune_estimate(
     else:  # beyond one server: whole servers, priced as such where the data has one
         n_gpus = n_nodes * per_node
         if usd_per_gpu_hour is None:
-            price = assumptions.device_price(spec, n_gpus=n_gpus)
+            price = assumptions.device_price(spec, n_gpus=n_gpus, max_devices=per_node)
             price_usd, price_source = price.usd_per_hour, f"{price.offer} ({price.source}, {price.date})"
             taken["price_rule"], price_date = price.offer, price.date
     if mfu is None:
