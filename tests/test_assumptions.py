@@ -158,3 +158,27 @@ def test_the_price_rule_honours_the_callers_max_devices(monkeypatch):
         "llama-3.1-8b", 1e8, method="lora", gpu="H100 SXM", n_gpus=4, max_devices=2
     )
     assert (job.n_gpus, job.n_nodes, job.usd_per_gpu_hour) == (4, 2, pair.usd_per_gpu_hour)
+
+
+def test_an_edit_of_the_cuda_context_reaches_memory_when_asked(monkeypatch):
+    """memory reads the cuda_context_* assumptions at call time, not once at import."""
+    from lab_utils import catalogs
+
+    h100 = hardware.get("H100 SXM")
+    before = memory.usable_bytes(h100)
+    data = {name: dict(entry) for name, entry in catalogs.read("assumptions.toml").items()}
+    data["cuda_context_bytes"]["value"] = 1e9
+    monkeypatch.setattr(catalogs, "read", lambda name: data)
+    assumptions._load.cache_clear()
+    try:
+        assert memory.CUDA_CONTEXT_BYTES[1] == 1e9
+        assert memory.usable_bytes(h100) == h100.memory_bytes - 1e9 > before
+    finally:
+        assumptions._load.cache_clear()
+
+
+def test_lora_params_defaults_to_the_lora_assumptions():
+    rank, targets = assumptions.value("lora_rank"), assumptions.value("lora_targets")
+    assert targets == "all-linear"
+    assert memory.lora_params("llama-3.1-8b") == memory.lora_params("llama-3.1-8b", rank, targets)
+    assert memory.lora_params("llama-3.1-8b") > memory.lora_params("llama-3.1-8b", targets="attention")
