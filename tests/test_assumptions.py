@@ -182,3 +182,15 @@ def test_lora_params_defaults_to_the_lora_assumptions():
     assert targets == "all-linear"
     assert memory.lora_params("llama-3.1-8b") == memory.lora_params("llama-3.1-8b", rank, targets)
     assert memory.lora_params("llama-3.1-8b") > memory.lora_params("llama-3.1-8b", targets="attention")
+
+
+def test_the_blended_api_price_takes_the_typical_requests_share():
+    """No output_share assumption of its own: the share written is the typical request's
+    (output_tokens of input_tokens + output_tokens), as the advisor and notebook 08 count it."""
+    from lab_utils import economics
+
+    share = assumptions.value("output_tokens") / (
+        assumptions.value("input_tokens") + assumptions.value("output_tokens")
+    )
+    assert economics.blended_price_per_million(1.0, 5.0) == pytest.approx(1.0 + 4.0 * share)
+    assert "output_share" not in {a.name for a in assumptions.catalog()}
