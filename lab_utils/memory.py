@@ -313,7 +313,7 @@ def _layer_activation_bytes(
 
 
 def llm_activation_bytes(
-    model, *, seq_len, batch=1, recompute: str = "none", attention: str = "sdpa", bytes_per_value=2
+    model, *, seq_len, batch=1, recompute: str = "none", attention: str | None = None, bytes_per_value=2
 ) -> float:
     """Bytes autograd keeps for backward in one forward pass of a whole ``transformers`` model,
     from the embedding output to the loss, logits included.
@@ -322,13 +322,13 @@ def llm_activation_bytes(
     Mistral, Qwen2), as ``transformers`` (5.x) writes these models, dropout off (the Llama
     family has none; GPT-2's 0.1 would add its masks). ``bytes_per_value``: 2 for bf16/fp16
     training, 4 for fp32; softmax statistics, RMSNorm's upcast and the loss stay fp32.
-    ``attention``: one of :data:`ATTENTION` (eager adds the s x s softmax per head and layer).
-    ``recompute`` (gradient checkpointing): "none"; "selective", the attention core recomputed
-    (no s x s term); "full", each block keeps only its input, plus one block's activations,
-    live while its backward runs. Beyond the blocks: the final norm, the LM head's input, and
-    the log-softmax of the logits in fp32 (batch x seq_len x vocab x 4 bytes: 2.1 GB for
-    Llama-3.1-8B at 4,096 tokens), the labels, and the positions. Checked within 10% of what
-    ``transformers`` models save (tests/test_llm_memory.py).
+    ``attention``: one of :data:`ATTENTION` (eager adds the s x s softmax per head and layer;
+    None: the ``attention`` assumption). ``recompute`` (gradient checkpointing): "none";
+    "selective", the attention core recomputed (no s x s term); "full", each block keeps only its
+    input, plus one block's activations, live while its backward runs. Beyond the blocks: the
+    final norm, the LM head's input, and the log-softmax of the logits in fp32 (batch x seq_len x
+    vocab x 4 bytes: 2.1 GB for Llama-3.1-8B at 4,096 tokens), the labels, and the positions.
+    Checked within 10% of what ``transformers`` models save (tests/test_llm_memory.py).
     """
     config = llms.as_config(model)
     if config.family is None:
@@ -337,6 +337,7 @@ def llm_activation_bytes(
         )
     seq_len, batch = checks.count("seq_len", seq_len), checks.count("batch", batch)
     checks.choice("recompute", recompute, RECOMPUTE)
+    attention = assumptions.resolve(attention=attention)[0]["attention"]
     checks.choice("attention", attention, ATTENTION)
     if isinstance(bytes_per_value, bool) or bytes_per_value not in (2, 4):
         raise ValueError(
