@@ -194,3 +194,15 @@ def test_the_blended_api_price_takes_the_typical_requests_share():
     )
     assert economics.blended_price_per_million(1.0, 5.0) == pytest.approx(1.0 + 4.0 * share)
     assert "output_share" not in {a.name for a in assumptions.catalog()}
+
+
+def test_every_price_has_a_date_and_an_undated_one_is_refused():
+    from lab_utils import catalogs
+
+    for record in (*prices.api_prices(), *prices.hourly_prices(), *prices.serverless_prices()):
+        assert catalogs.DATE.match(record.date), (record.name, record.date)
+    row = '[[hourly]]\nname = "x"\nprovider = "p"\nkind = "gpu pod"\nusd_per_hour = 1.0\nsource = "s"\n'
+    for date in ('date = "undated"\n', ""):
+        with pytest.raises(ValueError, match="date"):
+            catalogs.parse(row + date, "hourly", "test", date_key="date")
+    assert catalogs.parse(row + 'date = "2026-12"\n', "hourly", "test", date_key="date")
