@@ -46,9 +46,13 @@ def api_cost(input_tokens, output_tokens, *, price_in_per_million, price_out_per
     return (input_tokens * price_in + output_tokens * price_out) / 1e6
 
 
-def blended_price_per_million(price_in_per_million, price_out_per_million, output_share) -> float:
+def blended_price_per_million(price_in_per_million, price_out_per_million, output_share=None) -> float:
     """Dollars per 1M tokens of traffic in which ``output_share`` (0 to 1) of the tokens are
-    written and the rest read: the API price a workload actually pays per token."""
+    written and the rest read: the API price a workload actually pays per token. None: the share
+    of the typical request, ``output_tokens`` / (``input_tokens`` + ``output_tokens``)."""
+    if output_share is None:
+        request = assumptions.resolve(input_tokens=None, output_tokens=None)[0]
+        output_share = request["output_tokens"] / (request["input_tokens"] + request["output_tokens"])
     output_share = checks.number("output_share", output_share, strict=False, maximum=1.0)
     return api_cost(
         1e6 * (1 - output_share),

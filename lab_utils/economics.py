@@ -273,7 +273,9 @@ def run_estimate(
         regime = "cpu_mfu" if spec.kind == "cpu" else mfu_assumption(n_devices, dtype)
         mfu = taken[regime] = assumptions.value(regime)
     if usd_per_hour is None:
-        price = assumptions.device_price(spec, cpu_offer=cpu_offer, n_gpus=n_devices)
+        price = assumptions.device_price(
+            spec, cpu_offer=cpu_offer, n_gpus=n_devices, max_devices=values["max_devices"]
+        )
         taken["price_rule"] = price.offer
     else:
         price = assumptions.DevicePrice(
@@ -337,7 +339,7 @@ class FineTuneEstimate:
     hardware_flops: float | None = None  # what the GPUs execute: flops + the recomputed forward pass
     n_nodes: int = 1  # servers of max_devices GPUs rented (jobs beyond one server take whole ones)
     attention_flops: float = 0.0  # the attention term, included in flops
-    price_date: str = "given"  # the date of the price (YYYY-MM, YYYY or "undated"), "given" when passed in
+    price_date: str = "given"  # the date of the price (YYYY-MM or YYYY), "given" when passed in
     run: RunEstimate | None = None  # the run's hours and dollars as run_estimate priced them
 
     @property

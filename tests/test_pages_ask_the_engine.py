@@ -397,3 +397,19 @@ def test_notebook_05_exercise_2_says_what_the_engine_gives():
     assert one.always_on_per_month_usd > 10 * one.api_per_month_usd  # far more
     mini = month("gpt-4o-mini", 8)
     assert 0.8 < mini.pay_per_use_per_month_usd / mini.api_per_month_usd < 1.2  # only about breaks even
+
+
+def test_the_cli_suggests_the_best_precision_that_fits(capsys):
+    """An 8B model in bf16 does not fit a T4: the hint names the best precision that does (the
+    first of serving.PRECISIONS after bf16 that fits), not the worst."""
+    from lab_utils import cli, serving
+
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["cost", "serve", "--model", "llama-3.1-8b", "--gpu", "T4"])
+    status, error = stopped.value.code, capsys.readouterr().err
+    fitting = [
+        p
+        for p in serving.PRECISIONS[1:]
+        if serving.max_batch("Llama-3.1-8B", device="T4", context_len=700, precision=p)
+    ]
+    assert status == 2 and fitting and f"(--precision {fitting[0]}, the best of them)" in error
