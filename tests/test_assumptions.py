@@ -69,7 +69,7 @@ def test_the_cli_the_advisor_and_the_widgets_agree_on_one_job(method, capsys):
     from lab_utils.units import format_bytes
 
     advice = advisor.fine_tune("llama-3.1-8b", 1e8, method=method, include_cpus=False)
-    option = next(o for o in advice.options if o.name.split(" x ")[-1] == "H100 SXM")
+    option = next(o for o in advice.options if o.device == "H100 SXM" and o.kind == "gpu")
 
     cost = _cli_out(
         [

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from lab_utils import assumptions, economics, memory, prices
+from lab_utils import assumptions, economics, hardware, memory, prices
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -132,6 +132,31 @@ def _value(name):
     return assumptions.value(name)
 
 
+def _adam_bytes_per_param() -> float:
+    from lab_utils import memory as m
+
+    return m.training_state_bytes(1).total_bytes  # mixed-precision Adam, per parameter
+
+
+def _qlora_70b_nf4_gb() -> float:
+    parts = dict(memory.job_estimate("Llama-3.1-70B", method="qlora").parts)
+    return parts["weights (NF4: block linears)"] / 1e9
+
+
+def _kv_kb_per_token() -> float:
+    from lab_utils import llms, serving
+
+    return serving.kv_bytes_per_sequence(llms.get("Llama-3.1-8B"), context_len=1) / 1e3
+
+
+def _low_traffic_tokens_per_month() -> str:
+    from lab_utils import advisor
+
+    tokens = dict(advisor.serve("Llama-3.1-8B", 1_000).derived)["tokens_per_month"]
+    mantissa, exponent = f"{tokens:.0e}".split("e")
+    return f"{mantissa}x10^{int(exponent)}"
+
+
 PROSE = {
     "book/setup.md": [_setup_pod],
     "notebooks/05_finetuning_economics.ipynb": [
@@ -140,6 +165,18 @@ PROSE = {
             "on one H100"
         ),
         lambda: f"spread over {_words(_value('amortize_months'))}, to the ways that serve your own weights",
+        lambda: f"mixed-precision Adam keeps {_adam_bytes_per_param():.0f} bytes per parameter",
+        lambda: f"activations for one sequence of {_value('seq_len'):,} tokens with full recomputation",
+        lambda: (
+            f"full fine-tuning needs a rack of GPUs to hold {_adam_bytes_per_param():.0f} bytes per parameter"
+        ),
+        lambda: (
+            f"QLoRA on a single {hardware.get('H100 SXM').memory_bytes / 1e9:.0f} GB card"
+            if economics.fine_tune_estimate("Llama-3.1-70B", 1e7, method="qlora", gpu="H100 SXM").n_gpus == 1
+            else "(the engine puts QLoRA of the 70B on more than one H100)"
+        ),
+        lambda: f"{_kv_kb_per_token():.0f} kB per token for Llama-3.1-8B in bf16",
+        lambda: f"beside some {_qlora_70b_nf4_gb():.0f} GB of 4-bit weights",
     ],
     "notebooks/08_choose_your_hardware.ipynb": [
         lambda: f"a ten times smaller one ({_value('fine_tune_tokens') / 1e6:.0f} million tokens)",
@@ -149,6 +186,14 @@ PROSE = {
         ),
         lambda: f"replicas at {_value('serve_utilisation') * 100:.0f} % utilisation",
         lambda: f"`max_devices={_value('max_devices')}`, one server",
+        lambda: f"At 1,000 requests a day (about {_low_traffic_tokens_per_month()} tokens a month)",
+        lambda: (
+            f"({_value('embedding_bytes_per_param'):.0f} bytes per value, "
+            f"{200e9 * _value('embedding_bytes_per_param') / 1e12:.1f} TB)"
+        ),
+        lambda: f"(6·N·D FLOPs, {_adam_bytes_per_param():.0f} bytes per parameter)",
+        lambda: f"does not fit in {_words(_value('max_devices'))} of the largest GPUs",
+        lambda: f"(a LoRA fine-tune of {_value('fine_tune_tokens') / 1e6:.0f} million tokens)",
     ],
 }
 """page -> sentences written from the engine (functions, called at test time)."""
