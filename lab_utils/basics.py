@@ -118,6 +118,25 @@ class DecodeWork:
         return self.weight_bytes + self.kv_bytes
 
 
+def weight_bytes_read(config, tokens, *, weight_bytes_per_param, expert_bytes_per_param=None, skew=0.0):
+    """(bytes, routed expert parameters) one step of ``config`` (an ``llms.LLMConfig``) reads
+    from its weights while ``tokens`` tokens go through it at once: every weight but the routed
+    experts (embeddings, attention, dense MLPs, routers, shared experts, the head) once, in
+    ``weight_bytes_per_param``; in each MoE layer the :func:`experts_touched` experts
+    (``skew``: the router's), in ``expert_bytes_per_param`` (default the same: gpt-oss keeps
+    its experts in MXFP4, the rest in bf16)."""
+    weight = checks.number("weight_bytes_per_param", weight_bytes_per_param)
+    expert = weight if expert_bytes_per_param is None else expert_bytes_per_param
+    expert = checks.number("expert_bytes_per_param", expert)
+    routed = sum(layer.routed_expert_params for layer in config.layers)
+    read = sum(
+        experts_touched(layer.mlp.n_experts, layer.mlp.top_k, tokens, skew=skew) * layer.expert_params
+        for layer in config.layers
+        if layer.mlp.kind == "moe"
+    )
+    return (config.n_params - routed) * weight + read * expert, read
+
+
 def decode_work(
     config,
     *,
@@ -129,29 +148,26 @@ def decode_work(
     skew=0.0,
 ) -> DecodeWork:
     """What one decode step of ``config`` (an ``llms.LLMConfig``) does: ``batch`` sequences
-    with ``context_len`` tokens in their KV caches make one token each. Reads every weight but
-    the routed experts (embeddings, attention, dense MLPs, routers, shared experts, the head)
-    once, each MoE layer's :func:`experts_touched` experts (``skew``: the router's), and each
-    sequence's KV cache (:func:`kv_values_per_sequence`). Routed experts in
-    ``expert_bytes_per_param`` (default ``weight_bytes_per_param``: gpt-oss keeps them in MXFP4)."""
+    with ``context_len`` tokens in their KV caches make one token each. Reads the weights the
+    batch's tokens touch (:func:`weight_bytes_read`) and each sequence's KV cache
+    (:func:`kv_values_per_sequence`); computes 2 FLOPs per active parameter and the attention
+    over the context (:func:`decode_attention_flops`) per sequence."""
     batch = checks.count("batch", batch)
-    weight = checks.number("weight_bytes_per_param", weight_bytes_per_param)
-    expert = weight if expert_bytes_per_param is None else expert_bytes_per_param
-    expert = checks.number("expert_bytes_per_param", expert)
     kv = checks.number("kv_bytes_per_value", kv_bytes_per_value)
-    routed = sum(layer.routed_expert_params for layer in config.layers)
-    read = sum(
-        experts_touched(layer.mlp.n_experts, layer.mlp.top_k, batch, skew=skew) * layer.expert_params
-        for layer in config.layers
-        if layer.mlp.kind == "moe"
+    weight_bytes, read = weight_bytes_read(
+        config,
+        batch,
+        weight_bytes_per_param=weight_bytes_per_param,
+        expert_bytes_per_param=expert_bytes_per_param,
+        skew=skew,
     )
     flops = batch * (2.0 * config.params_per_token + decode_attention_flops(config.layers, context_len))
     return DecodeWork(
         flops=flops,
-        weight_bytes=(config.n_params - routed) * weight + read * expert,
+        weight_bytes=weight_bytes,
         kv_bytes=batch * kv * kv_values_per_sequence(config.layers, context_len),
         experts_read_params=read,
-        expert_params=routed,
+        expert_params=sum(layer.routed_expert_params for layer in config.layers),
     )
 
 
