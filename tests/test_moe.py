@@ -240,3 +240,15 @@ def test_expert_parallelism_spreads_the_experts_and_sends_k_copies_per_moe_layer
     assert rows["EP x16"].network_bytes_per_step > 0 and rows["EP x8 + DP x2"].nvlink_bytes_per_step > 0
     with pytest.raises(ValueError, match="experts"):
         splits.expert_parallel("Llama-3.1-8B", 8, batch=1, seq_len=8)
+
+
+def test_llamacpp_beats_the_capped_formula_but_not_the_experts_touched_bound():
+    from lab_utils import published
+
+    config, spec = llms.get("Qwen3-30B-A3B"), hardware.get("RTX 4090")
+    for tokens in (8, 16):
+        row = published.compare(published.get(f"llamacpp-rtx4090-qwen3-30b-a3b-q4_0-ubatch{tokens}"))
+        capped_s = (
+            min(config.n_params, tokens * config.params_per_token) * 0.5625 / spec.bandwidth_bytes_per_s
+        )
+        assert tokens / capped_s < row.measurement.figure < row.course_value  # min(N, B x active) is beaten
