@@ -211,7 +211,7 @@ def _dense(keys: _Keys, fields: dict) -> dict:
         qk_norm=model_type in ("qwen3", "gemma3_text"),
         norms_per_block=4 if model_type == "gemma3_text" else 2,
         sliding_window=window,
-        layer_types=layer_types,
+        layer_types=() if set(layer_types) == {"sliding" if window else "full"} else layer_types,
     )
 
 
@@ -316,7 +316,7 @@ def _mlp(keys: _Keys, model_type: str, index: int, h: int) -> tuple[MLP, int, in
     a dense layer's width and parameters are filled in by the caller."""
     dense = MLP("dense", 1)
     if model_type in ("qwen2_moe", "qwen3_moe"):
-        experts = keys.need("num_experts")
+        experts = _experts(keys)
         step = keys.int_or("decoder_sparse_step", 1) or 1
         if index in keys.get("mlp_only_layers", []) or experts == 0 or (index + 1) % step:
             return dense, 0, 0
@@ -330,14 +330,17 @@ def _mlp(keys: _Keys, model_type: str, index: int, h: int) -> tuple[MLP, int, in
         first_dense = {"deepseek_v2": 0, "deepseek_v3": 3, "glm4_moe": 1}[model_type]
         if index < keys.int_or("first_k_dense_replace", first_dense):
             return dense, 0, 0
-        experts, top_k = keys.need("n_routed_experts"), keys.need("num_experts_per_tok")
+        experts, top_k = _experts(keys), keys.need("num_experts_per_tok")
         width = keys.need("moe_intermediate_size")
         shared_width = width * keys.int_or("n_shared_experts", 2 if model_type == "deepseek_v2" else 1)
         bias = model_type == "deepseek_v2" and bool(keys.get("mlp_bias", False))
         shared = h * experts + gated_mlp_params(h, shared_width, bias)
-        return MLP("moe", width, experts, top_k, shared_width), shared, gated_mlp_params(h, width, bias)
-    key = "num_experts" if model_type == "olmoe" else "num_local_experts"
-    experts, top_k, width = keys.need(key), keys.need("num_experts_per_tok"), keys.need("intermediate_size")
+        return (
+            MLP("moe", width, experts, top_k, shared_width),
+            shared,
+            gated_mlp_params(h, width),
+        )  # no biases
+    experts, top_k, width = _experts(keys), keys.need("num_experts_per_tok"), keys.need("intermediate_size")
     if model_type == "gpt_oss":  # router and experts with biases
         return (
             MLP("moe", width, experts, top_k),
@@ -345,6 +348,18 @@ def _mlp(keys: _Keys, model_type: str, index: int, h: int) -> tuple[MLP, int, in
             gated_mlp_params(h, width) + 2 * width + h,
         )
     return MLP("moe", width, experts, top_k), h * experts, gated_mlp_params(h, width)
+
+
+_EXPERT_KEYS = ("n_routed_experts", "num_local_experts", "num_experts")  # the names model types use
+
+
+def _experts(keys: _Keys) -> int:
+    """Routed experts per MoE layer, under whichever name the model type gives them."""
+    for key in _EXPERT_KEYS:
+        if keys.data.get(key) is not None:
+            return keys.need(key)
+    usual = {"deepseek_v2": 0, "deepseek_v3": 0, "kimi_k2": 0, "glm4_moe": 0, "mixtral": 1, "gpt_oss": 1}
+    return keys.need(_EXPERT_KEYS[usual.get(keys.model_type, 2)])
 
 
 # --- the checkpoint's precision ------------------------------------------------------------
