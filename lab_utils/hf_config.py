@@ -221,18 +221,15 @@ def _layers(keys: _Keys, fields: dict) -> dict:
     h, n_layers = fields["hidden"], fields["n_layers"]
     window, layer_types = _window_layers(keys, n_layers)
     attention, attention_params, bias = _attention(keys, fields, model_type)
-    dense_width = keys.int_or("intermediate_size", None)
-    layers, ffn_hidden = [], None
+    layers, ffn_hidden = [], keys.int_or("intermediate_size", None)
     for index, kind in enumerate(layer_types):
-        mlp, shared, expert = _mlp(keys, model_type, index, h)
-        if mlp.kind == "dense":
-            if dense_width is None:
-                keys.need("intermediate_size")
-            mlp = MLP("dense", dense_width)
-            shared = gated_mlp_params(
-                h, dense_width, bias=model_type == "deepseek_v2" and keys.get("mlp_bias", False)
-            )
-        else:
+        parts = _moe(keys, model_type, index, h)
+        if parts is None:  # a dense layer
+            width = keys.need("intermediate_size")
+            bias = model_type == "deepseek_v2" and bool(keys.get("mlp_bias", False))
+            parts = MLP("dense", width), gated_mlp_params(h, width, bias), 0
+        mlp, shared, expert = parts
+        if mlp.kind == "moe":
             ffn_hidden = mlp.intermediate
         layer_attention = attention
         if kind == "sliding" and attention.kind != "mla":
@@ -241,7 +238,7 @@ def _layers(keys: _Keys, fields: dict) -> dict:
     vocab = fields["vocab_size"]
     return dict(
         family=None,
-        ffn_hidden=ffn_hidden or dense_width,
+        ffn_hidden=ffn_hidden,
         attention_bias=bias,
         sliding_window=window,
         layer_types=layer_types,
@@ -311,15 +308,14 @@ def _mla(keys: _Keys, fields: dict, bias: bool) -> tuple[Attention, int, bool]:
     return attention, params, bias
 
 
-def _mlp(keys: _Keys, model_type: str, index: int, h: int) -> tuple[MLP, int, int]:
-    """Layer ``index``'s MLP: (MLP, router + shared parameters, one routed expert's parameters);
-    a dense layer's width and parameters are filled in by the caller."""
-    dense = MLP("dense", 1)
+def _moe(keys: _Keys, model_type: str, index: int, h: int) -> tuple[MLP, int, int] | None:
+    """Layer ``index``'s mixture of experts: (MLP, router + shared parameters, one routed
+    expert's parameters), or None where the model type puts a dense MLP."""
     if model_type in ("qwen2_moe", "qwen3_moe"):
         experts = _experts(keys)
         step = keys.int_or("decoder_sparse_step", 1) or 1
         if index in keys.get("mlp_only_layers", []) or experts == 0 or (index + 1) % step:
-            return dense, 0, 0
+            return None
         width, top_k = keys.need("moe_intermediate_size"), keys.need("num_experts_per_tok")
         shared_width = keys.need("shared_expert_intermediate_size") if model_type == "qwen2_moe" else 0
         shared = h * experts + (
@@ -329,7 +325,7 @@ def _mlp(keys: _Keys, model_type: str, index: int, h: int) -> tuple[MLP, int, in
     if model_type in ("deepseek_v2", "deepseek_v3", "glm4_moe"):
         first_dense = {"deepseek_v2": 0, "deepseek_v3": 3, "glm4_moe": 1}[model_type]
         if index < keys.int_or("first_k_dense_replace", first_dense):
-            return dense, 0, 0
+            return None
         experts, top_k = _experts(keys), keys.need("num_experts_per_tok")
         width = keys.need("moe_intermediate_size")
         shared_width = width * keys.int_or("n_shared_experts", 2 if model_type == "deepseek_v2" else 1)

@@ -126,7 +126,12 @@ class LLMConfig:
             active = (
                 self.embedding_params + sum(layer.active_params for layer in self.layers) + self.head_params
             )
-            object.__setattr__(self, "n_active_params", active if self.is_moe else None)
+            active = active if self.is_moe else None
+            if self.n_active_params not in (None, active):
+                raise ValueError(
+                    f"{self.name}: n_active_params={self.n_active_params!r} but its layers count {active}"
+                )
+            object.__setattr__(self, "n_active_params", active)
         elif self.n_params is None:
             raise ValueError(
                 f"{self.name}: give n_params, layers (llms.from_hf_config) "
