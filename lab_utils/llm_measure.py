@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from lab_utils import checks, llms, torch_compat
+from lab_utils import assumptions, checks, llms, torch_compat
 
 __all__ = ["SavedTensor", "hf_config", "random_model", "saved_tensors"]
 
@@ -88,10 +88,10 @@ def _stored_keys(config: llms.LLMConfig) -> tuple[str, dict]:
     return kind, keys
 
 
-def hf_config(model, *, attention: str = "sdpa", **overrides):
+def hf_config(model, *, attention: str | None = None, **overrides):
     """A ``transformers`` config with the shapes of ``model`` (a catalog name, a config.json path
     or an LLMConfig: :func:`llms.resolve`), ``attn_implementation`` set to ``attention``
-    ("eager" or "sdpa"), no KV cache; ``overrides`` are config.json keys (e.g.
+    ("eager" or "sdpa"; None: the ``attention`` assumption), no KV cache; ``overrides`` are config.json keys (e.g.
     ``num_hidden_layers=2``). GPT-2's dropout is off, as ``memory.llm_activation_bytes``
     assumes (give ``attn_pdrop`` etc. to turn it on); gpt-oss is always "eager" (transformers
     has no SDPA path for its attention sinks). A family model (GPT-2, Llama layout) is
@@ -99,6 +99,7 @@ def hf_config(model, *, attention: str = "sdpa", **overrides):
     from transformers import AutoConfig
 
     config = llms.resolve(model)
+    attention = assumptions.resolve(attention=attention)[0]["attention"]
     checks.choice("attention", attention, ("eager", "sdpa"))
     if config.family is not None:
         kind = _model_type(config)
