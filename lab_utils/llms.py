@@ -138,6 +138,9 @@ class LLMConfig:
                 f"or a family ({', '.join(FAMILIES)})"
             )
 
+    def __str__(self) -> str:
+        return self.name
+
     @property
     def head_dim(self) -> int | None:
         """Features per query/key head: config.json's head_dim where it gives one (Qwen3, Gemma 3,
