@@ -25,11 +25,16 @@ def run(argv, capsys):
 
 
 @pytest.mark.parametrize("case", SMALL, ids=str)
-def test_memory_and_pick_serve_answer_for_a_config_of_every_model_type(case, tmp_path, capsys):
-    path = write_config(tmp_path, case)
-    status, out, err = run(["memory", "--model", path, "--json"], capsys)
+def test_memory_answers_for_a_config_of_every_model_type(case, tmp_path, capsys):
+    status, out, err = run(["memory", "--model", write_config(tmp_path, case), "--json"], capsys)
     assert status in (0, None), err
-    assert json.loads(out)
+    assert json.loads(out)["total_bytes"] > 0
+
+
+@pytest.mark.slow  # the advisor weighs every GPU and offer: about 1.4 s a model here, 20 s in all
+@pytest.mark.parametrize("case", SMALL, ids=str)
+def test_pick_serve_answers_for_a_config_of_every_model_type(case, tmp_path, capsys):
+    path = write_config(tmp_path, case)
     status, out, err = run(["pick", "serve", "--model", path, "--requests-per-day", "1000", "--json"], capsys)
     assert status in (0, None), err
     assert json.loads(out)
