@@ -10,6 +10,7 @@ a ValueError names the missing one. Keys transformers gives a default for take t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -51,6 +52,7 @@ layout (transformers builds it as deepseek_v3)."""
 _HEAD_DIM_DEFAULTS = {"qwen3": 128, "gemma3_text": 256, "gpt_oss": 64}  # transformers' class defaults
 _TIED_DEFAULTS = {"gpt2": True, "gemma3_text": True}
 _SLIDING_DEFAULTS = {"mistral": 4096, "gemma3_text": 4096, "gpt_oss": 128}
+_QWEN_TYPES = ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe")
 _BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 _DTYPE_NAMES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 
@@ -176,12 +178,7 @@ def _window_layers(keys: _Keys, n_layers: int) -> tuple[int | None, tuple[str, .
     """The sliding window and each layer's attention kind ("full" or "sliding"), as the model
     type's transformers config lays them out."""
     model_type = keys.model_type
-    if model_type in (
-        "qwen2",
-        "qwen3",
-        "qwen2_moe",
-        "qwen3_moe",
-    ):  # sliding only when asked, above max_window_layers
+    if model_type in _QWEN_TYPES:  # sliding only when asked, from layer max_window_layers on
         window = keys.int_or("sliding_window", None) if keys.get("use_sliding_window", False) else None
         first = keys.int_or("max_window_layers", n_layers)
         return window, tuple("sliding" if window and i >= first else "full" for i in range(n_layers))
@@ -233,7 +230,7 @@ def _layers(keys: _Keys, fields: dict) -> dict:
             ffn_hidden = mlp.intermediate
         layer_attention = attention
         if kind == "sliding" and attention.kind != "mla":
-            layer_attention = Attention("sliding", **_heads(attention), window=window)
+            layer_attention = dataclasses.replace(attention, kind="sliding", window=window)
         layers.append(Layer(layer_attention, mlp, attention_params + 2 * h, shared, expert))
     vocab = fields["vocab_size"]
     return dict(
@@ -245,15 +242,6 @@ def _layers(keys: _Keys, fields: dict) -> dict:
         layers=tuple(layers),
         embedding_params=vocab * h,
         head_params=h + (0 if fields["tied_embeddings"] else vocab * h),
-    )
-
-
-def _heads(attention: Attention) -> dict:
-    return dict(
-        n_heads=attention.n_heads,
-        n_kv_heads=attention.n_kv_heads,
-        head_dim=attention.head_dim,
-        v_head_dim=attention.v_head_dim,
     )
 
 

@@ -201,3 +201,18 @@ def test_hf_repo_ids_say_how_to_pass_a_file_when_the_hub_is_out_of_reach(monkeyp
     monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # not installed
     with pytest.raises(ValueError, match="huggingface_hub is not installed"):
         llms.resolve("hf:Qwen/Qwen3-8B")
+
+
+def test_a_layer_that_cannot_be_is_refused():
+    with pytest.raises(ValueError, match="attention kinds are full, sliding, mla"):
+        llms.Attention("linear", 4, 4, 16, 16)
+    with pytest.raises(ValueError, match="window"):
+        llms.Attention("sliding", 4, 4, 16, 16)
+    with pytest.raises(ValueError, match="kv_lora_rank"):
+        llms.Attention("mla", 4, 4, 16, 16)
+    with pytest.raises(ValueError, match="top_k=9 must be 1 to n_experts=8"):
+        llms.MLP("moe", 32, n_experts=8, top_k=9)
+    # a MoE layer: router + shared 100, 8 experts of 10, 2 per token
+    layer = llms.Layer(llms.Attention("full", 4, 2, 16, 16), llms.MLP("moe", 4, 8, 2), 50, 100, 10)
+    assert (layer.routed_expert_params, layer.params, layer.active_params) == (80, 230, 170)
+    assert layer.attention.kv_values_per_token == 2 * (16 + 16)
