@@ -356,15 +356,19 @@ def checkpoint(data: dict, n_params: int, expert_params: int, kept: int) -> Chec
     (under 0.1% of the parameters of every catalog model).
 
     - no ``quantization_config``: ``torch_dtype`` (or ``dtype``) for every parameter, None if absent;
-    - ``quant_method`` "fp8" with ``weight_block_size`` [a, b] (DeepSeek-V3, Kimi K2: [128, 128]):
-      one byte per weight and one fp32 scale per a x b block, on every linear layer of the blocks;
+    - ``quant_method`` "fp8" with ``weight_block_size`` [a, b]: one byte per weight and one fp32
+      scale per a x b block, on every linear layer of the blocks (DeepSeek-AI, "DeepSeek-V3
+      Technical Report", arXiv 2412.19437, 2024-12: 128 x 128 blocks; Kimi K2 the same);
     - "mxfp4" (gpt-oss): the routed experts' matrices in MXFP4, 4 bits per value and one 8-bit
-      scale per 32 values (OCP Microscaling Formats v1.0, 2023-09), 4.25 bits; the rest bf16
-      (``modules_to_not_convert``: attention, router, embeddings, head);
-    - "awq" and "gptq": ``bits`` per weight, and per ``group_size`` weights one fp16 scale and one
-      packed ``bits``-wide zero point (AutoAWQ's and AutoGPTQ's layouts), on the blocks' linear layers;
-    - "compressed-tensors": its first config group's ``num_bits`` and ``group_size``, a bf16 scale
-      per group, on the linear layers its ``ignore`` list does not name (llm-compressor's layout).
+      scale per 32 values, 4.25 bits (Open Compute Project, "OCP Microscaling Formats (MX)
+      Specification" v1.0, 2023-09); the rest bf16 (``modules_to_not_convert``: attention,
+      router, embeddings, head);
+    - "awq" and "gptq": ``bits`` per weight and, per ``group_size`` weights, one fp16 scale and
+      one packed ``bits``-wide zero point, on the blocks' linear layers (the layouts of AutoAWQ
+      and AutoGPTQ for Lin et al., arXiv 2306.00978, and Frantar et al., arXiv 2210.17323);
+    - "compressed-tensors": its first config group's ``num_bits`` and ``group_size`` with a bf16
+      scale per group, on the linear layers its ``ignore`` list does not name (the attention's
+      entry decides for every non-expert layer) (vLLM's llm-compressor format).
     """
     base_name = data.get("torch_dtype") or data.get("dtype")
     base = _BYTES.get(base_name, 2)
