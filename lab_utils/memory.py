@@ -808,10 +808,13 @@ def param_count_parts(n_params, method: str, precision: str | None = None) -> tu
     """What a bare parameter count tells of a job's memory, part by part (bytes): the weights in
     ``precision`` (default the method's), and for "full" the gradients and optimizer state
     (:func:`training_state_parts`). Adapters, activations and the KV cache need the model's shape
-    (:func:`job_estimate`): the total is a lower bound."""
+    (:func:`job_estimate`): the total is a lower bound. A bare count has no checkpoint to read:
+    "checkpoint" (the inference default) counts its weights in bf16, as most are published."""
     checks.choice("method", method, JOB_METHODS)
     precision = assumptions.resolve(**{f"precision__{method}": precision})[0][f"precision.{method}"]
     checks.choice("precision", precision, _precisions_for(method))
+    if precision == "checkpoint":
+        precision = "bf16"
     if method == "full":
         return tuple(training_state_parts(n_params, precision))
     return (("weights", weight_bytes(n_params, precision)),)
