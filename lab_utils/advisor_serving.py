@@ -91,6 +91,7 @@ def serve(
     and the others under their own names. ValueError when the
     catalog cannot size the model's KV cache (``serving.sizable``).
     """
+    given = {name: value for name, value in locals().items() if value is not None}  # as the caller gave them
     if not isinstance(model, (str, llms.LLMConfig)):
         raise TypeError(
             f"model must be a model name from lab_utils.llms, got {type(model).__name__} {model!r}"
@@ -161,11 +162,6 @@ def serve(
         f"{job.output_tokens} out) tokens = {tokens_per_month:.3g} tokens/month"
     )
     derived["tokens_per_month"] = tokens_per_month
-    given = dict(model=model, requests_per_day=requests_per_day, input_tokens=input_tokens)
-    given.update(output_tokens=output_tokens, latency_target_s=latency_target_s, precision=precision)
-    given.update(batch=batch, utilisation=utilisation, efficiency=efficiency, max_devices=max_devices)
-    given.update(cpu_offer=cpu_offer if values["cpu_offer"] != cpu_offer else None, cold_start_s=cold_start_s)
-    given.update(engine=engine, devices=devices)
     return Advice.ranking(
         label,
         "month",
@@ -174,7 +170,7 @@ def serve(
             *taken.items(),
             *((name, assumptions.value(name)) for name in ("power_share_of_tdp", "grid_kg_co2e_per_kwh")),
         ),
-        given=tuple((k, v) for k, v in given.items() if v is not None),
+        given=tuple(given.items()),
         derived=tuple(derived.items()),
     )
 

@@ -411,3 +411,25 @@ def test_devices_narrows_the_options_and_keeps_their_figures():
         assert full.option(option.name).cost_per_month_usd == pytest.approx(option.cost_per_month_usd)
     with pytest.raises(TypeError, match="devices"):
         advisor.serve("Llama-3.1-8B", 1000, devices="H100 SXM")
+
+
+def test_advice_keeps_assumptions_taken_apart_from_values_given_and_results_derived():
+    advice = advisor.serve("Llama-3.1-8B", 1000, latency_target_s=10, cpu_offer="AWS c5.24xlarge")
+    taken, given, derived = dict(advice.assumptions), dict(advice.given), dict(advice.derived)
+    assert given["latency_target_s"] == 10 and given["cpu_offer"] == "AWS c5.24xlarge"
+    assert "latency_target_s" not in taken and "cpu_offer" not in taken and "input_tokens" in taken
+    assert all(assumptions.get(name) for name in taken)  # every one an assumption of the TOML
+    assert "tokens_per_month" in derived and "tokens_per_month" not in taken
+    job = advisor.fine_tune("Llama-3.1-8B", 1e8, method="lora")
+    assert set(dict(job.derived)) == {"memory_bytes", "flops"} and dict(job.given)["method"] == "lora"
+    assert "default_method" not in dict(job.assumptions)
+
+
+def test_options_name_their_device_and_period():
+    job = advisor.fine_tune("Llama-3.1-70B", 1e7, method="full", include_cpus=False)
+    for option in job.options:
+        assert option.period == "job" and option.cost_per_month_usd is None
+        assert option.device in option.name  # "24 x H100 SXM (3 servers)" runs on device "H100 SXM"
+    month = advisor.serve("Llama-3.1-8B", 1000)
+    assert all(o.period == "month" and o.cost_per_job_usd is None for o in month.options)
+    assert {o.device for o in month.options if o.kind in ("api", "hosted")} == {None}
