@@ -177,6 +177,7 @@ PROSE = {
         ),
         lambda: f"{_kv_kb_per_token():.0f} kB per token for Llama-3.1-8B in bf16",
         lambda: f"beside some {_qlora_70b_nf4_gb():.0f} GB of 4-bit weights",
+        lambda: f"on RTX A6000s ({hardware.get('RTX A6000').memory_bytes / 1e9:.0f} GB)",
     ],
     "notebooks/08_choose_your_hardware.ipynb": [
         lambda: f"a ten times smaller one ({_value('fine_tune_tokens') / 1e6:.0f} million tokens)",
@@ -186,6 +187,7 @@ PROSE = {
         ),
         lambda: f"replicas at {_value('serve_utilisation') * 100:.0f} % utilisation",
         lambda: f"`max_devices={_value('max_devices')}`, one server",
+        lambda: f"CPU servers are priced per core from the {_value('cpu_offer')} offer",
         lambda: f"At 1,000 requests a day (about {_low_traffic_tokens_per_month()} tokens a month)",
         lambda: (
             f"({_value('embedding_bytes_per_param'):.0f} bytes per value, "
