@@ -7,6 +7,7 @@ Pure arithmetic: no torch, no clock, no screen. It imports only the data layer.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from lab_utils import checks
@@ -135,6 +136,17 @@ def weight_bytes_read(config, tokens, *, weight_bytes_per_param, expert_bytes_pe
         if layer.mlp.kind == "moe"
     )
     return (config.n_params - routed) * weight + read * expert, read
+
+
+def held_weight_bytes(config, *, weight_bytes_per_param, expert_bytes_per_param=None) -> float:
+    """Bytes of every weight of ``config`` in memory: :func:`weight_bytes_read` with every expert
+    touched (a mixture of experts holds them all)."""
+    return weight_bytes_read(
+        config,
+        math.inf,
+        weight_bytes_per_param=weight_bytes_per_param,
+        expert_bytes_per_param=expert_bytes_per_param,
+    )[0]
 
 
 def decode_work(
