@@ -380,7 +380,7 @@ def _serverless(
         candidates, starts = [], {}
         for precision in job.precisions_for(spec):
             start = starts[precision] = serverless.cold_start(
-                basics.weight_bytes(job.config.n_params, precision)
+                memory.job_estimate(job.config, "inference", precision, batch=1, seq_len=1).part("weights")
             )
             if cold_start_s is None:
                 taken.update(start.assumptions)

@@ -262,6 +262,17 @@ def weight_bytes_read(config, tokens, *, weight_bytes_per_param, expert_bytes_pe
     return (config.n_params - routed) * weight + read * expert, read
 
 
+def held_weight_bytes(config, *, weight_bytes_per_param, expert_bytes_per_param=None) -> float:
+    """Bytes of every weight of ``config`` in memory: :func:`weight_bytes_read` with every expert
+    touched (a mixture of experts holds them all)."""
+    return weight_bytes_read(
+        config,
+        math.inf,
+        weight_bytes_per_param=weight_bytes_per_param,
+        expert_bytes_per_param=expert_bytes_per_param,
+    )[0]
+
+
 def decode_work(
     config,
     *,

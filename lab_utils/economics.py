@@ -500,7 +500,7 @@ def _gpus_for(config: llms.LLMConfig, estimate, spec: hardware.Spec) -> int:
     parameter over the GPUs plus the largest module gathered), beside what each GPU holds besides
     the model state (its activations and the loss at its peak)."""
     n_gpus = memory.gpus_needed(estimate.total_bytes, spec)
-    if estimate.method != "full" or n_gpus == 1 or config.family is None:
+    if estimate.method != "full" or n_gpus == 1 or not config.layers:
         return n_gpus
     state = sum(estimate.part(label) for label in ("weights", "gradients", "optimizer states"))
     per_gpu = estimate.total_bytes - state

@@ -634,12 +634,11 @@ def checkpoint_weight_bytes(model) -> float:
     checkpoint = config.checkpoint
     if checkpoint is None:
         return weight_bytes(config.n_params, "bf16")
-    return basics.weight_bytes_read(
+    return basics.held_weight_bytes(
         config,
-        math.inf,
         weight_bytes_per_param=checkpoint.other_bytes_per_param,
         expert_bytes_per_param=checkpoint.expert_bytes_per_param,
-    )[0]
+    )
 
 
 def kv_layout(model) -> str:

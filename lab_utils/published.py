@@ -143,7 +143,7 @@ def training_tokens_per_s(*, model, device, method="full", dtype="bf16", mfu=Non
     """Training tokens/s per device: peak[dtype] x MFU / training FLOPs per token
     (:func:`economics.training_flops`, :func:`economics.training_hours`); ``mfu`` None is the
     ``mfu`` assumption."""
-    n_params = llms.as_config(model).n_params
+    n_params = llms.as_config(model).params_per_token  # compute counts the active parameters
     mfu = assumptions.resolve(mfu=mfu)[0]["mfu"]
     tokens = 1e9
     hours = economics.training_hours(

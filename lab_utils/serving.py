@@ -158,12 +158,11 @@ def resolve_precision(
 
 def _all_weight_bytes(config: llms.LLMConfig, served: Precision) -> float:
     """Bytes of every weight of ``config`` served in ``served`` (the routed experts in theirs)."""
-    return basics.weight_bytes_read(
+    return basics.held_weight_bytes(
         config,
-        math.inf,
         weight_bytes_per_param=served.weight_bytes_per_param,
         expert_bytes_per_param=served.expert_bytes_per_param,
-    )[0]
+    )
 
 
 def sizable(model) -> str | None:
