@@ -4,8 +4,9 @@ website served on 127.0.0.1, a fresh browser profile.
 
 Prints, in seconds: the first answer after opening; each later ``memory`` and ``cost`` answer
 (the sequence length changed); ``pick serve`` at 100,000 requests a day; a second visit's first
-answer (same profile, so whatever the page cached); and the longest task that held the page's
-own thread while Python computed (the longest gap between 20 ms ticks) (the page cannot scroll or take a key press meanwhile).
+answer (same profile, so whatever the page cached); and, while Python computed, the longest
+time the page's own thread was held (the longest gap between ticks asked for every 20 ms): the
+page cannot scroll or take a key press meanwhile.
 
     python scripts/bench_live_calculators.py _build/strict/_build/html [--throttle 4] [--json out.json]
 
@@ -56,7 +57,11 @@ CHANGE_JS = """
   });
   // the page's own thread: the longest gap between ticks asked for every 20 ms
   let last = performance.now(), longest = 0;
-  const ticker = setInterval(() => { const now = performance.now(); longest = Math.max(longest, now - last); last = now; }, 20);
+  const ticker = setInterval(() => {
+    const now = performance.now();
+    longest = Math.max(longest, now - last);
+    last = now;
+  }, 20);
   for (const [name, value] of Object.entries(values)) {
     form.elements[name].value = value;
     form.elements[name].dispatchEvent(new Event("change", {bubbles: true}));
@@ -105,14 +110,18 @@ def run(html: Path, throttle: float, timeout_s: float = 180) -> dict:
             browser.call("Page.navigate", {"url": "about:blank"}, session_id=tab)
             time.sleep(1)
             second = open_page(browser, tab, url, throttle, timeout_s)
-            results["second_visit_first_answer_s"] = second["firstAnswerMs"] and second["firstAnswerMs"] / 1000
+            results["second_visit_first_answer_s"] = (
+                second["firstAnswerMs"] and second["firstAnswerMs"] / 1000
+            )
         finally:
             browser.close()
     return results
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("html", type=Path, help="the built website's folder (holds book/calculators.html)")
     parser.add_argument("--throttle", type=float, default=4.0, help="CPU slow-down factor (default 4)")
     parser.add_argument("--repeat", type=int, default=1, help="runs, each with a fresh profile")

@@ -49,7 +49,13 @@ HERE = Path(__file__).parent
 GENERATED = Path("book") / "_generated" / "live-static"  # served as _static/ (live/ inside)
 GENERATED_ROOT = Path("book") / "_generated" / "live-root"  # copied to the site's root (the service worker)
 SERVICE_WORKER = "live-calculators-sw.js"
-PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
+PYODIDE_FILES = (
+    "pyodide.mjs",
+    "pyodide.asm.mjs",
+    "pyodide.asm.wasm",
+    "python_stdlib.zip",
+    "pyodide-lock.json",
+)
 PURE_DEPENDENCIES = (
     "tabulate",
 )  # what lab_utils.cli needs beyond the standard library, for memory/cost/pick
@@ -254,17 +260,21 @@ def form_html(root: Path) -> str:
         f'<label>Model <select name="model">{_options(models, START["model"])}</select></label>'
         f'<label>GPU <select name="gpu">{_options(gpus, START["gpu"])}</select></label>'
         f'<label>Method <select name="method">{_options(METHODS, START["method"])}</select></label>'
-        f'<label>Sequence length (tokens) <input name="seq_len" type="number" min="1" step="1" value="{seq_len}"></label>'
-        f'<label>Training tokens <input name="tokens" type="text" inputmode="decimal" value="{START["tokens"]}"></label>'
-        f'<label>Requests per day <input name="requests_per_day" type="number" min="1" value="{START["requests_per_day"]}">'
+        '<label>Sequence length (tokens) <input name="seq_len" type="number" min="1" step="1" '
+        f'value="{seq_len}"></label>'
+        '<label>Training tokens <input name="tokens" type="text" inputmode="decimal" '
+        f'value="{START["tokens"]}"></label>'
+        '<label>Requests per day <input name="requests_per_day" type="number" min="1" '
+        f'value="{START["requests_per_day"]}">'
         "</label>"
-        '<label class="live-own-model">Your own model: paste its <code>config.json</code> (Hugging Face) or drop '
-        'the file here; every answer is then for it (empty: the model chosen above)'
+        '<label class="live-own-model">Your own model: paste its <code>config.json</code> (Hugging Face) '
+        "or drop the file here; every answer is then for it (empty: the model chosen above)"
         '<textarea name="config" rows="3" spellcheck="false" placeholder="{&quot;model_type&quot;: ...}">'
         "</textarea></label></form>"
-        f'<p class="live-status" role="status">Loading Python in this page ({download_bytes(root) / 1e6:.0f} MB, '
-        "once; nothing is sent "
-        "anywhere). The commands below follow your choices already; their answers appear when it has loaded.</p>"
+        '<p class="live-status" role="status">Loading Python in this page '
+        f"({download_bytes(root) / 1e6:.0f} MB, "
+        "once; nothing is sent anywhere). The commands below follow your choices already; "
+        "their answers appear when it has loaded.</p>"
         f"{sections}"
         "<noscript><p>These calculators need JavaScript. The same answers come from the "
         "<code>lab-utils</code> command shown above each one.</p></noscript></div>"
