@@ -67,7 +67,7 @@
     const inference = method === "inference";
     return {
       memory: ["memory", "--model", model, "--method", method, "--seq-len", seqLen],
-      cost: inference ? ["cost", "serve", "--model", model, "--gpu", gpu, "--requests-per-day", perDay]
+      cost: inference ? ["cost", "serve", "--model", model, "--gpu", gpu, "--curve"]
         : ["cost", "fine-tune", "--model", model, "--tokens", tokens, "--method", method, "--gpu", gpu,
            "--seq-len", seqLen],
       pick: inference ? ["pick", "serve", "--model", model, "--requests-per-day", perDay]
@@ -93,15 +93,20 @@
     delete section.dataset.json;
     if (result.status === 0 && result.json) section.dataset.json = result.json;
     const data = result.status === 0 && result.json ? JSON.parse(result.json) : null;
-    if (name === "memory" && data) {
-      const gpu = value("gpu"), needed = data.gpus_needed[gpu];
-      if (needed !== undefined) {
-        headline.textContent = `${gpu}: ${needed === 1 ? "fits on one" : `needs at least ${needed} (split evenly)`}`;
+    if (name === "memory" && result.status === 0) {
+      // the chosen GPU's row of the command's own table: "T4   16.0 GB   13.9 GB  needs at least 2 ..."
+      // (vendor memory, usable memory less the CUDA context reserve, verdict)
+      const gpu = value("gpu");
+      const row = result.stdout.split("\n").find((line) => line.startsWith(gpu + "  "));
+      if (row) {
+        const [vendor, usable, verdict] = row.slice(gpu.length).trim().split(/\s{2,}/);
+        headline.textContent = `${gpu}: ${verdict}; usable ${usable} of the vendor's ${vendor}`;
       }
     }
     if (name === "pick" && data) headline.textContent = data.verdict;
     const figure = section.querySelector(".live-figure");
-    const drawn = data && window.liveFigures ? window.liveFigures.draw(name, data, { gpu: value("gpu") }) : null;
+    const context = { gpu: value("gpu"), requestsPerDay: Number(value("requests_per_day")) };
+    const drawn = data && window.liveFigures ? window.liveFigures.draw(name, data, context) : null;
     figure.hidden = !drawn;
     section.querySelector(".live-svg").innerHTML = drawn ? drawn.svg : "";
     section.querySelector(".live-alt").textContent = drawn ? drawn.alt : "";
@@ -122,7 +127,11 @@
         await ask({ config });
         configSent = config;
       }
-      for (const [name, argv] of Object.entries(commands())) {
+      const asked = commands();
+      // a serving month's curve takes longest: the ranking first (a fine-tune's cost is quick)
+      const order = value("method") === "inference" ? ["memory", "pick", "cost"] : ["memory", "cost", "pick"];
+      for (const name of order) {
+        const argv = asked[name];
         if (dirty) break;
         const started = performance.now();
         const result = await ask({ argv });

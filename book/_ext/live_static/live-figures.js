@@ -93,14 +93,15 @@
     return { svg: svg(title, body), alt, data: points.map(({ name, cost_usd, time }) => ({ name, cost_usd, time_s: time })) };
   }
 
-  // `lab-utils cost serve --curves --json`: monthly cost against requests per day, one line per
-  // way of serving, the reader's volume marked.
-  function costCurves(answer) {
-    const curves = answer.curves;
+  // `lab-utils cost serve --curve --json`: monthly cost against requests per day, one line per
+  // way of serving, the reader's volume (the form's) marked.
+  function costCurves(answer, context) {
+    const curves = answer.curve;
     if (!curves) return null;
+    const you = curves.requests_per_day || context.requestsPerDay;
     const lines = Object.entries(curves.lines).filter(([, points]) => points.length);
     const all = lines.flatMap(([, points]) => points);
-    const x = logScale(all.map((p) => p[0]), M.left, W - M.right);
+    const x = logScale(all.map((p) => p[0]).concat(you > 0 ? [you] : []), M.left, W - M.right);
     const y = logScale(all.map((p) => p[1]).filter((v) => v > 0), H - M.bottom, M.top);
     let body = axes(x, y, "requests per day", "cost per month ($)", "", "$");
     lines.forEach(([label, points], i) => {
@@ -108,10 +109,12 @@
       body += `<polyline fill="none" stroke="${COLOURS[i % COLOURS.length]}" stroke-width="2" points="${shown.map((p) => `${x.at(p[0])},${y.at(p[1])}`).join(" ")}"/>` +
         `<text x="${M.left + 8}" y="${M.top + 12 + i * 16}" fill="${COLOURS[i % COLOURS.length]}">${escape(label)}</text>`;
     });
-    const at = x.at(curves.requests_per_day);
-    body += `<line x1="${at}" y1="${M.top}" x2="${at}" y2="${H - M.bottom}" stroke="#000" stroke-dasharray="4 3"/>` +
-      `<text x="${at + 4}" y="${H - M.bottom - 6}">you: ${escape(curves.requests_per_day.toLocaleString("en"))} a day</text>`;
-    const title = `Monthly cost against requests per day on ${curves.gpu}, your ${curves.requests_per_day.toLocaleString("en")} a day marked`;
+    if (you > 0) {
+      const at = x.at(you);
+      body += `<line x1="${at}" y1="${M.top}" x2="${at}" y2="${H - M.bottom}" stroke="#000" stroke-dasharray="4 3"/>` +
+        `<text x="${at + 4}" y="${H - M.bottom - 6}">you: ${escape(you.toLocaleString("en"))} a day</text>`;
+    }
+    const title = `Monthly cost against requests per day on ${curves.gpu}` + (you > 0 ? `, your ${you.toLocaleString("en")} a day marked` : "");
     const alt = `${title}. ${lines.map(([label, points]) => `${label}: ${points.map((p) => `${p[0].toLocaleString("en")} a day ${usd(p[1])}`).join(", ")}`).join(". ")}.`;
     return { svg: svg(title, body), alt, data: curves };
   }
@@ -120,7 +123,7 @@
     draw(command, answer, context) {
       if (command === "memory") return memory(answer, context);
       if (command === "pick") return ranking(answer);
-      if (command === "cost") return costCurves(answer);
+      if (command === "cost") return costCurves(answer, context);
       return null;
     },
   };

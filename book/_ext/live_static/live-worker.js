@@ -1,6 +1,7 @@
 // The live calculators' Python (started by live-calculators.js as the page opens): Pyodide and
 // the course's wheels, loaded in this Web Worker so the page never waits on Python. Messages:
-//   {id, argv}            -> {id, status, stdout, stderr, json}: `lab-utils ARGV` run once
+//   {id, argv}            -> {id, status, stdout, stderr, json}: `lab-utils ARGV` run once,
+//                            its text and its --json answer from that one run (cli.main's json_answer)
 //   {id, config}          -> {id, path}: the reader's config.json written where --model finds it
 // `json` is the command's --json answer (what the figures are drawn from) when it has one.
 const staticUrl = new URL("./", self.location);
@@ -25,21 +26,16 @@ async function load() {
 import contextlib, io, json, os
 from lab_utils import cli
 
-def _run(argv):
-    out, err = io.StringIO(), io.StringIO()
+def _answer(argv_json):
+    """lab-utils ARGV run once: its exit status, output, error output and --json answer."""
+    out, err, answers = io.StringIO(), io.StringIO(), []
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            status = cli.main(argv)
+            status = cli.main(json.loads(argv_json), json_answer=answers.append)
         except SystemExit as stop:
             status = stop.code
-    return status, out.getvalue(), err.getvalue()
-
-def _answer(argv_json):
-    """lab-utils ARGV: its exit status, output, error output and its --json answer."""
-    argv = json.loads(argv_json)
-    status, out, err = _run(argv)
-    answer = _run(argv + ["--json"])[1] if status == 0 else None
-    return json.dumps({"status": status, "stdout": out, "stderr": err, "json": answer})
+    answer = answers[0] if answers and status == 0 else None
+    return json.dumps({"status": status, "stdout": out.getvalue(), "stderr": err.getvalue(), "json": answer})
 
 def _write_config(text):
     """The reader's config.json in the working folder (none when text is empty)."""
