@@ -50,7 +50,8 @@
       .then(() => navigator.serviceWorker.ready)
       .then((registration) => {
         const keep = () => registration.active && registration.active.postMessage({
-          keep: [page, ...performance.getEntriesByType("resource").map((r) => r.name.split("#")[0])],
+          keep: [page, new URL("live-worker.js", staticUrl).href, new URL("live/packages.json", staticUrl).href,
+                 ...performance.getEntriesByType("resource").map((r) => r.name.split("#")[0])],
         });
         if (document.readyState === "complete") keep(); else addEventListener("load", keep);
         api.serviceWorker = "ready";

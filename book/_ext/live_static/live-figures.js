@@ -10,7 +10,7 @@
   const escape = (text) => String(text).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
   const gb = (bytes) => `${(bytes / 1e9).toFixed(1)} GB`;
   const usd = (dollars) => (dollars >= 100 ? `$${Math.round(dollars).toLocaleString("en")}` : `$${dollars.toFixed(2)}`);
-  const seconds = (s) => (s >= 3600 ? `${(s / 3600).toPrecision(3)} h` : s >= 1 ? `${s.toPrecision(3)} s` : `${(s * 1e3).toPrecision(3)} ms`);
+  const seconds = (s) => `${s.toPrecision(3)} s`;
 
   function svg(title, body) {
     return `<svg viewBox="0 0 ${W} ${H}" width="100%" role="img" aria-label="${escape(title)}" ` +
@@ -40,14 +40,14 @@
       `<text x="12" y="${(M.top + H - M.bottom) / 2}" text-anchor="middle" transform="rotate(-90 12 ${(M.top + H - M.bottom) / 2})">${escape(yTitle)}</text>`;
   }
 
-  // `lab-utils memory --json`: the parts stacked in one bar, beside the chosen GPU's usable memory
-  // (n of them when one is not enough).
+  // `lab-utils memory --json`: the parts stacked in one bar, under it the chosen GPU's usable memory,
+  // one box per GPU the answer says the job needs (gpus_needed).
   function memory(answer, context) {
     const parts = Object.entries(answer.parts_bytes).filter(([, bytes]) => bytes > 0);
     const gpu = context.gpu, usable = (answer.usable_bytes || {})[gpu], needed = answer.gpus_needed[gpu];
     if (usable === undefined || needed === undefined) return null;
-    const room = usable * needed;
-    const top = Math.max(answer.total_bytes, room), scale = (W - M.left - M.right - 120) / top;
+    // the bar's scale: the longer of the parts and the GPUs' boxes laid end to end (drawing only)
+    const scale = (W - M.left - M.right - 120) / Math.max(answer.total_bytes, usable * needed);
     let x = M.left + 120, body = "";
     parts.forEach(([label, bytes], i) => {
       const width = bytes * scale;
@@ -55,33 +55,38 @@
       x += width;
     });
     body += `<text x="${M.left + 112}" y="68" text-anchor="end">needed ${gb(answer.total_bytes)}</text>` +
-      `<rect x="${M.left + 120}" y="112" width="${room * scale}" height="48" fill="none" stroke="#009e73" stroke-width="3"/>` +
-      `<text x="${M.left + 112}" y="140" text-anchor="end">${escape(`${needed} x ${gpu}`)}</text>` +
-      `<text x="${M.left + 120 + room * scale - 4}" y="140" text-anchor="end">usable ${gb(room)}</text>`;
+      `<text x="${M.left + 112}" y="140" text-anchor="end">${escape(`${needed} x ${gpu}`)}</text>`;
+    for (let k = 0; k < needed; k++) {  // one box per GPU, each its usable memory
+      body += `<rect x="${M.left + 120 + k * usable * scale}" y="112" width="${usable * scale}" height="48" fill="none" stroke="#009e73" stroke-width="3"/>`;
+    }
+    body += `<text x="${M.left + 124}" y="140">usable ${gb(usable)}${needed > 1 ? " each" : ""}</text>`;
     parts.forEach(([label, bytes], i) => {
       const row = 190 + Math.floor(i / 2) * 22, column = M.left + (i % 2) * 280;
       body += `<rect x="${column}" y="${row - 11}" width="14" height="14" fill="${COLOURS[i % COLOURS.length]}"/>` +
         `<text x="${column + 20}" y="${row}">${escape(label)} ${gb(bytes)}</text>`;
     });
-    const title = `Memory needed, ${gb(answer.total_bytes)}, against ${needed} x ${gpu}, usable ${gb(room)}`;
+    const title = `Memory needed, ${gb(answer.total_bytes)}, against ${needed} x ${gpu}, usable ${gb(usable)}${needed > 1 ? " each" : ""}`;
     const alt = `${title}. Parts: ${parts.map(([label, bytes]) => `${label} ${gb(bytes)}`).join("; ")}.`;
     return { svg: svg(title, body), alt, data: { parts_bytes: Object.fromEntries(parts), total_bytes: answer.total_bytes, gpu, usable_bytes: usable, gpus_needed: needed } };
   }
 
   // `lab-utils pick --json`: each option that works, its cost against its time (a fine-tune's
-  // hours, a served request's latency), log-log; the first in the ranking ringed.
+  // hours, a served request's latency in seconds), log-log; the first in the ranking ringed.
   function ranking(answer) {
+    // an option's dollars: cost_usd, or cost_per_job_usd / cost_per_month_usd (named by the answer's period)
+    const dollars = (o) => ("cost_usd" in o ? o.cost_usd : o[`cost_per_${answer.period}_usd`]);
     const points = answer.options
-      .map((o) => ({ name: o.name, kind: o.kind, cost_usd: o.cost_usd, time: o.hours !== null ? o.hours * 3600 : o.latency_s, works: o.works }))
+      .map((o) => ({ name: o.name, kind: o.kind, cost_usd: dollars(o), time: o.hours != null ? o.hours : o.latency_s, works: o.works }))
       .filter((p) => p.works && p.cost_usd > 0 && p.time > 0);
     if (!points.length) return null;
     const x = logScale(points.map((p) => p.time), M.left, W - M.right);
     const y = logScale(points.map((p) => p.cost_usd), H - M.bottom, M.top);
-    const serving = answer.options.some((o) => o.latency_s !== null);
-    let body = axes(x, y, serving ? "latency per request (s)" : "time of the job (s)", `cost per ${answer.period || "job"} ($)`, " s", "$");
+    const serving = answer.options.some((o) => o.latency_s != null);  // else a job's hours
+    const unit = serving ? " s" : " h", time = (t) => (serving ? seconds(t) : `${t.toPrecision(3)} h`);
+    let body = axes(x, y, serving ? "latency per request (s)" : "time of the job (hours)", `cost per ${answer.period || "job"} ($)`, unit, "$");
     points.forEach((p, i) => {
       body += `<circle cx="${x.at(p.time)}" cy="${y.at(p.cost_usd)}" r="${i === 0 ? 7 : 5}" fill="${KIND_COLOURS[p.kind] || "#999"}" ` +
-        `stroke="${i === 0 ? "#000" : "none"}" stroke-width="2" fill-opacity="0.8"><title>${escape(`${p.name}: ${usd(p.cost_usd)}, ${seconds(p.time)}`)}</title></circle>`;
+        `stroke="${i === 0 ? "#000" : "none"}" stroke-width="2" fill-opacity="0.8"><title>${escape(`${p.name}: ${usd(p.cost_usd)}, ${time(p.time)}`)}</title></circle>`;
     });
     const kinds = [...new Set(points.map((p) => p.kind))];
     kinds.forEach((kind, i) => {
@@ -89,8 +94,8 @@
         `<text x="${W - M.right - 90}" y="${M.top + 12 + i * 16}">${escape(kind)}</text>`;
     });
     const title = `The ranking's ${points.length} options that work: cost against time (first: ${points[0].name})`;
-    const alt = `${title}. ${points.map((p) => `${p.name}: ${usd(p.cost_usd)}, ${seconds(p.time)}`).join("; ")}.`;
-    return { svg: svg(title, body), alt, data: points.map(({ name, cost_usd, time }) => ({ name, cost_usd, time_s: time })) };
+    const alt = `${title}. ${points.map((p) => `${p.name}: ${usd(p.cost_usd)}, ${time(p.time)}`).join("; ")}.`;
+    return { svg: svg(title, body), alt, data: points.map((p) => ({ name: p.name, cost_usd: p.cost_usd, [serving ? "latency_s" : "hours"]: p.time })) };
   }
 
   // `lab-utils cost serve --curve --json`: monthly cost against requests per day, one line per

@@ -47,6 +47,7 @@ def _write_config(text):
     return "config.json"
 `);
   timings.readyMs = performance.now();
+  timings.bodyBytes = performance.getEntriesByType("resource").reduce((sum, r) => sum + (r.encodedBodySize || 0), 0);
   return pyodide;
 }
 
