@@ -75,16 +75,17 @@
   function ranking(answer) {
     // an option's dollars: cost_usd, or cost_per_job_usd / cost_per_month_usd (named by the answer's period)
     const dollars = (o) => ("cost_usd" in o ? o.cost_usd : o[`cost_per_${answer.period}_usd`]);
-    const points = answer.options
-      .map((o) => ({ name: o.name, kind: o.kind, cost_usd: dollars(o), time: o.hours != null ? o.hours : o.latency_s, works: o.works }))
-      .filter((p) => p.works && p.cost_usd > 0 && p.time > 0);
+    const options = answer.options
+      .map((o, rank) => ({ name: o.name, kind: o.kind, cost_usd: dollars(o), time: o.hours != null ? o.hours : o.latency_s, works: o.works, rank }))
+      .filter((p) => p.works && p.cost_usd > 0);
+    const points = options.filter((p) => p.time > 0), untimed = options.filter((p) => !(p.time > 0));
     if (!points.length) return null;
     const x = logScale(points.map((p) => p.time), M.left, W - M.right);
     const y = logScale(points.map((p) => p.cost_usd), H - M.bottom, M.top);
     const serving = answer.options.some((o) => o.latency_s != null);  // else a job's hours
     const unit = serving ? " s" : " h", time = (t) => (serving ? seconds(t) : `${t.toPrecision(3)} h`);
     let body = axes(x, y, serving ? "latency per request (s)" : "time of the job (hours)", `cost per ${answer.period || "job"} ($)`, unit, "$");
-    points.forEach((p, i) => {
+    points.forEach((p, i) => {  // the first drawn (highest in the ranking) ringed
       body += `<circle cx="${x.at(p.time)}" cy="${y.at(p.cost_usd)}" r="${i === 0 ? 7 : 5}" fill="${KIND_COLOURS[p.kind] || "#999"}" ` +
         `stroke="${i === 0 ? "#000" : "none"}" stroke-width="2" fill-opacity="0.8"><title>${escape(`${p.name}: ${usd(p.cost_usd)}, ${time(p.time)}`)}</title></circle>`;
     });
@@ -93,8 +94,10 @@
       body += `<circle cx="${W - M.right - 100}" cy="${M.top + 8 + i * 16}" r="5" fill="${KIND_COLOURS[kind] || "#999"}"/>` +
         `<text x="${W - M.right - 90}" y="${M.top + 12 + i * 16}">${escape(kind)}</text>`;
     });
-    const title = `The ranking's ${points.length} options that work: cost against time (first: ${points[0].name})`;
-    const alt = `${title}. ${points.map((p) => `${p.name}: ${usd(p.cost_usd)}, ${time(p.time)}`).join("; ")}.`;
+    const title = `The ranking's ${points.length} options that work and have a time: cost against time ` +
+      `(ringed: ${points[0].name}, number ${points[0].rank + 1} in the ranking)`;
+    const alt = `${title}. ${points.map((p) => `${p.name}: ${usd(p.cost_usd)}, ${time(p.time)}`).join("; ")}.` +
+      (untimed.length ? ` Not drawn, priced per token with no time: ${untimed.map((p) => `${p.name} ${usd(p.cost_usd)}`).join("; ")}.` : "");
     return { svg: svg(title, body), alt, data: points.map((p) => ({ name: p.name, cost_usd: p.cost_usd, [serving ? "latency_s" : "hours"]: p.time })) };
   }
 
