@@ -456,7 +456,7 @@ def _run_options(
             n = math.ceil(n / max_devices) * max_devices
             name, price = (
                 f"{n} x {spec.name} ({n // max_devices} servers)",
-                assumptions.device_price(spec, n_gpus=n),
+                assumptions.device_price(spec, n_gpus=n, max_devices=max_devices),
             )
         if peak is None or (bytes_moved and not spec.bandwidth_bytes_per_s):
             options.append(

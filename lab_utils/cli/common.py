@@ -110,10 +110,22 @@ def device_name(text: str) -> str:
     return catalog_name(hardware.get, "device")(text)
 
 
-def model_name(text: str) -> str:
+MODEL_HELP = 'a catalog model (e.g. llama-3.1-8b), a config.json path or folder, or "hf:<repo id>" (online)'
+
+
+def model_name(text: str):
+    """An argparse type for every --model: the ``llms.LLMConfig`` of a catalog name, a
+    config.json path, a folder holding one, or hf:<repo id>, through ``llms.resolve`` (it prints
+    as its name). A missing key or an unknown model_type is a usage error that names it."""
     from lab_utils import llms
 
-    return catalog_name(llms.get, "model")(text)
+    try:
+        return llms.resolve(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error).replace(f"name={text!r}", repr(text), 1)) from None
+
+
+model_name.__name__ = "model"  # argparse names the type in its messages
 
 
 def gpu_name(text: str) -> str:

@@ -8,6 +8,7 @@ import json
 
 from lab_utils.cli.common import (
     ENGINE_HELP,
+    MODEL_HELP,
     UsageError,
     add_command,
     answer_json,
@@ -345,7 +346,7 @@ def register(commands) -> None:
         "  lab-utils cost fine-tune --model llama-3.1-8b --tokens 1e9 --method full "
         "--gpu 'H100 SXM' --price-per-gpu-hour 3",
     )
-    fine.add_argument("--model", type=model_name, required=True, help="a public model, e.g. llama-3.1-8b")
+    fine.add_argument("--model", type=model_name, required=True, help=MODEL_HELP)
     fine.add_argument("--tokens", type=positive_float, required=True, help="training tokens, e.g. 1e8")
     fine.add_argument("--method", choices=assumptions.FINE_TUNE_METHODS, help="default: the assumption")
     fine.add_argument("--gpu", type=gpu_name, help="a catalog GPU (default: the assumption)")

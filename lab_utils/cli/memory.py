@@ -6,6 +6,7 @@ import argparse
 import json
 
 from lab_utils.cli.common import (
+    MODEL_HELP,
     UsageError,
     add_command,
     answer_json,
@@ -164,9 +165,7 @@ def register(commands) -> None:
     )
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--params", type=positive_float, help="parameter count, e.g. 8e9")
-    which.add_argument(
-        "--model", type=model_name, help="a public model from the course catalog, e.g. llama-3.1-8b"
-    )
+    which.add_argument("--model", type=model_name, help=MODEL_HELP)
     parser.add_argument("--method", default="inference", choices=memory.JOB_METHODS)
     parser.add_argument(
         "--precision",

@@ -6,6 +6,7 @@ import argparse
 
 from lab_utils.cli.common import (
     ENGINE_HELP,
+    MODEL_HELP,
     UsageError,
     add_command,
     answer_json,
@@ -105,7 +106,7 @@ def register(commands) -> None:
         "  lab-utils pick train --params 2e7 --examples 1e9 --embedding-params 2e11 --lookups 40",
     )
     parser.add_argument("job", choices=("fine-tune", "serve", "train"))
-    parser.add_argument("--model", type=model_name, help="a public model, e.g. llama-3.1-8b")
+    parser.add_argument("--model", type=model_name, help=MODEL_HELP)
     parser.add_argument(
         "--params", type=positive_float, help="parameters (fine-tune without --model; train: dense)"
     )
