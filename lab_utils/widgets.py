@@ -266,7 +266,7 @@ def _cost_curves(
         fine_tune_tokens=fine_tune_tokens,
     )
     fine_tune_tokens = values["fine_tune_tokens"]
-    config, spec = llms.get(values["default_model"]), hardware.get(values["default_gpu"])
+    config, spec = llms.resolve(values["default_model"]), hardware.get(values["default_gpu"])
     closed = prices.api_price(values["compare_api"])
     months = values["amortize_months"]
     if values["default_method"] == "inference":  # the model as published: no fine-tune to pay
@@ -279,7 +279,7 @@ def _cost_curves(
     lines: dict[str, list] = {}
     for requests_per_day in requests_per_day_grid:
         advice = advisor.serve(
-            config.name,
+            config,
             requests_per_day,
             batch=batch,
             input_tokens=input_tokens,

@@ -251,13 +251,13 @@ def test_a_pasted_config_of_a_mixture_of_experts_answers_as_the_cli(opened, tmp_
     browser, tab, _, ready, _ = opened
     moe = json.dumps(
         {
-            "model_type": "mixtral",
+            "model_type": "mixtral",  # a small one: it fits the form's GPU, so every answer is one
             "architectures": ["MixtralForCausalLM"],
-            "hidden_size": 4096,
-            "intermediate_size": 14336,
-            "num_hidden_layers": 32,
-            "num_attention_heads": 32,
-            "num_key_value_heads": 8,
+            "hidden_size": 1024,
+            "intermediate_size": 3584,
+            "num_hidden_layers": 16,
+            "num_attention_heads": 16,
+            "num_key_value_heads": 4,
             "num_local_experts": 8,
             "num_experts_per_tok": 2,
             "vocab_size": 32000,
@@ -266,6 +266,10 @@ def test_a_pasted_config_of_a_mixture_of_experts_answers_as_the_cli(opened, tmp_
         },
         indent=1,
     )
+    from lab_utils import llms
+
+    config = llms.from_hf_config(json.loads(moe))
+    assert config.params_per_token < config.n_params, "a mixture of experts: a token skips experts"
     shown = own_model(browser, tab, moe)
     for name, section in shown.items():
         assert section["argv"][section["argv"].index("--model") + 1] == "config.json"

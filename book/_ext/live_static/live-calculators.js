@@ -24,7 +24,12 @@
   setState("loading");
 
   // Python first: the worker starts loading before anything else happens on the page.
-  const worker = (api.worker = new Worker(new URL("live-worker.js", staticUrl), { type: "module" }));
+  // Started from a blob that imports live-worker.js: a blob worker's requests go through the
+  // page's service worker (a worker at its own address would need a scope of its own), so the
+  // cached Python answers offline.
+  const workerSource = `import ${JSON.stringify(new URL("live-worker.js", staticUrl).href)};`;
+  const worker = (api.worker = new Worker(
+    URL.createObjectURL(new Blob([workerSource], { type: "text/javascript" })), { type: "module" }));
   let nextId = 0;
   const waiting = new Map();
   const workerReady = new Promise((resolve, reject) => {
@@ -123,7 +128,7 @@
     do {
       dirty = false;
       api.runs += 1;
-      const config = value("config");
+      const config = ownModel() ? form.elements.config.value : "";  // the file as pasted, untrimmed
       if (config !== configSent) {
         await ask({ config });
         configSent = config;

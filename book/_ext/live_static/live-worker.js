@@ -4,7 +4,7 @@
 //                            its text and its --json answer from that one run (cli.main's json_answer)
 //   {id, config}          -> {id, path}: the reader's config.json written where --model finds it
 // `json` is the command's --json answer (what the figures are drawn from) when it has one.
-const staticUrl = new URL("./", self.location);
+const staticUrl = new URL("./", import.meta.url);  // started from a blob (live-calculators.js): not self.location
 const timings = { startedMs: performance.now() };
 
 async function load() {
