@@ -4,7 +4,7 @@
 // alternative that states its numbers, and `data`: exactly the values it drew (the browser test
 // compares them with the CLI's --json for the same inputs).
 (() => {
-  const W = 640, H = 300, M = { left: 64, right: 16, top: 16, bottom: 48 };
+  const W = 640, H = 300, M = { left: 64, right: 32, top: 16, bottom: 48 };
   const COLOURS = ["#0072b2", "#e69f00", "#cc79a7", "#d55e00", "#56b4e9", "#f0e442", "#009e73", "#999999"];
   const KIND_COLOURS = { gpu: "#0072b2", serverless: "#e69f00", hosted: "#cc79a7", api: "#d55e00", cpu: "#009e73" };
   const escape = (text) => String(text).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
