@@ -48,22 +48,6 @@
     worker.postMessage({ id, ...message });
   });
 
-  // The service worker: scope the page itself (its script sits at the site's root).
-  if ("serviceWorker" in navigator) {
-    const page = location.href.split("#")[0].split("?")[0];
-    navigator.serviceWorker.register(new URL("live-calculators-sw.js", root), { scope: page })
-      .then(() => navigator.serviceWorker.ready)
-      .then((registration) => {
-        const keep = () => registration.active && registration.active.postMessage({
-          keep: [page, new URL("live-worker.js", staticUrl).href, new URL("live/packages.json", staticUrl).href,
-                 ...performance.getEntriesByType("resource").map((r) => r.name.split("#")[0])],
-        });
-        if (document.readyState === "complete") keep(); else addEventListener("load", keep);
-        api.serviceWorker = "ready";
-      })
-      .catch((error) => { api.serviceWorker = "unavailable: " + error; });
-  }
-
   const value = (name) => form.elements[name].value.trim();
   const ownModel = () => value("config") !== "";
   function commands() {
@@ -177,6 +161,26 @@
     drop.value = await file.text();
     update();
   });
+  // The service worker: scope the page itself (its script sits at the site's root). Registered
+  // once the first answers are shown: its first install fetches Pyodide again to keep it, which
+  // would compete with Python's own loading.
+  function keepForLater() {
+    if (!("serviceWorker" in navigator)) return;
+    const page = location.href.split("#")[0].split("?")[0];
+    navigator.serviceWorker.register(new URL("live-calculators-sw.js", root), { scope: page })
+      .then(() => navigator.serviceWorker.ready)
+      .then((registration) => {
+        const keep = () => registration.active && registration.active.postMessage({
+          keep: [page, new URL("live-worker.js", staticUrl).href, new URL("live/packages.json", staticUrl).href,
+                 ...performance.getEntriesByType("resource").map((r) => r.name.split("#")[0])],
+        });
+        if (document.readyState === "complete") keep(); else addEventListener("load", keep);
+        api.serviceWorker = "ready";
+      })
+      .catch((error) => { api.serviceWorker = "unavailable: " + error; });
+  }
+
+
   showCommands();
   workerReady.then((timings) => {
     python = true;
@@ -185,6 +189,7 @@
     update();
     return api.pending;
   }).then(() => {
+    keepForLater();
     if (api.state !== "ready") return;
     const seconds = (api.firstAnswerMs / 1000).toFixed(1);
     status.textContent = `Computed in this page by lab_utils (first answer ${seconds} s after the page opened). ` +
