@@ -38,6 +38,7 @@ Pure Python: no torch.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import operator
 import random
@@ -88,25 +89,10 @@ class _Worker:
         self.concurrency = concurrency
         self.spare_slots = concurrency - 1  # slots of a booting worker beyond the request that started it
         self.ends_s: list[float] = []  # heap: end times of requests started, until a later start prunes them
-        self.free_at_s = ready_s  # when the next request given to it can start (kept by serve)
+        self.free_at_s = ready_s  # when the next request given to it can start (kept by simulate)
         self.last_end_s = ready_s
         self.jobs_s: list[tuple[float, float]] = []
         self.active = active
-
-    def serve(self, start_s: float, service_s) -> float:
-        """Start a request at ``start_s`` (not before it is free: ready, with a slot free), taking
-        ``service_s(n)`` seconds in a batch of n; return when it ends."""
-        while self.ends_s and self.ends_s[0] <= start_s:
-            heapq.heappop(self.ends_s)
-        end_s = start_s + service_s(len(self.ends_s) + 1)
-        heapq.heappush(self.ends_s, end_s)
-        if end_s > self.last_end_s:
-            self.last_end_s = end_s
-        self.jobs_s.append((start_s, end_s))
-        # Free again once ready with a slot free (fewer than `concurrency` in flight, else at the
-        # earliest end), and not before this request starts: requests start in the order given.
-        self.free_at_s = max(start_s, self.ready_s if len(self.ends_s) < self.concurrency else self.ends_s[0])
-        return end_s
 
     def stops_at(self, idle_timeout_s: float) -> float:
         return math.inf if self.active else self.last_end_s + idle_timeout_s
@@ -167,9 +153,10 @@ def simulate(
     retired_lifetimes_s, retired_busy_s, started, restored = [], 0.0, 0, 0
     latencies = [0.0] * len(arrivals)
     last_end_s = 0.0
+    heappush, heappop = heapq.heappush, heapq.heappop
     # Once per request, so written inline: a flex worker stops at last_end_s + idle_timeout_s
-    # (_Worker.stops_at).
-    for index in sorted(range(len(arrivals)), key=arrivals.__getitem__):  # the queue, first in first out
+    # (_Worker.stops_at), and a worker takes a request below (a method call per request costs).
+    for index in _arrival_order(arrivals):  # the queue, first in first out
         arrival = arrivals[index]
         # Workers whose idle window closed before this arrival have stopped: bill them.
         if len(workers) > active_workers:  # some flex workers run (active ones never stop)
@@ -191,7 +178,20 @@ def simulate(
                 workers.append(_Worker(arrival, arrival + seconds, active=False, concurrency=concurrency))
             worker = min(workers, key=_FREE_AT_S)  # the first with a warm, free slot (the earliest free)
             start = worker.free_at_s
-        end = worker.serve(start, service_s)
+        # The worker starts the request at `start` (not before it is free: ready, with a slot
+        # free), taking service_s(n) seconds in a batch of n. It is free again once ready with a
+        # slot free (fewer than `concurrency` in flight, else at the earliest end), and not before
+        # this request starts: requests start in the order given.
+        ends = worker.ends_s
+        while ends and ends[0] <= start:
+            heappop(ends)
+        end = start + service_s(len(ends) + 1)
+        heappush(ends, end)
+        if end > worker.last_end_s:
+            worker.last_end_s = end
+        worker.jobs_s.append((start, end))
+        free_at = worker.ready_s if len(ends) < worker.concurrency else ends[0]
+        worker.free_at_s = free_at if free_at > start else start
         latencies[index] = end - arrival
         if end > last_end_s:
             last_end_s = end
@@ -216,12 +216,26 @@ def simulate(
     )
 
 
+def _arrival_order(arrivals: list[float]):
+    """The indices of ``arrivals`` in order of time (ties in the order given): ``range`` when
+    they are in order already, as the generators below give them."""
+    if all(map(operator.le, arrivals, itertools.islice(arrivals, 1, None))):
+        return range(len(arrivals))
+    return sorted(range(len(arrivals)), key=arrivals.__getitem__)
+
+
 def _start_function(cold_start_s):
     """``cold_start_s`` checked, as a function of the index of a flex worker's start giving
     (seconds, whether a restore): a number (every start alike, none restored) or a
-    :class:`ColdStart`."""
+    :class:`ColdStart` (:meth:`ColdStart.start_s`, its plain start summed once)."""
     if isinstance(cold_start_s, ColdStart):
-        return lambda index: (cold_start_s.start_s(index), cold_start_s.restored(index))
+        plain_s, restore_s = cold_start_s.total_s, cold_start_s.restore_s
+
+        def start(index: int) -> tuple[float, bool]:
+            restored = cold_start_s.restored(index)
+            return (restore_s if restored else plain_s), restored
+
+        return start
     seconds = checks.number("cold_start_s", cold_start_s, strict=False)
     return lambda index: (seconds, False)
 

@@ -209,7 +209,8 @@ def cost_curves(
     ``advisor.serve`` (the one engine, as ``lab-utils pick serve``) for ``gpu`` always on, its
     serverless class (cold starts, restores and idle time simulated) and the per-token prices,
     with the fine-tune (``economics.fine_tune_estimate`` of ``fine_tune_tokens`` by ``method``
-    on ``gpu``) spread over ``amortize_months`` added to the two ways that serve your own weights.
+    on ``gpu``) spread over ``amortize_months`` added to the two ways that serve your own weights
+    (``method="inference"``: the model as published, no fine-tune; "fine_tune" is then None).
 
     Returns {"lines": {label: [(requests_per_day, Option, usd_per_month), ...]}, "fine_tune":
     FineTuneEstimate, "fine_tune_per_month_usd", "assumptions" (those taken), "model", "gpu",
@@ -265,17 +266,20 @@ def _cost_curves(
         fine_tune_tokens=fine_tune_tokens,
     )
     fine_tune_tokens = values["fine_tune_tokens"]
-    config, spec = llms.get(values["default_model"]), hardware.get(values["default_gpu"])
+    config, spec = llms.resolve(values["default_model"]), hardware.get(values["default_gpu"])
     closed = prices.api_price(values["compare_api"])
     months = values["amortize_months"]
-    fine_tune = economics.fine_tune_estimate(
-        config, fine_tune_tokens, method=values["default_method"], gpu=spec, mfu=mfu
-    )
-    fixed = (fine_tune.cost_usd or 0.0) / months
+    if values["default_method"] == "inference":  # the model as published: no fine-tune to pay
+        fine_tune, fixed = None, 0.0
+    else:
+        fine_tune = economics.fine_tune_estimate(
+            config, fine_tune_tokens, method=values["default_method"], gpu=spec, mfu=mfu
+        )
+        fixed = (fine_tune.cost_usd or 0.0) / months
     lines: dict[str, list] = {}
     for requests_per_day in requests_per_day_grid:
         advice = advisor.serve(
-            config.name,
+            config,
             requests_per_day,
             batch=batch,
             input_tokens=input_tokens,
