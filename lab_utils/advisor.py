@@ -1106,7 +1106,7 @@ def _serverless(
         candidates, starts = [], {}
         for precision in job.precisions_for(spec):
             start = starts[precision] = serverless.cold_start(
-                job.config.n_params * memory.BYTES_PER_VALUE[precision]
+                memory.job_estimate(job.config, "inference", precision, batch=1, seq_len=1).part("weights")
             )
             if cold_start_s is None:
                 taken.update(start.assumptions)

@@ -137,8 +137,8 @@ def test_every_assumption_has_a_source_its_date_and_when_it_was_checked(monkeypa
 
 def test_resolve_takes_the_assumption_for_none_and_records_it():
     values, taken = assumptions.resolve(mfu=None, seq_len=2048, precision__inference=None)
-    assert values == {"mfu": 0.4, "seq_len": 2048, "precision.inference": "bf16"}
-    assert taken == {"mfu": 0.4, "precision.inference": "bf16"}
+    assert values == {"mfu": 0.4, "seq_len": 2048, "precision.inference": "checkpoint"}
+    assert taken == {"mfu": 0.4, "precision.inference": "checkpoint"}
 
 
 def test_the_price_rule_honours_the_callers_max_devices(monkeypatch):

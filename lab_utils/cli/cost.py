@@ -162,6 +162,8 @@ def run_serve(args: argparse.Namespace) -> int:
             + ("" if args.efficiency is None else f" x efficiency {args.efficiency:g}")
             + f", limited by {estimate.limit}",
             *(f"  ({note})" for note in estimate.engine_notes),
+            f"  KV cache: {estimate.kv_layout}",
+            *([f"  routing: {estimate.routing}"] if estimate.routing else []),
             text_table(
                 [
                     ("time to first token", f"{estimate.ttft_s * 1e3:,.1f} ms"),
