@@ -120,7 +120,7 @@ def resolve_precision(
     precision=None, *, device, weight_bytes_per_param=None, kv_bytes_per_value=None, model=None
 ) -> Precision:
     """The :class:`Precision` of serving in ``precision`` (default: the ``precision.inference``
-    assumption) on ``device``. Weights: ``memory.BYTES_PER_VALUE``, or for "checkpoint" the
+    assumption) on ``device``. Weights: ``basics.BYTES_PER_VALUE``, or for "checkpoint" the
     bytes of ``model``'s published checkpoint (``llms.Checkpoint``; bf16 when it has none), FP8
     compute for an FP8 checkpoint where the device has it; KV cache: the
     ``kv_bytes_per_value`` assumption (16 bits: engines keep the cache in the activations'
@@ -136,12 +136,12 @@ def resolve_precision(
             raise ValueError("precision='checkpoint' needs model= (its published checkpoint)")
         checkpoint = llms.as_config(model).checkpoint
         published = "bf16" if checkpoint is None else checkpoint.format
-        weight = memory.BYTES_PER_VALUE["bf16"] if checkpoint is None else checkpoint.other_bytes_per_param
+        weight = basics.bytes_per_value("bf16") if checkpoint is None else checkpoint.other_bytes_per_param
         if checkpoint is not None and checkpoint.expert_bytes_per_param != checkpoint.other_bytes_per_param:
             expert = checkpoint.expert_bytes_per_param
         fp8 = published.startswith("fp8")
     else:
-        weight = memory.BYTES_PER_VALUE[name]
+        weight = basics.bytes_per_value(name)
     if weight_bytes_per_param is not None:  # every weight in the bytes given
         weight, expert = weight_bytes_per_param, None
     kv = assumptions.resolve(kv_bytes_per_value=kv_bytes_per_value)[0]["kv_bytes_per_value"]
@@ -415,7 +415,7 @@ def estimate(
     precision=None,
     weight_bytes_per_param=None,
     kv_bytes_per_value=None,
-    efficiency=1.0,
+    efficiency=None,
     usd_per_hour=None,
     engine=None,
 ) -> ServingEstimate:
@@ -435,7 +435,7 @@ def estimate(
     prompt_len = checks.count("prompt_len", prompt_len)
     output_len = checks.count("output_len", output_len)
     batch = checks.count("batch", batch)
-    efficiency = checks.number("efficiency", efficiency, maximum=1.0)
+    efficiency = basics.engine_efficiency(efficiency)
     served = resolve_precision(
         precision,
         device=spec,
@@ -558,7 +558,7 @@ def capacity(
     precision=None,
     weight_bytes_per_param=None,
     kv_bytes_per_value=None,
-    efficiency=1.0,
+    efficiency=None,
     usd_per_hour=None,
     engine=None,
 ) -> ServingEstimate | None:
@@ -591,7 +591,7 @@ def batch_latency(
     precision=None,
     weight_bytes_per_param=None,
     kv_bytes_per_value=None,
-    efficiency=1.0,
+    efficiency=None,
     engine=None,
 ):
     """A function of n: the seconds a request takes in a batch of n (:func:`estimate`'s
@@ -626,7 +626,7 @@ def at_load(
     precision=None,
     weight_bytes_per_param=None,
     kv_bytes_per_value=None,
-    efficiency=1.0,
+    efficiency=None,
     usd_per_hour=None,
     engine=None,
 ) -> ServingEstimate | None:
