@@ -32,6 +32,7 @@ All figures are lower bounds on time (upper bounds on throughput) from vendor sp
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import math
@@ -55,6 +56,8 @@ __all__ = [
     "replica",
     "resolve_precision",
     "sizable",
+    "StepBound",
+    "step",
     "step_bound_s",
 ]
 
@@ -186,6 +189,69 @@ def _decode_parts(model, device, batch, context_len, precision, weight_bytes_per
     )
 
 
+@dataclass(frozen=True)
+class StepBound:
+    """One engine step at least: ``compute_s`` (its FLOPs over the peak) and ``memory_s`` (its
+    bytes over the bandwidth); ``seconds`` is the larger (the roofline), ``compute_dtype`` the
+    dtype the peak is for (an engine profile scales each part by its own efficiency)."""
+
+    compute_s: float
+    memory_s: float
+    compute_dtype: str
+
+    @property
+    def seconds(self) -> float:
+        return max(self.compute_s, self.memory_s)
+
+
+def step(
+    model,
+    *,
+    device,
+    decode_contexts=(),
+    prefill_chunks=(),
+    precision=None,
+    weight_bytes_per_param=None,
+    kv_bytes_per_value=None,
+) -> StepBound:
+    """One step of a continuous-batching engine at least: a sequence per entry of
+    ``decode_contexts`` (its tokens in the KV cache) makes one token, and each prefill chunk
+    ``(tokens, cached)`` runs ``tokens`` prompt tokens after ``cached`` already in the cache.
+    All share one read of the weights (a mixture of experts: those the step's tokens touch).
+    FLOPs: 2 x active params per token, plus a chunk's causal attention, 2 x layers x tokens x
+    (2 x cached + tokens) x heads x head_dim. Bytes: the weights, each decode's KV cache and
+    each chunk's cached prefix. :func:`decode_step_s` and :func:`prefill_s` are its two pure cases."""
+    config, spec = llms.as_config(model), _device(device)
+    served = resolve_precision(
+        precision,
+        device=spec,
+        weight_bytes_per_param=weight_bytes_per_param,
+        kv_bytes_per_value=kv_bytes_per_value,
+    )
+    contexts = collections.Counter(checks.count("context_len", c) for c in decode_contexts)
+    chunks = [
+        (checks.count("prompt_len", t), checks.count("cached", c, minimum=0)) for t, c in prefill_chunks
+    ]
+    tokens = sum(contexts.values()) + sum(t for t, _ in chunks)
+    if not tokens:
+        raise ValueError("step: give decode_contexts or prefill_chunks (a step of no tokens takes no time)")
+    attention_width = config.n_heads * config.head_dim if config.n_heads else config.hidden
+    flops = 2 * config.params_per_token * tokens + sum(
+        2 * config.n_layers * t * (2 * cached + t) * attention_width for t, cached in chunks
+    )
+    kv_read = [(n, c) for c, n in contexts.items()] + [(1, cached) for _, cached in chunks if cached]
+    kv_bytes = sum(
+        n * kv_bytes_per_sequence(config, context_len=c, kv_bytes_per_value=served.kv_bytes_per_value)
+        for n, c in kv_read
+    )
+    bytes_read = _weights_read(config, tokens) * served.weight_bytes_per_param + kv_bytes
+    return StepBound(
+        compute_s=flops / spec.peak_flops[served.compute_dtype],
+        memory_s=bytes_read / checks.number("bandwidth_bytes_per_s", spec.bandwidth_bytes_per_s),
+        compute_dtype=served.compute_dtype,
+    )
+
+
 def decode_step_s(
     model,
     *,
@@ -197,17 +263,18 @@ def decode_step_s(
     kv_bytes_per_value=None,
 ) -> float:
     """Seconds of one decode step at least: ``batch`` sequences, each with ``context_len`` tokens
-    in its KV cache, make one token each. max(2 x active params x batch / peak, (weight bytes +
-    batch x KV bytes) / bandwidth). Llama-3.1-8B, bf16, one H100 SXM, 4,096 tokens: 4.94 ms."""
-    step = _decode_parts(
-        model, device, batch, context_len, precision, weight_bytes_per_param, kv_bytes_per_value
-    )
-    return step_bound_s(
-        flops=step["flops"],
-        bytes_read=step["weight_bytes"] + step["kv_bytes"],
-        peak_flops=step["peak_flops"],
-        bandwidth_bytes_per_s=step["bandwidth_bytes_per_s"],
-    )
+    in its KV cache, make one token each (:func:`step` with decodes only). max(2 x active params x
+    batch / peak, (weight bytes + batch x KV bytes) / bandwidth). Llama-3.1-8B, bf16, one H100
+    SXM, 4,096 tokens: 4.94 ms."""
+    contexts = (checks.count("context_len", context_len),) * checks.count("batch", batch)
+    return step(
+        model,
+        device=device,
+        decode_contexts=contexts,
+        precision=precision,
+        weight_bytes_per_param=weight_bytes_per_param,
+        kv_bytes_per_value=kv_bytes_per_value,
+    ).seconds
 
 
 def decode_limit(
@@ -234,24 +301,18 @@ def decode_limit(
 
 
 def prefill_s(model, *, device, prompt_len, batch=1, precision=None, weight_bytes_per_param=None) -> float:
-    """Seconds to prefill ``batch`` prompts of ``prompt_len`` tokens at least: compute bound,
-    2 x active params per token plus causal attention (2 x layers x prompt_len² x heads x
-    head_dim per prompt: QKᵀ and the product with V, half of the square), over the peak; never
-    less than one read of the weights over the bandwidth."""
-    config, spec = llms.as_config(model), _device(device)
-    prompt_len = checks.count("prompt_len", prompt_len)
-    batch = checks.count("batch", batch)
-    served = resolve_precision(precision, device=spec, weight_bytes_per_param=weight_bytes_per_param)
-    attention_width = config.n_heads * config.head_dim if config.n_heads else config.hidden
-    flops = batch * (
-        2 * config.params_per_token * prompt_len + 2 * config.n_layers * prompt_len**2 * attention_width
-    )
-    return step_bound_s(
-        flops=flops,
-        bytes_read=_weights_read(config, batch * prompt_len) * served.weight_bytes_per_param,
-        peak_flops=spec.peak_flops[served.compute_dtype],
-        bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s,
-    )
+    """Seconds to prefill ``batch`` prompts of ``prompt_len`` tokens at least (:func:`step` with
+    prefill chunks only): compute bound, 2 x active params per token plus causal attention
+    (2 x layers x prompt_len² x heads x head_dim per prompt: QKᵀ and the product with V, half of
+    the square), over the peak; never less than one read of the weights over the bandwidth."""
+    chunks = ((checks.count("prompt_len", prompt_len), 0),) * checks.count("batch", batch)
+    return step(
+        model,
+        device=device,
+        prefill_chunks=chunks,
+        precision=precision,
+        weight_bytes_per_param=weight_bytes_per_param,
+    ).seconds
 
 
 def max_batch(
