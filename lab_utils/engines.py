@@ -23,13 +23,24 @@ assumption: vLLM on GPUs, llama.cpp on Apple silicon). Pure Python: no torch.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
 
 from lab_utils import assumptions, catalogs, checks, hardware, lookup
 
-__all__ = ["EngineTimes", "Profile", "apply", "catalog", "default_for", "get", "weight_bits"]
+__all__ = [
+    "EngineTimes",
+    "Profile",
+    "StepTime",
+    "apply",
+    "catalog",
+    "default_for",
+    "get",
+    "step_time",
+    "weight_bits",
+]
 
 _DATA_FILE = "engines.toml"
 _ORIGIN = f"lab_utils/data/{_DATA_FILE}"
@@ -42,6 +53,7 @@ _RECORD_KEYS = {
     "aliases",
     "description",
     "decode_efficiency",
+    "compute_efficiency",
     "prefill_efficiency",
     "per_request_s",
     "per_step_s",
@@ -79,6 +91,7 @@ class Profile:
     url: str | None
     cite: str | None
     derived: str
+    compute_efficiency: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def decode_efficiency_for(self, weight_bytes_per_param: float) -> float:
         """The decode efficiency of weights of ``weight_bytes_per_param`` bytes (see
@@ -144,6 +157,10 @@ def _profile(record: dict) -> Profile:
         url=record.get("url"),
         cite=record.get("cite"),
         derived=record["derived"],
+        compute_efficiency={
+            dtype: checks.number(f"{where}: compute_efficiency[{dtype}]", value, maximum=1.0)
+            for dtype, value in record.get("compute_efficiency", {}).items()
+        },
     )
 
 
@@ -229,3 +246,66 @@ def apply(
         decode_step_s=decode_step_s / decode + profile.per_step_s,
         notes=tuple(notes),
     )
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """One engine step: ``seconds`` and the figures it took (``bandwidth_efficiency``,
+    ``compute_efficiency``); ``notes`` names each figure taken from a neighbouring regime for
+    want of a source."""
+
+    seconds: float
+    bandwidth_efficiency: float
+    compute_efficiency: float
+    notes: tuple[str, ...] = ()
+
+
+def _nearest_bits(profile: Profile, weight_bytes_per_param) -> tuple[float, str | None]:
+    try:
+        return profile.decode_efficiency_for(weight_bytes_per_param), None
+    except ValueError:
+        bits = weight_bits(weight_bytes_per_param)
+        near = min(profile.decode_efficiency, key=lambda known: abs(math.log(bits / known)))
+        return profile.decode_efficiency[near], (
+            f"{profile.name} with {bits:g}-bit weights: no published decode figure; its {near}-bit "
+            f"figure ({profile.decode_efficiency[near]:g} of the bandwidth) stands in"
+        )
+
+
+def _compute_figure(profile: Profile, compute_dtype: str, bandwidth: float) -> tuple[float, str | None]:
+    if compute_dtype in profile.compute_efficiency:
+        return profile.compute_efficiency[compute_dtype], None
+    if profile.compute_efficiency:
+        other, value = next(iter(profile.compute_efficiency.items()))
+        return value, (
+            f"{profile.name} computing in {compute_dtype}: no published figure; its {other} "
+            f"figure ({value:g} of the peak) stands in"
+        )
+    if "prefill_efficiency" not in profile.unsourced:
+        return profile.prefill_efficiency, None
+    return bandwidth, (
+        f"{profile.name}'s compute: no published figure; its decode figure ({bandwidth:g}) stands in"
+    )
+
+
+def step_time(engine, *, compute_s, memory_s, compute_dtype, weight_bytes_per_param, device=None) -> StepTime:
+    """What ``engine`` takes for one step whose bound is ``compute_s`` (FLOPs over the peak in
+    ``compute_dtype``) and ``memory_s`` (bytes over the bandwidth), by regime:
+    max(compute_s / compute efficiency, memory_s / bandwidth efficiency) + ``per_step_s``.
+    The bandwidth efficiency is the decode figure for the weights' bits; the compute efficiency
+    the profile's figure for the dtype (else its prefill figure). A figure no source gives is
+    taken from the nearest sourced regime of the same engine, never the bound, and named in
+    ``notes``.
+
+    >>> round(step_time("tensorrt-llm", compute_s=0.0, memory_s=0.01, compute_dtype="bf16",
+    ...                 weight_bytes_per_param=2.0).seconds, 4)  # 10 ms / 0.79
+    0.0127
+    """
+    profile = engine if isinstance(engine, Profile) else get(engine, device=device)
+    compute_s = checks.number("compute_s", compute_s, strict=False)
+    memory_s = checks.number("memory_s", memory_s, strict=False)
+    bandwidth, bits_note = _nearest_bits(profile, weight_bytes_per_param)
+    compute, compute_note = _compute_figure(profile, compute_dtype, bandwidth)
+    seconds = max(compute_s / compute, memory_s / bandwidth) + profile.per_step_s
+    notes = tuple(note for note in (bits_note, compute_note) if note)
+    return StepTime(seconds, bandwidth, compute, notes)

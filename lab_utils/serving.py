@@ -215,7 +215,8 @@ def step(
     kv_bytes_per_value=None,
 ) -> StepBound:
     """One step of a continuous-batching engine at least: a sequence per entry of
-    ``decode_contexts`` (its tokens in the KV cache) makes one token, and each prefill chunk
+    ``decode_contexts`` (its tokens in the KV cache; or a mapping {context: sequences}) makes
+    one token, and each prefill chunk
     ``(tokens, cached)`` runs ``tokens`` prompt tokens after ``cached`` already in the cache.
     All share one read of the weights (a mixture of experts: those the step's tokens touch).
     FLOPs: 2 x active params per token, plus a chunk's causal attention, 2 x layers x tokens x
@@ -228,7 +229,9 @@ def step(
         weight_bytes_per_param=weight_bytes_per_param,
         kv_bytes_per_value=kv_bytes_per_value,
     )
-    contexts = collections.Counter(checks.count("context_len", c) for c in decode_contexts)
+    contexts = collections.Counter(decode_contexts)  # a mapping {context: sequences} counts as given
+    for context, n in contexts.items():
+        checks.count("context_len", context), checks.count("sequences at a context", n, minimum=0)
     chunks = [
         (checks.count("prompt_len", t), checks.count("cached", c, minimum=0)) for t, c in prefill_chunks
     ]
@@ -266,7 +269,7 @@ def decode_step_s(
     in its KV cache, make one token each (:func:`step` with decodes only). max(2 x active params x
     batch / peak, (weight bytes + batch x KV bytes) / bandwidth). Llama-3.1-8B, bf16, one H100
     SXM, 4,096 tokens: 4.94 ms."""
-    contexts = (checks.count("context_len", context_len),) * checks.count("batch", batch)
+    contexts = {checks.count("context_len", context_len): checks.count("batch", batch)}
     return step(
         model,
         device=device,
