@@ -315,7 +315,10 @@ class _Replica:
             request.computed += tokens
             if request.computed >= request.target:
                 if request.first_s is None:
-                    request.first_s, request.made = self.clock, 1.0
+                    request.first_s = self.clock
+                request.made = min(
+                    request.output, math.floor(request.made) + 1.0
+                )  # its last position samples
                 self._done_or_next(request)
         return True
 
@@ -385,6 +388,7 @@ def simulate(
     usd_per_hour=None,
     context_bucket=32,
     concurrency=None,
+    kv_cache_tokens=None,
 ) -> ReplicaResult:
     """Serve ``requests`` ((arrival_s, prompt_tokens, output_tokens) each) on one replica of
     ``n_devices`` x ``device`` (ideal tensor parallelism, :func:`serving.replica`) with ``engine``
@@ -393,6 +397,7 @@ def simulate(
     from time 0, each finished one replaced by the next of ``requests`` (arrival times ignored),
     as ``vllm bench serve --max-concurrency C --request-rate inf`` runs. ``usd_per_hour``: the
     replica's price (default ``n_devices`` x the device's, ``assumptions.device_price``).
+    ``kv_cache_tokens``: the KV cache's size in tokens (default :func:`kv_capacity_tokens`).
     ``context_bucket``: tokens the decodes' mean context is rounded to when caching step times."""
     config, base = llms.as_config(model), hardware.as_spec(device)
     spec = serving.replica(base, n_devices)
@@ -430,17 +435,21 @@ def simulate(
             f"max_num_batched_tokens={budget}: must be at least max_num_seqs x tokens per decode "
             f"({max_seqs} x {decode_tokens}), as vLLM requires"
         )
-    capacity = kv_capacity_tokens(
-        config,
-        device=spec,
-        precision=served.name,
-        weight_bytes_per_param=served.weight_bytes_per_param,
-        kv_bytes_per_value=served.kv_bytes_per_value,
-        gpu_memory_utilization=gpu_memory_utilization,
+    capacity = (
+        kv_cache_tokens
+        if kv_cache_tokens is not None
+        else kv_capacity_tokens(
+            config,
+            device=spec,
+            precision=served.name,
+            weight_bytes_per_param=served.weight_bytes_per_param,
+            kv_bytes_per_value=served.kv_bytes_per_value,
+            gpu_memory_utilization=gpu_memory_utilization,
+        )
     )
     pending = _requests(requests, profile.per_request_s, hit, block_size)
     shared_blocks = max(r.prefix for r in pending) // block_size  # the shared prefix, held once
-    capacity_blocks = capacity // block_size - shared_blocks
+    capacity_blocks = checks.count("kv_cache_tokens", capacity, minimum=0) // block_size - shared_blocks
     if capacity_blocks < 1:
         raise ValueError(f"model={config.name!r}: its weights leave no KV cache on {spec.name}")
     bucket = checks.count("context_bucket", context_bucket)
