@@ -212,12 +212,15 @@ def apply(
     """The times ``engine`` (a name, a :class:`Profile`, or None for ``device``'s default) takes,
     given the bounds: one prompt's ``prefill_s``, a batch's ``batch_prefill_s`` and one
     ``decode_step_s`` for weights of ``weight_bytes_per_param`` bytes. Each time is at least its
-    bound; a part no source gives the engine a figure for stays at the bound, named in ``notes``.
+    bound; a figure no source gives the engine is taken from its nearest sourced regime (never the
+    bound), named in ``notes``: decode for other weight bits from the nearest bits' figure,
+    prefill from the profile's compute figure, else its decode figure.
 
-    >>> times = apply("vllm", weight_bytes_per_param=0.5, prefill_s=0.1, batch_prefill_s=0.1, decode_step_s=0.01)
+    >>> times = apply("vllm", weight_bytes_per_param=0.5, prefill_s=0.1, batch_prefill_s=0.1,
+    ...               decode_step_s=0.01)
     >>> for note in times.notes: print(note)
-    prefill at the bound: no published figure for vllm's prefill
-    decode at the bound: no published figure for vllm with 4-bit weights
+    vllm's compute: no published figure; its decode figure (0.74) stands in
+    vllm with 4-bit weights: no published decode figure; its 16-bit figure (0.74 of the bandwidth) stands in
     """
     profile = engine if isinstance(engine, Profile) else get(engine, device=device)
     prefill_s, batch_prefill_s, decode_step_s = (
@@ -228,23 +231,15 @@ def apply(
             ("decode_step_s", decode_step_s),
         )
     )
-    notes = []
-    if "prefill_efficiency" in profile.unsourced:
-        notes.append(f"prefill at the bound: no published figure for {profile.name}'s prefill")
-    try:
-        decode = profile.decode_efficiency_for(weight_bytes_per_param)
-    except ValueError:
-        decode = 1.0
-        notes.append(
-            f"decode at the bound: no published figure for {profile.name} with "
-            f"{weight_bits(weight_bytes_per_param):g}-bit weights"
-        )
+    decode, decode_note = _nearest_bits(profile, weight_bytes_per_param)
+    prefill, prefill_note = _prefill_figure(profile, decode)
+    notes = tuple(note for note in (prefill_note, decode_note) if note)
     return EngineTimes(
         engine=profile.name,
-        ttft_s=prefill_s / profile.prefill_efficiency + profile.per_request_s,
-        batch_prefill_s=batch_prefill_s / profile.prefill_efficiency + profile.per_request_s,
+        ttft_s=prefill_s / prefill + profile.per_request_s,
+        batch_prefill_s=batch_prefill_s / prefill + profile.per_request_s,
         decode_step_s=decode_step_s / decode + profile.per_step_s,
-        notes=tuple(notes),
+        notes=notes,
     )
 
 
@@ -272,9 +267,23 @@ def _nearest_bits(profile: Profile, weight_bytes_per_param) -> tuple[float, str 
         )
 
 
+def _prefill_figure(profile: Profile, bandwidth: float) -> tuple[float, str | None]:
+    """A prompt's efficiency: the sourced prefill figure, else the profile's compute figure (its
+    16-bit one when it has several), else its decode figure (the nearest sourced regime)."""
+    if "prefill_efficiency" not in profile.unsourced:
+        return profile.prefill_efficiency, None
+    if profile.compute_efficiency:
+        return profile.compute_efficiency.get("bf16", next(iter(profile.compute_efficiency.values()))), None
+    return bandwidth, (
+        f"{profile.name}'s compute: no published figure; its decode figure ({bandwidth:g}) stands in"
+    )
+
+
 def _compute_figure(profile: Profile, compute_dtype: str, bandwidth: float) -> tuple[float, str | None]:
     if compute_dtype in profile.compute_efficiency:
         return profile.compute_efficiency[compute_dtype], None
+    if "prefill_efficiency" not in profile.unsourced and compute_dtype in ("bf16", "fp16"):
+        return profile.prefill_efficiency, None
     if profile.compute_efficiency:
         other, value = next(iter(profile.compute_efficiency.items()))
         return value, (
@@ -282,7 +291,10 @@ def _compute_figure(profile: Profile, compute_dtype: str, bandwidth: float) -> t
             f"figure ({value:g} of the peak) stands in"
         )
     if "prefill_efficiency" not in profile.unsourced:
-        return profile.prefill_efficiency, None
+        return profile.prefill_efficiency, (
+            f"{profile.name} computing in {compute_dtype}: no published figure; its 16-bit prefill "
+            f"figure ({profile.prefill_efficiency:g} of the peak) stands in"
+        )
     return bandwidth, (
         f"{profile.name}'s compute: no published figure; its decode figure ({bandwidth:g}) stands in"
     )

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from lab_utils import assumptions, replica, serverless, serving
+from lab_utils import assumptions, published, replica, serverless, serving
 
 MODEL, DEVICE = "Llama-3.1-8B", "H100 SXM"
 EXACT = dict(engine="bound", context_bucket=1, kv_block_size=1)
@@ -199,3 +199,15 @@ def test_the_step_is_decode_step_s_and_prefill_s():
     """serving.step's pure cases are the two older bounds (one formula)."""
     assert step_s({4096: 8}) == serving.decode_step_s(MODEL, device=DEVICE, batch=8, context_len=4096)
     assert step_s(chunks=[(512, 0)] * 3) == serving.prefill_s(MODEL, device=DEVICE, prompt_len=512, batch=3)
+
+
+@pytest.mark.parametrize(
+    "record",
+    [m for m in published.measurements() if m.question.startswith("replica_")],
+    ids=lambda m: m.name,
+)
+def test_the_bound_engine_never_beats_a_published_latency(record):
+    """Each published latency under load, simulated with the roofline itself ("bound": every
+    efficiency 1, no overhead): the measurement never beats it."""
+    function = published.QUESTIONS[record.question][0]
+    assert function(**{**dict(record.inputs), "engine": "bound"}) <= record.figure
