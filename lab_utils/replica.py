@@ -46,6 +46,7 @@ __all__ = [
     "closed_loop",
     "kv_capacity_tokens",
     "simulate",
+    "summarize",
     "tokens_per_verify_step",
 ]
 
@@ -537,18 +538,52 @@ def _result(
         )
         for r in sorted(requests, key=lambda r: r.index)
     )
-    duration_s = max(r.finish_s for r in requests) - min(r.arrival_s for r in requests)
-    slo_ttft = checks.number("slo_ttft_s", values["slo_ttft_s"])
-    slo_tpot = checks.number("slo_tpot_s", values["slo_tpot_s"])
-    good = sum(1 for t in times if t.ttft_s <= slo_ttft and t.tpot_s <= slo_tpot)
     if usd_per_hour is None:
         usd_per_hour = n_devices * assumptions.device_price(base, n_gpus=n_devices).usd_per_hour
-    tokens = sum(t.prompt_tokens + t.output_tokens for t in times)
-    per_s = (lambda x: x / duration_s) if duration_s > 0 else (lambda x: math.inf)
-    return ReplicaResult(
+    return summarize(
+        times,
         model=config.name,
         device=spec.name,
         engine=profile.name,
+        steps=replica.steps,
+        preemptions=replica.preemptions,
+        kv_capacity_tokens=capacity,
+        usd_per_hour=usd_per_hour,
+        slo_ttft_s=values["slo_ttft_s"],
+        slo_tpot_s=values["slo_tpot_s"],
+        notes=tuple(notes) + tuple(assumptions.lines(taken)),
+    )
+
+
+def summarize(
+    times,
+    *,
+    model,
+    device,
+    engine,
+    steps,
+    preemptions=0,
+    kv_capacity_tokens=0,
+    usd_per_hour=None,
+    slo_ttft_s=None,
+    slo_tpot_s=None,
+    notes=(),
+) -> ReplicaResult:
+    """A :class:`ReplicaResult` from per-request ``times`` (:class:`RequestTimes`), simulated or
+    measured (``lab_utils.batching``): percentiles, rates over the span from the first arrival
+    to the last token, goodput under the SLAs (None: their assumptions) and $ per 1M tokens."""
+    times = tuple(times)
+    values = assumptions.resolve(slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s)[0]
+    slo_ttft = checks.number("slo_ttft_s", values["slo_ttft_s"])
+    slo_tpot = checks.number("slo_tpot_s", values["slo_tpot_s"])
+    duration_s = max(t.arrival_s + t.e2e_s for t in times) - min(t.arrival_s for t in times)
+    good = sum(1 for t in times if t.ttft_s <= slo_ttft and t.tpot_s <= slo_tpot)
+    tokens = sum(t.prompt_tokens + t.output_tokens for t in times)
+    per_s = (lambda x: x / duration_s) if duration_s > 0 else (lambda x: math.inf)
+    return ReplicaResult(
+        model=model,
+        device=device,
+        engine=engine,
         requests=times,
         ttft=Percentiles.of(t.ttft_s for t in times),
         tpot=Percentiles.of(t.tpot_s for t in times),
@@ -564,10 +599,10 @@ def _result(
         usd_per_million_tokens=None
         if usd_per_hour is None or duration_s <= 0
         else prices.usd_per_million_tokens(usd_per_hour, tokens / duration_s),
-        steps=replica.steps,
-        preemptions=replica.preemptions,
-        kv_capacity_tokens=capacity,
-        notes=tuple(notes) + tuple(assumptions.lines(taken)),
+        steps=steps,
+        preemptions=preemptions,
+        kv_capacity_tokens=kv_capacity_tokens,
+        notes=tuple(notes),
     )
 
 

@@ -46,6 +46,7 @@ LAYERS = {
         "splits",
     ),
     "measuring": (
+        "batching",
         "bench",
         "distributed",
         "energy_measure",
