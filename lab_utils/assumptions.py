@@ -191,8 +191,7 @@ def _rentable_offers(spec: hardware.Spec) -> list:
     ]
 
 
-def _gpu_price(spec: hardware.Spec, n_gpus: int) -> DevicePrice:
-    per_node = value("max_devices")
+def _gpu_price(spec: hardware.Spec, n_gpus: int, per_node: int) -> DevicePrice:
     nodes = [p for p in _rentable_offers(spec) if p.n_gpus == per_node]
     if n_gpus > per_node and nodes:  # beyond one server: whole servers
         node = min(nodes, key=lambda p: p.usd_per_gpu_hour)
@@ -200,7 +199,10 @@ def _gpu_price(spec: hardware.Spec, n_gpus: int) -> DevicePrice:
     offers = _rentable_offers(spec)
     if offers:
         offer = min(offers, key=lambda p: p.usd_per_gpu_hour)
-        return DevicePrice(offer.usd_per_gpu_hour, offer.name, offer.source, offer.date)
+        label = offer.name
+        if n_gpus > per_node:  # whole servers wanted, none of that size in the data
+            label += f", per GPU (no offer of one {per_node}-GPU server in the data)"
+        return DevicePrice(offer.usd_per_gpu_hour, label, offer.source, offer.date)
     for price in prices.serverless_prices():
         if spec.name in price.gpus and price.active_per_s > 0:
             return DevicePrice(
@@ -228,15 +230,20 @@ def _cpu_price(spec: hardware.Spec, cpu_offer: str) -> DevicePrice:
     )
 
 
-def device_price(spec: hardware.Spec, *, cpu_offer: str | None = None, n_gpus: int = 1) -> DevicePrice:
+def device_price(
+    spec: hardware.Spec, *, cpu_offer: str | None = None, n_gpus: int = 1, max_devices: int | None = None
+) -> DevicePrice:
     """Which price stands for ``spec`` (rule: ``price_rule``), per device-hour. A GPU: its
     cheapest rentable hourly offer per GPU (never a notebook tier or a zero price), else its
-    serverless class's active rate x 3600; a job on more than one server (``n_gpus`` above the
-    ``max_devices`` assumption) rents whole servers, at the cheapest such offer per GPU when the
-    data has one. A CPU: ``cpu_offer`` (default the ``cpu_offer`` assumption) scaled per core."""
+    serverless class's active rate x 3600; a job on more than one server (``n_gpus`` above
+    ``max_devices`` GPUs per server, None: the ``max_devices`` assumption) rents whole servers,
+    at the cheapest offer of exactly one such server per GPU when the data has one (else the
+    cheapest offer per GPU). A CPU: ``cpu_offer`` (default the ``cpu_offer`` assumption) scaled
+    per core."""
     if not isinstance(spec, hardware.Spec):
         raise TypeError(f"spec must be a hardware.Spec, got {type(spec).__name__}")
     n_gpus = checks.count("n_gpus", n_gpus)
+    per_node = checks.count("max_devices", value("max_devices") if max_devices is None else max_devices)
     if spec.kind == "cpu":
         return _cpu_price(spec, value("cpu_offer") if cpu_offer is None else cpu_offer)
-    return _gpu_price(spec, n_gpus)
+    return _gpu_price(spec, n_gpus, per_node)

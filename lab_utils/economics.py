@@ -177,9 +177,13 @@ def api_cost(input_tokens, output_tokens, *, price_in_per_million, price_out_per
     return (input_tokens * price_in + output_tokens * price_out) / 1e6
 
 
-def blended_price_per_million(price_in_per_million, price_out_per_million, output_share) -> float:
+def blended_price_per_million(price_in_per_million, price_out_per_million, output_share=None) -> float:
     """Dollars per 1M tokens of traffic in which ``output_share`` (0 to 1) of the tokens are
-    written and the rest read: the API price a workload actually pays per token."""
+    written and the rest read: the API price a workload actually pays per token. None: the share
+    of the typical request, ``output_tokens`` / (``input_tokens`` + ``output_tokens``)."""
+    if output_share is None:
+        request = assumptions.resolve(input_tokens=None, output_tokens=None)[0]
+        output_share = request["output_tokens"] / (request["input_tokens"] + request["output_tokens"])
     output_share = checks.number("output_share", output_share, strict=False, maximum=1.0)
     return api_cost(
         1e6 * (1 - output_share),
@@ -484,7 +488,7 @@ def fine_tune_estimate(
     else:  # beyond one server: whole servers, priced as such where the data has one
         n_gpus = n_nodes * per_node
         if usd_per_gpu_hour is None:
-            price = assumptions.device_price(spec, n_gpus=n_gpus)
+            price = assumptions.device_price(spec, n_gpus=n_gpus, max_devices=per_node)
             price_usd, price_source = price.usd_per_hour, f"{price.offer} ({price.source}, {price.date})"
             taken["price_rule"], price_date = price.offer, price.date
     if mfu is None:
@@ -563,8 +567,9 @@ def _gpus_for(config: llms.LLMConfig, estimate, spec: hardware.Spec) -> int:
 def range_verdict(claimed, low, high, tolerance=None) -> str:
     """Compare a claimed figure with the range [low, high] that sourced figures give.
 
-    'consistent' inside the range widened by ``tolerance`` (default: the ``range_tolerance`` assumption); otherwise 'wrong: Nx too low' or
-    'wrong: Nx too high', N measured from the nearer end of the range.
+    'consistent' inside the range widened by ``tolerance`` (default: the ``range_tolerance``
+    assumption); otherwise 'wrong: Nx too low' or 'wrong: Nx too high', N measured from the nearer
+    end of the range.
     """
     claimed = checks.number("claimed", claimed)
     low = checks.number("low", low)

@@ -216,8 +216,9 @@ def apply(
     bound), named in ``notes``: decode for other weight bits from the nearest bits' figure,
     prefill from the profile's compute figure, else its decode figure.
 
-    >>> times = apply("vllm", weight_bytes_per_param=0.5, prefill_s=0.1, batch_prefill_s=0.1,
-    ...               decode_step_s=0.01)
+    >>> times = apply(
+    ...     "vllm", weight_bytes_per_param=0.5, prefill_s=0.1, batch_prefill_s=0.1, decode_step_s=0.01
+    ... )
     >>> for note in times.notes: print(note)
     vllm's compute: no published figure; its decode figure (0.74) stands in
     vllm with 4-bit weights: no published decode figure; its 16-bit figure (0.74 of the bandwidth) stands in

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lab_utils import checks, llms, torch_compat
+from lab_utils import assumptions, checks, llms, torch_compat
 
 __all__ = ["SavedTensor", "hf_config", "random_model", "saved_tensors"]
 
@@ -31,14 +31,16 @@ def _model_type(config: llms.LLMConfig) -> str:
     return "mistral" if config.sliding_window else "llama"
 
 
-def hf_config(model, *, attention: str = "sdpa", **overrides):
+def hf_config(model, *, attention: str | None = None, **overrides):
     """A ``transformers`` config with the shapes of ``model`` (a catalog name or an LLMConfig),
-    ``attn_implementation`` set to ``attention`` ("eager" or "sdpa"), no KV cache; ``overrides``
+    ``attn_implementation`` set to ``attention`` ("eager" or "sdpa"; None: the ``attention``
+    assumption), no KV cache; ``overrides``
     are config.json keys (e.g. ``num_hidden_layers=2``). GPT-2's dropout is off, as
     ``memory.llm_activation_bytes`` assumes (give ``attn_pdrop`` etc. to turn it on)."""
     from transformers import AutoConfig
 
     config = llms.as_config(model)
+    attention = assumptions.resolve(attention=attention)[0]["attention"]
     checks.choice("attention", attention, ("eager", "sdpa"))
     kind = _model_type(config)
     if kind == "gpt2":

@@ -34,7 +34,7 @@ from lab_utils import assumptions, checks, hardware, llms
 __all__ = [
     "ATTENTION",
     "BYTES_PER_VALUE",
-    "CUDA_CONTEXT_BYTES",
+    "CUDA_CONTEXT_BYTES",  # noqa: F822 - read when asked, by the module's __getattr__
     "JOB_METHODS",
     "LORA_TARGETS",
     "LOSS_IMPLS",
@@ -84,11 +84,16 @@ RECOMPUTE = ("none", "selective", "full")
 
 JOB_METHODS = assumptions.METHODS
 
-CUDA_CONTEXT_BYTES = (assumptions.value("cuda_context_low_bytes"), assumptions.value("cuda_context_bytes"))
-"""Memory a GPU process holds beyond its tensors (CUDA context, kernels, allocator slack):
-0.3 to 2.1 GB (300 MiB to 2 GiB as nvidia-smi counts) depending on the GPU and libraries
-(Hugging Face accelerate's estimate-memory documentation). :func:`fits` reserves the upper end by default (the ``cuda_context_bytes``
-assumption)."""
+
+def __getattr__(name: str):
+    """``CUDA_CONTEXT_BYTES``: (low, high) bytes a GPU process holds beyond its tensors (CUDA
+    context, kernels, allocator slack), the ``cuda_context_low_bytes`` and ``cuda_context_bytes``
+    assumptions read when asked (an edit of assumptions.toml reaches it): 0.3 to 2.1 GB (300 MiB
+    to 2 GiB as nvidia-smi counts) depending on the GPU and libraries (Hugging Face accelerate's
+    estimate-memory documentation). :func:`fits` reserves the upper end by default."""
+    if name == "CUDA_CONTEXT_BYTES":
+        return (assumptions.value("cuda_context_low_bytes"), assumptions.value("cuda_context_bytes"))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --- training state ------------------------------------------------------------------------
@@ -308,7 +313,7 @@ def _layer_activation_bytes(
 
 
 def llm_activation_bytes(
-    model, *, seq_len, batch=1, recompute: str = "none", attention: str = "sdpa", bytes_per_value=2
+    model, *, seq_len, batch=1, recompute: str = "none", attention: str | None = None, bytes_per_value=2
 ) -> float:
     """Bytes autograd keeps for backward in one forward pass of a whole ``transformers`` model,
     from the embedding output to the loss, logits included.
@@ -317,13 +322,13 @@ def llm_activation_bytes(
     Mistral, Qwen2), as ``transformers`` (5.x) writes these models, dropout off (the Llama
     family has none; GPT-2's 0.1 would add its masks). ``bytes_per_value``: 2 for bf16/fp16
     training, 4 for fp32; softmax statistics, RMSNorm's upcast and the loss stay fp32.
-    ``attention``: one of :data:`ATTENTION` (eager adds the s x s softmax per head and layer).
-    ``recompute`` (gradient checkpointing): "none"; "selective", the attention core recomputed
-    (no s x s term); "full", each block keeps only its input, plus one block's activations,
-    live while its backward runs. Beyond the blocks: the final norm, the LM head's input, and
-    the log-softmax of the logits in fp32 (batch x seq_len x vocab x 4 bytes: 2.1 GB for
-    Llama-3.1-8B at 4,096 tokens), the labels, and the positions. Checked within 10% of what
-    ``transformers`` models save (tests/test_llm_memory.py).
+    ``attention``: one of :data:`ATTENTION` (eager adds the s x s softmax per head and layer;
+    None: the ``attention`` assumption). ``recompute`` (gradient checkpointing): "none";
+    "selective", the attention core recomputed (no s x s term); "full", each block keeps only its
+    input, plus one block's activations, live while its backward runs. Beyond the blocks: the
+    final norm, the LM head's input, and the log-softmax of the logits in fp32 (batch x seq_len x
+    vocab x 4 bytes: 2.1 GB for Llama-3.1-8B at 4,096 tokens), the labels, and the positions.
+    Checked within 10% of what ``transformers`` models save (tests/test_llm_memory.py).
     """
     config = llms.as_config(model)
     if config.family is None:
@@ -332,6 +337,7 @@ def llm_activation_bytes(
         )
     seq_len, batch = checks.count("seq_len", seq_len), checks.count("batch", batch)
     checks.choice("recompute", recompute, RECOMPUTE)
+    attention = assumptions.resolve(attention=attention)[0]["attention"]
     checks.choice("attention", attention, ATTENTION)
     if isinstance(bytes_per_value, bool) or bytes_per_value not in (2, 4):
         raise ValueError(
@@ -440,16 +446,20 @@ and o; GPT-2's fused ``c_attn`` and its ``attn.c_proj``); "all-linear", peft's
 ``target_modules="all-linear"``: every linear layer of every block, the LM head excepted."""
 
 
-def lora_params(model, rank: int = 16, targets: str = "attention") -> int:
-    """Trainable LoRA parameters with rank-``rank`` adapters on the ``targets`` layers.
+def lora_params(model, rank: int | None = None, targets: str | None = None) -> int:
+    """Trainable LoRA parameters with rank-``rank`` adapters on the ``targets`` layers (None: the
+    ``lora_rank`` and ``lora_targets`` assumptions, rank 16 on every linear layer).
 
     An adapter on a d_in x d_out weight adds r·(d_in + d_out) parameters (Hu et al., arXiv
     2106.09685), counted per layer as the model has it: one adapter on GPT-2's fused q/k/v
     matrix (h x 3h), three on Llama's separate q, k and v. ``model`` is an ``llms.LLMConfig``
     or a name ``llms.get`` knows; ``targets`` one of :data:`LORA_TARGETS`. Llama-3.1-8B,
-    rank 16 on q, k, v and o: 32 layers x 16 x (2·(4096 + 4096) + 2·(4096 + 1024)).
+    rank 16 on q, k, v and o (``targets="attention"``): 32 layers x 16 x (2·(4096 + 4096) +
+    2·(4096 + 1024)).
     """
     model = llms.as_config(model)
+    values = assumptions.resolve(lora_rank=rank, lora_targets=targets)[0]
+    rank, targets = values["lora_rank"], values["lora_targets"]
     rank = checks.count("rank", rank)
     checks.choice("targets", targets, LORA_TARGETS)
     if model.family is None:
@@ -690,6 +700,7 @@ def _gpu(gpu) -> hardware.Spec:
 
 
 def _usable_bytes(spec: hardware.Spec, reserve_bytes) -> float:
+    reserve_bytes = assumptions.resolve(cuda_context_bytes=reserve_bytes)[0]["cuda_context_bytes"]
     reserve_bytes = checks.number("reserve_bytes", reserve_bytes, strict=False)
     usable = spec.memory_bytes - reserve_bytes
     if usable <= 0:
@@ -699,13 +710,14 @@ def _usable_bytes(spec: hardware.Spec, reserve_bytes) -> float:
     return usable
 
 
-def usable_bytes(gpu, reserve_bytes=CUDA_CONTEXT_BYTES[1]) -> float:
+def usable_bytes(gpu, reserve_bytes=None) -> float:
     """Bytes a job may use on one ``gpu`` (a name or Spec): the vendor's memory less ``reserve_bytes``
-    for the CUDA context (what :func:`fits` and :func:`gpus_needed` compare with)."""
+    for the CUDA context (None: the ``cuda_context_bytes`` assumption); what :func:`fits` and
+    :func:`gpus_needed` compare with."""
     return _usable_bytes(_gpu(gpu), reserve_bytes)
 
 
-def fits(n_bytes, gpu, reserve_bytes=CUDA_CONTEXT_BYTES[1]) -> bool:
+def fits(n_bytes, gpu, reserve_bytes=None) -> bool:
     """True when ``n_bytes`` fit in one ``gpu`` (a name or Spec) after ``reserve_bytes``.
 
     Compares with the vendor's nominal memory (``Spec.memory_bytes``) less the CUDA context;
@@ -715,7 +727,7 @@ def fits(n_bytes, gpu, reserve_bytes=CUDA_CONTEXT_BYTES[1]) -> bool:
     return n_bytes <= _usable_bytes(_gpu(gpu), reserve_bytes)
 
 
-def gpus_needed(n_bytes, gpu, reserve_bytes=CUDA_CONTEXT_BYTES[1]) -> int:
+def gpus_needed(n_bytes, gpu, reserve_bytes=None) -> int:
     """The fewest ``gpu`` s that could hold ``n_bytes`` if the job split evenly across them.
 
     A lower bound: ceil(n_bytes / (memory - reserve)). Real splits (tensor or pipeline
@@ -737,9 +749,7 @@ class LongestFit:
     estimate: JobEstimate | None
 
 
-def longest_seq_len(
-    model, gpu, *, method: str = "inference", reserve_bytes=CUDA_CONTEXT_BYTES[1], **job
-) -> LongestFit:
+def longest_seq_len(model, gpu, *, method: str = "inference", reserve_bytes=None, **job) -> LongestFit:
     """The longest ``seq_len`` at which :func:`job_estimate` of ``model`` and ``method`` fits one
     ``gpu`` (:func:`fits`, less ``reserve_bytes``), up to the model's context window (2**24
     tokens where the catalog has none). ``job``: the other keywords of :func:`job_estimate`

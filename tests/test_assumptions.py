@@ -129,3 +129,68 @@ def test_resolve_takes_the_assumption_for_none_and_records_it():
     values, taken = assumptions.resolve(mfu=None, seq_len=2048, precision__inference=None)
     assert values == {"mfu": 0.4, "seq_len": 2048, "precision.inference": "bf16"}
     assert taken == {"mfu": 0.4, "precision.inference": "bf16"}
+
+
+def test_the_price_rule_honours_the_callers_max_devices(monkeypatch):
+    """Beyond one server of the caller's max_devices GPUs, whole servers of that size: 4 GPUs on
+    servers of 2 rent two 2-GPU servers (the assumption's 8 GPUs per server would have priced
+    them as four 1-GPU pods)."""
+    from dataclasses import replace
+
+    h100 = hardware.get("H100 SXM")
+    pod = prices.hourly_price("Runpod H100 SXM pod")
+    pair = replace(pod, name="a 2-GPU H100 server", n_gpus=2, usd_per_hour=2 * pod.usd_per_hour + 0.5)
+    offers = prices.hourly_prices()
+    monkeypatch.setattr(prices, "hourly_prices", lambda: (*offers, pair))
+    assert assumptions.device_price(h100, n_gpus=4).offer == pod.name  # within one server of 8
+    two = assumptions.device_price(h100, n_gpus=4, max_devices=2)
+    assert (two.offer, two.usd_per_hour) == ("a 2-GPU H100 server, per GPU", pair.usd_per_gpu_hour)
+    assert assumptions.device_price(h100, n_gpus=2, max_devices=2).offer == pod.name  # one server
+    # no offer of a 4-GPU server in the data: the cheapest per GPU, and the label says so
+    four = assumptions.device_price(h100, n_gpus=8, max_devices=4)
+    assert four.offer == f"{pod.name}, per GPU (no offer of one 4-GPU server in the data)"
+    with pytest.raises(ValueError, match="max_devices"):
+        assumptions.device_price(h100, n_gpus=4, max_devices=0)
+    # the fine-tune's price follows: economics passes its max_devices on
+    from lab_utils import economics
+
+    job = economics.fine_tune_estimate(
+        "llama-3.1-8b", 1e8, method="lora", gpu="H100 SXM", n_gpus=4, max_devices=2
+    )
+    assert (job.n_gpus, job.n_nodes, job.usd_per_gpu_hour) == (4, 2, pair.usd_per_gpu_hour)
+
+
+def test_an_edit_of_the_cuda_context_reaches_memory_when_asked(monkeypatch):
+    """memory reads the cuda_context_* assumptions at call time, not once at import."""
+    from lab_utils import catalogs
+
+    h100 = hardware.get("H100 SXM")
+    before = memory.usable_bytes(h100)
+    data = {name: dict(entry) for name, entry in catalogs.read("assumptions.toml").items()}
+    data["cuda_context_bytes"]["value"] = 1e9
+    monkeypatch.setattr(catalogs, "read", lambda name: data)
+    assumptions._load.cache_clear()
+    try:
+        assert memory.CUDA_CONTEXT_BYTES[1] == 1e9
+        assert memory.usable_bytes(h100) == h100.memory_bytes - 1e9 > before
+    finally:
+        assumptions._load.cache_clear()
+
+
+def test_lora_params_defaults_to_the_lora_assumptions():
+    rank, targets = assumptions.value("lora_rank"), assumptions.value("lora_targets")
+    assert targets == "all-linear"
+    assert memory.lora_params("llama-3.1-8b") == memory.lora_params("llama-3.1-8b", rank, targets)
+    assert memory.lora_params("llama-3.1-8b") > memory.lora_params("llama-3.1-8b", targets="attention")
+
+
+def test_the_blended_api_price_takes_the_typical_requests_share():
+    """No output_share assumption of its own: the share written is the typical request's
+    (output_tokens of input_tokens + output_tokens), as the advisor and notebook 08 count it."""
+    from lab_utils import economics
+
+    share = assumptions.value("output_tokens") / (
+        assumptions.value("input_tokens") + assumptions.value("output_tokens")
+    )
+    assert economics.blended_price_per_million(1.0, 5.0) == pytest.approx(1.0 + 4.0 * share)
+    assert "output_share" not in {a.name for a in assumptions.catalog()}
