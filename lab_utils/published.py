@@ -141,26 +141,23 @@ def request_prompt_tokens_per_s(*, model, device, prompt_len, **options):
     )
 
 
-CLIENT_REQUESTS = 20
-"""Requests each client sends in a closed-loop run (``vllm bench serve --max-concurrency C
---num-prompts 20C``, as published sweeps run it): the question's trace length."""
-
-
 @functools.lru_cache(maxsize=32)
 def _closed_loop(model, device, n_devices, prompt_len, output_len, concurrency, options):
-    return replica.simulate(
+    return replica.at_concurrency(
         model,
         device=device,
         n_devices=n_devices,
-        requests=replica.closed_loop(CLIENT_REQUESTS * concurrency, prompt_len, output_len),
         concurrency=concurrency,
+        prompt_len=prompt_len,
+        output_len=output_len,
         **dict(options),
     )
 
 
 def replica_ttft_p50_s(*, model, device, prompt_len, output_len, concurrency, n_devices=1, **options):
     """Median time to first token of requests of fixed lengths with ``concurrency`` in flight
-    (a closed loop of :data:`CLIENT_REQUESTS` per client) on one replica of ``n_devices`` x
+    (:func:`replica.at_concurrency`: a closed loop, the ``client_requests`` assumption's requests
+    per client) on one replica of ``n_devices`` x
     ``device``: :func:`replica.simulate`; ``options`` (engine, precision, ...) go to it as they are."""
     key = (model, device, n_devices, prompt_len, output_len, concurrency, tuple(sorted(options.items())))
     return _closed_loop(*key).ttft.p50

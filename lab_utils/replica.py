@@ -33,16 +33,17 @@ True
 from __future__ import annotations
 
 import collections
-import heapq
 import math
 from dataclasses import dataclass
 
-from lab_utils import assumptions, checks, engines, hardware, llms, prices, serverless, serving
+from lab_utils import assumptions, checks, engines, hardware, llms, prices, scheduler, serverless, serving
 
 __all__ = [
     "Percentiles",
     "ReplicaResult",
     "RequestTimes",
+    "at_concurrency",
+    "at_rate",
     "closed_loop",
     "kv_capacity_tokens",
     "simulate",
@@ -89,7 +90,8 @@ class ReplicaResult:
     (requests meeting both ``slo_ttft_s`` and ``slo_tpot_s``, per second); ``usd_per_hour`` of
     the replica and ``usd_per_million_tokens`` (prompt and output tokens, the replica billed for
     ``duration_s``; None without a price); ``steps``, ``preemptions``, ``kv_capacity_tokens``,
-    ``engine`` and ``notes`` (figures taken from a neighbouring regime, assumptions taken)."""
+    ``engine``, ``notes`` (figures taken from a neighbouring regime) and ``assumptions`` (the
+    (name, value) of each assumption taken)."""
 
     model: str
     device: str
@@ -111,6 +113,7 @@ class ReplicaResult:
     preemptions: int
     kv_capacity_tokens: int
     notes: tuple[str, ...] = ()
+    assumptions: tuple[tuple[str, object], ...] = ()
 
     def summary(self) -> dict:
         """The figures ``lab-utils latency --json`` prints, by their JSON names."""
@@ -159,7 +162,7 @@ def kv_capacity_tokens(
 ) -> int:
     """Tokens the KV cache holds: (memory x ``gpu_memory_utilization`` - weights - the
     ``cuda_context_bytes`` reserve) / KV bytes per token; 0 when the weights do not fit."""
-    config, spec = llms.as_config(model), hardware.as_spec(device)
+    config, spec = llms.resolve(model), hardware.as_spec(device)
     served = serving.resolve_precision(
         precision,
         device=spec,
@@ -177,183 +180,6 @@ def kv_capacity_tokens(
         config, context_len=1, kv_bytes_per_value=served.kv_bytes_per_value
     )
     return max(0, math.floor(free / per_token))
-
-
-class _Request:
-    __slots__ = (
-        "index",
-        "arrival_s",
-        "ready_s",
-        "prompt",
-        "output",
-        "prefix",
-        "computed",
-        "target",
-        "made",
-        "blocks",
-        "first_s",
-        "scheduled_s",
-        "preemptions",
-        "finish_s",
-    )
-
-    def __init__(self, index, arrival_s, ready_s, prompt, output, prefix):
-        self.index, self.arrival_s, self.ready_s = index, arrival_s, ready_s
-        self.prompt, self.output, self.prefix = prompt, output, prefix
-        self.computed = prefix  # tokens in the KV cache (the shared prefix is found there)
-        self.target = prompt  # tokens to compute before the next token is sampled
-        self.made = 0.0  # output tokens made (fractional under speculative decoding)
-        self.blocks = 0  # KV blocks of its own (the shared prefix's are counted once)
-        self.first_s = self.scheduled_s = self.finish_s = None
-        self.preemptions = 0
-
-
-def _requests(requests, per_request_s, prefix_hit, block_size) -> list[_Request]:
-    made = []
-    for index, item in enumerate(checks.sequence("requests", requests)):
-        if len(item) != 3:
-            raise ValueError(f"requests[{index}]={item!r}: give (arrival_s, prompt_tokens, output_tokens)")
-        arrival = checks.number(f"requests[{index}] arrival_s", item[0], strict=False)
-        prompt = checks.count(f"requests[{index}] prompt_tokens", item[1])
-        output = checks.count(f"requests[{index}] output_tokens", item[2])
-        prefix = min((math.floor(prefix_hit * prompt) // block_size) * block_size, prompt - 1)
-        made.append(_Request(index, arrival, arrival + per_request_s, prompt, output, prefix))
-    if not made:
-        raise ValueError("requests is empty: give at least one (arrival_s, prompt_tokens, output_tokens)")
-    return made
-
-
-class _Replica:
-    """The scheduler's state and its step loop (see the module's docstring)."""
-
-    def __init__(self, timer, capacity_blocks, block_size, budget, max_seqs, chunked, spec, closed=None):
-        self.timer, self.capacity, self.block_size = timer, capacity_blocks, block_size
-        self.budget, self.max_seqs, self.chunked = budget, max_seqs, chunked
-        self.decode_tokens, self.gain = spec  # tokens a decode computes in a step, and keeps
-        self.closed = closed  # a closed loop: (per_request_s, the requests left to send), else None
-        self.arrivals: list = []
-        self.free = capacity_blocks
-        self.running: dict[int, _Request] = {}  # in admission order (preemption takes the last)
-        self.waiting: collections.deque[_Request] = collections.deque()
-        self.clock, self.steps, self.preemptions = 0.0, 0, 0
-
-    def _blocks_for(self, request: _Request, tokens: float) -> int:
-        return math.ceil((tokens - request.prefix) / self.block_size)
-
-    def _grow(self, request: _Request, tokens: float) -> bool:
-        """Give ``request`` the blocks ``tokens`` in its cache need; False when there are none."""
-        need = self._blocks_for(request, tokens) - request.blocks
-        if need > self.free:
-            return False
-        self.free -= max(0, need)
-        request.blocks += max(0, need)
-        return True
-
-    def _preempt(self, request: _Request) -> None:
-        del self.running[request.index]
-        self.free += request.blocks
-        request.blocks, request.computed = 0, request.prefix
-        request.target = request.prompt + math.floor(request.made)  # recompute what it had made
-        request.preemptions += 1
-        self.preemptions += 1
-        self.waiting.appendleft(request)
-
-    def _decodes(self) -> list[_Request]:
-        """The running sequences past their prompt, each given the block its next tokens need;
-        the latest admitted are preempted while blocks run short."""
-        decoding = [r for r in self.running.values() if r.computed >= r.target]
-        for request in decoding:
-            while request.index in self.running and not self._grow(request, request.computed + self.gain):
-                self._preempt(next(reversed(self.running.values())))
-        return [r for r in decoding if r.index in self.running]
-
-    def _chunks(self, budget: int) -> list[tuple[_Request, int]]:
-        """Prompt tokens this step computes: the running prompts first, then waiting requests."""
-        chunks = []
-        for request in list(self.running.values()):
-            if budget and request.index in self.running and request.computed < request.target:
-                tokens = min(request.target - request.computed, budget)
-                while request.index in self.running and not self._grow(request, request.computed + tokens):
-                    self._preempt(next(reversed(self.running.values())))
-                if request.index in self.running:
-                    chunks.append((request, tokens))
-                    budget -= tokens
-        while self.waiting and budget and len(self.running) < self.max_seqs:
-            request = self.waiting[0]
-            if request.ready_s > self.clock:
-                break
-            tokens = request.target - request.computed
-            if self.chunked:
-                tokens = min(tokens, budget)
-            elif tokens > budget and chunks:
-                break
-            if not self._grow(request, request.computed + tokens):
-                break
-            self.waiting.popleft()
-            self.running[request.index] = request
-            if request.scheduled_s is None:
-                request.scheduled_s = self.clock
-            chunks.append((request, tokens))
-            budget = max(0, budget - tokens)
-        return chunks
-
-    def step(self) -> bool:
-        """One step; False when nothing could be scheduled."""
-        decoding = self._decodes()
-        left = self.budget - len(decoding) * self.decode_tokens if self.chunked else self.budget
-        chunks = self._chunks(left)
-        if not self.chunked and chunks:
-            decoding = []  # a prefill step: the decodes wait
-        if not decoding and not chunks:
-            return False
-        self.clock += self.timer(decoding, chunks)
-        self.steps += 1
-        for request in decoding:
-            request.made = min(request.output, request.made + self.gain)
-            request.computed += self.gain
-            self._done_or_next(request)
-        for request, tokens in chunks:
-            request.computed += tokens
-            if request.computed >= request.target:
-                if request.first_s is None:
-                    request.first_s = self.clock
-                request.made = min(
-                    request.output, math.floor(request.made) + 1.0
-                )  # its last position samples
-                self._done_or_next(request)
-        return True
-
-    def _done_or_next(self, request: _Request) -> None:
-        if request.made >= request.output:
-            request.finish_s = self.clock
-            del self.running[request.index]
-            self.free += request.blocks
-            if self.closed is not None and self.closed[1]:
-                newcomer = self.closed[1].popleft()
-                newcomer.arrival_s, newcomer.ready_s = self.clock, self.clock + self.closed[0]
-                heapq.heappush(self.arrivals, (newcomer.ready_s, newcomer.index, newcomer))
-        else:
-            request.target = request.computed  # decoding: each step makes its token(s)
-
-    def run(self, pending: list[_Request]) -> None:
-        """Steps until every request is done; idle time jumps to the next arrival."""
-        self.arrivals = arrivals = [(r.ready_s, r.index, r) for r in pending]
-        heapq.heapify(arrivals)
-        while arrivals or self.waiting or self.running:
-            while arrivals and arrivals[0][0] <= self.clock:
-                self.waiting.append(heapq.heappop(arrivals)[2])
-            if not self.running and not any(r.ready_s <= self.clock for r in self.waiting):
-                upcoming = [r.ready_s for r in self.waiting] + [arrivals[0][0]] * bool(arrivals)
-                if not upcoming:
-                    raise RuntimeError("replica: nothing can run")  # pragma: no cover
-                self.clock = max(self.clock, min(upcoming))
-                continue
-            if not self.step():
-                head = self.waiting[0]
-                raise ValueError(
-                    f"a request of {head.target} tokens needs more KV cache than the replica holds "
-                    f"({self.capacity * self.block_size} tokens)"
-                )
 
 
 def _spec(spec_tokens, spec_acceptance) -> tuple[int, float]:
@@ -400,7 +226,7 @@ def simulate(
     replica's price (default ``n_devices`` x the device's, ``assumptions.device_price``).
     ``kv_cache_tokens``: the KV cache's size in tokens (default :func:`kv_capacity_tokens`).
     ``context_bucket``: tokens the decodes' mean context is rounded to when caching step times."""
-    config, base = llms.as_config(model), hardware.as_spec(device)
+    config, base = llms.resolve(model), hardware.as_spec(device)
     spec = serving.replica(base, n_devices)
     profile = engines.get(engine, device=spec)
     served = serving.resolve_precision(
@@ -421,15 +247,16 @@ def simulate(
         raise TypeError(f"chunked_prefill must be True or False, got {chunked!r}")
     block_size = checks.count("kv_block_size", values["kv_block_size"])
     hit = checks.fraction("prefix_hit", values["prefix_hit"])
-    budget = checks.count(
-        "max_num_batched_tokens",
-        _vllm_default("max_num_batched_tokens", base)
-        if max_num_batched_tokens is None
-        else max_num_batched_tokens,
-    )
-    max_seqs = checks.count(
-        "max_num_seqs", _vllm_default("max_num_seqs", base) if max_num_seqs is None else max_num_seqs
-    )
+    if max_num_batched_tokens is None:
+        taken["max_num_batched_tokens"] = max_num_batched_tokens = _vllm_default(
+            "max_num_batched_tokens", base
+        )
+    if max_num_seqs is None:
+        taken["max_num_seqs"] = max_num_seqs = _vllm_default("max_num_seqs", base)
+    if gpu_memory_utilization is None and kv_cache_tokens is None:
+        taken["gpu_memory_utilization"] = gpu_memory_utilization = assumptions.value("gpu_memory_utilization")
+    budget = checks.count("max_num_batched_tokens", max_num_batched_tokens)
+    max_seqs = checks.count("max_num_seqs", max_num_seqs)
     decode_tokens, gain = _spec(checks.count("spec_tokens", spec_tokens, minimum=0), spec_acceptance)
     if budget < max_seqs * decode_tokens:
         raise ValueError(
@@ -448,7 +275,7 @@ def simulate(
             gpu_memory_utilization=gpu_memory_utilization,
         )
     )
-    pending = _requests(requests, profile.per_request_s, hit, block_size)
+    pending = scheduler.requests_from(requests, profile.per_request_s, hit, block_size)
     shared_blocks = max(r.prefix for r in pending) // block_size  # the shared prefix, held once
     capacity_blocks = checks.count("kv_cache_tokens", capacity, minimum=0) // block_size - shared_blocks
     if capacity_blocks < 1:
@@ -475,9 +302,8 @@ def simulate(
 
     cache: dict = {}
 
-    def timer(decoding, chunks) -> float:
-        n = len(decoding)
-        context = max(1, round(sum(r.computed for r in decoding) / n / bucket) * bucket) if n else 0
+    def timer(n, mean_context, chunks) -> float:
+        context = max(1, round(mean_context / bucket) * bucket) if n else 0
         key = (n, context, tuple(sorted((tokens, int(r.computed)) for r, tokens in chunks)))
         if key not in cache:
             verify = [(decode_tokens, context)] * n if decode_tokens > 1 else []
@@ -502,7 +328,7 @@ def simulate(
         pending_all = pending + list(closed[1])
     else:
         pending_all = list(pending)
-    replica = _Replica(
+    replica = scheduler.Scheduler(
         timer, capacity_blocks, block_size, budget, max_seqs, chunked, (decode_tokens, gain), closed
     )
     replica.run(pending)
@@ -551,7 +377,8 @@ def _result(
         usd_per_hour=usd_per_hour,
         slo_ttft_s=values["slo_ttft_s"],
         slo_tpot_s=values["slo_tpot_s"],
-        notes=tuple(notes) + tuple(assumptions.lines(taken)),
+        notes=tuple(notes),
+        taken=taken,
     )
 
 
@@ -568,12 +395,14 @@ def summarize(
     slo_ttft_s=None,
     slo_tpot_s=None,
     notes=(),
+    taken=None,
 ) -> ReplicaResult:
     """A :class:`ReplicaResult` from per-request ``times`` (:class:`RequestTimes`), simulated or
     measured (``lab_utils.batching``): percentiles, rates over the span from the first arrival
-    to the last token, goodput under the SLAs (None: their assumptions) and $ per 1M tokens."""
+    to the last token, goodput under the SLAs (None: their assumptions) and $ per 1M tokens;
+    ``taken``: the assumptions the run took, {name: value}."""
     times = tuple(times)
-    values = assumptions.resolve(slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s)[0]
+    values, slo_taken = assumptions.resolve(slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s)
     slo_ttft = checks.number("slo_ttft_s", values["slo_ttft_s"])
     slo_tpot = checks.number("slo_tpot_s", values["slo_tpot_s"])
     duration_s = max(t.arrival_s + t.e2e_s for t in times) - min(t.arrival_s for t in times)
@@ -603,6 +432,7 @@ def summarize(
         preemptions=preemptions,
         kv_capacity_tokens=kv_capacity_tokens,
         notes=tuple(notes),
+        assumptions=tuple({**(taken or {}), **slo_taken}.items()),
     )
 
 
@@ -613,3 +443,38 @@ def closed_loop(n_requests: int, prompt_tokens: int, output_tokens: int) -> list
     return [
         (0.0, checks.count("prompt_tokens", prompt_tokens), checks.count("output_tokens", output_tokens))
     ] * n
+
+
+def at_rate(
+    model, *, device, rate_per_s, prompt_len, output_len, n_requests=None, seed=0, **options
+) -> ReplicaResult:
+    """:func:`simulate` of Poisson arrivals at ``rate_per_s`` of requests of fixed lengths:
+    ``n_requests`` of them (default the ``latency_trace_s`` assumption's worth, at least 100),
+    from ``serverless.poisson_arrivals`` with ``seed``; ``options`` go to :func:`simulate`."""
+    rate = checks.number("rate_per_s", rate_per_s)
+    trace_s = assumptions.value("latency_trace_s")
+    n = max(100, round(rate * trace_s)) if n_requests is None else checks.count("n_requests", n_requests)
+    duration_s = 1.5 * n / rate + 10.0 / rate
+    arrivals = serverless.poisson_arrivals(rate, duration_s, seed=seed)
+    while len(arrivals) < n:  # pragma: no cover - Poisson shortfalls of a third are rare
+        duration_s *= 2
+        arrivals = serverless.poisson_arrivals(rate, duration_s, seed=seed)
+    requests = [(t, prompt_len, output_len) for t in arrivals[:n]]
+    return simulate(model, device=device, requests=requests, **options)
+
+
+def at_concurrency(
+    model, *, device, concurrency, prompt_len, output_len, n_requests=None, **options
+) -> ReplicaResult:
+    """:func:`simulate` of a closed loop keeping ``concurrency`` requests of fixed lengths in
+    flight (``vllm bench serve --max-concurrency C --request-rate inf``): ``n_requests`` in all
+    (default the ``client_requests`` assumption x ``concurrency``)."""
+    clients = checks.count("concurrency", concurrency)
+    n = clients * assumptions.value("client_requests") if n_requests is None else n_requests
+    return simulate(
+        model,
+        device=device,
+        requests=closed_loop(n, prompt_len, output_len),
+        concurrency=clients,
+        **options,
+    )

@@ -43,6 +43,7 @@ LAYERS = {
         "replica",
         "roofline",
         "routing",
+        "scheduler",
         "serverless",
         "serving",
         "splits",

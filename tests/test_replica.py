@@ -177,7 +177,7 @@ def test_the_queue_grows_past_the_knee():
 def test_levers_take_their_assumptions_and_are_checked():
     result = replica.simulate(MODEL, device=DEVICE, requests=[(0.0, 100, 10)])
     assert result.slo_ttft_s == assumptions.value("slo_ttft_s")
-    assert any(note.startswith("chunked_prefill = True") for note in result.notes)
+    assert dict(result.assumptions)["chunked_prefill"] is True and "max_num_seqs" in dict(result.assumptions)
     assert result.usd_per_million_tokens > 0 and math.isfinite(result.usd_per_million_tokens)
     with pytest.raises(ValueError, match="prefix_hit"):
         replica.simulate(MODEL, device=DEVICE, requests=[(0.0, 100, 10)], prefix_hit=2.0)
