@@ -219,7 +219,8 @@ def simulate(
 ) -> ReplicaResult:
     """Serve ``requests`` ((arrival_s, prompt_tokens, output_tokens) each) on one replica of
     ``n_devices`` x ``device`` (ideal tensor parallelism, :func:`serving.replica`) with ``engine``
-    (default the device's, :func:`engines.default_for`); the levers as in the module's docstring,
+    (a name or an ``engines.Profile``; default the device's, :func:`engines.default_for`); the levers as
+    in the module's docstring,
     each None for its assumption. ``concurrency`` C: a closed loop instead, C requests in flight
     from time 0, each finished one replaced by the next of ``requests`` (arrival times ignored),
     as ``vllm bench serve --max-concurrency C --request-rate inf`` runs. ``usd_per_hour``: the
@@ -228,7 +229,7 @@ def simulate(
     ``context_bucket``: tokens the decodes' mean context is rounded to when caching step times."""
     config, base = llms.resolve(model), hardware.as_spec(device)
     spec = serving.replica(base, n_devices)
-    profile = engines.get(engine, device=spec)
+    profile = engine if isinstance(engine, engines.Profile) else engines.get(engine, device=spec)
     served = serving.resolve_precision(
         precision,
         device=spec,
