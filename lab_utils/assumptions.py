@@ -53,15 +53,18 @@ _DATE = re.compile(r"(19|20)\d\d-(0[1-9]|1[0-2])")
 @dataclass(frozen=True)
 class Assumption:
     """One default: ``name`` (e.g. "mfu", "precision.lora"), its ``value``, ``why`` in one
-    line, ``source`` (a citation, or "course choice"), ``date`` (YYYY-MM of the source, or of
-    the choice) and ``option``: the command-line option that overrides it (None where none does;
-    several spellings separated by " | ")."""
+    line, ``source`` (a citation, or "course choice"), ``source_date`` (YYYY-MM of the source;
+    for an undated page, a choice or a measurement here, the month it was read, made or
+    measured), ``checked`` (YYYY-MM when the course last compared the value with its source, not
+    before ``source_date``) and ``option``: the command-line option that overrides it (None
+    where none does; several spellings separated by " | ")."""
 
     name: str
     value: object
     why: str
     source: str
-    date: str
+    source_date: str
+    checked: str
     option: str | None = None
 
     def line(self, taken: object = None) -> str:
@@ -86,19 +89,29 @@ def _entries(table: dict, prefix: str = "") -> list[Assumption]:
         if "value" not in entry:
             found += _entries(entry, f"{name}.")
             continue
-        unknown = set(entry) - {"value", "why", "source", "date", "option"}
-        if unknown or any(
-            not isinstance(entry.get(key), str) or not entry[key].strip() for key in ("why", "source", "date")
-        ):
+        required = ("why", "source", "source_date", "checked")
+        unknown = set(entry) - {"value", *required, "option"}
+        if unknown or any(not isinstance(entry.get(key), str) or not entry[key].strip() for key in required):
             raise ValueError(
-                f"{where}: needs value and a non-empty why, source and date (option optional), "
-                f"got keys {sorted(entry)}"
+                f"{where}: needs value and a non-empty why, source, source_date and checked "
+                f"(option optional), got keys {sorted(entry)}"
             )
-        if not _DATE.fullmatch(entry["date"]):
-            raise ValueError(f"{where}: date must be YYYY-MM, got {entry['date']!r}")
+        for key in ("source_date", "checked"):
+            if not _DATE.fullmatch(entry[key]):
+                raise ValueError(f"{where}: {key} must be YYYY-MM, got {entry[key]!r}")
+        if entry["checked"] < entry["source_date"]:
+            raise ValueError(
+                f"{where}: checked {entry['checked']} is before source_date {entry['source_date']}"
+            )
         found.append(
             Assumption(
-                name, entry["value"], entry["why"], entry["source"], entry["date"], entry.get("option")
+                name,
+                entry["value"],
+                entry["why"],
+                entry["source"],
+                entry["source_date"],
+                entry["checked"],
+                entry.get("option"),
             )
         )
     return found

@@ -385,7 +385,7 @@ class FineTuneEstimate:
     hardware_flops: float | None = None  # what the GPUs execute: flops + the recomputed forward pass
     n_nodes: int = 1  # servers of max_devices GPUs rented (jobs beyond one server take whole ones)
     attention_flops: float = 0.0  # the attention term, included in flops
-    price_date: str = "given"  # the date of the price (YYYY-MM, YYYY or "undated"), "given" when passed in
+    price_date: str = "given"  # the date of the price (YYYY-MM or YYYY), "given" when passed in
 
     @property
     def gpu_hours(self) -> float:

@@ -51,6 +51,7 @@ __all__ = [
     "cold_start_s",
     "compare",
     "decode_tokens_per_s",
+    "distinct_figures",
     "get",
     "longest_sequence_tokens",
     "matmul_flops",
@@ -281,7 +282,8 @@ class Measurement:
     ``source_date`` (YYYY-MM), ``url``, ``cite`` (its key in book/references.bib), ``setup``,
     ``area`` (compute, inference, training, memory, cold start), ``figure`` in ``unit``,
     ``question`` (a key of :data:`QUESTIONS`) with its ``inputs``, ``course`` ("bound" or
-    "estimate"), ``expected_miss`` (None, or why the course misses it for now) and ``note``."""
+    "estimate"), ``expected_miss`` (None, or why the course misses it for now), ``note`` and
+    ``measured`` (False for a figure reported without being timed, e.g. a recollection)."""
 
     name: str
     title: str
@@ -299,6 +301,7 @@ class Measurement:
     course: str
     expected_miss: str | None = None
     note: str | None = None
+    measured: bool = True
 
 
 @dataclass(frozen=True)
@@ -331,7 +334,7 @@ def _measurement(record: dict, origin: str) -> Measurement:
     unknown = (
         set(record)
         - set(_STR_FIELDS)
-        - {"name", "source", "source_date", "figure", "inputs", "expected_miss", "note"}
+        - {"name", "source", "source_date", "figure", "inputs", "expected_miss", "note", "measured"}
     )
     if unknown:
         raise ValueError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
@@ -350,6 +353,8 @@ def _measurement(record: dict, origin: str) -> Measurement:
             f"{where}: unit {record['unit']!r} is not the unit of question {record['question']!r} "
             f"({QUESTIONS[record['question']][1]!r})"
         )
+    if not isinstance(record.get("measured", True), bool):
+        raise ValueError(f"{where}: measured must be true or false, got {record['measured']!r}")
     figure = checks.number(f"{where}: figure", record["figure"])
     fields = {key: record[key] for key in _STR_FIELDS + ("name", "source", "source_date")}
     return Measurement(
@@ -358,6 +363,7 @@ def _measurement(record: dict, origin: str) -> Measurement:
         inputs=tuple(record["inputs"].items()),
         expected_miss=record.get("expected_miss"),
         note=record.get("note"),
+        measured=record.get("measured", True),
     )
 
 
@@ -406,3 +412,15 @@ def compare(measurement: Measurement) -> Comparison:
 def table() -> tuple[Comparison, ...]:
     """:func:`compare` for every measurement, in file order."""
     return tuple(compare(m) for m in measurements())
+
+
+def distinct_figures(rows) -> tuple[tuple[Comparison, ...], ...]:
+    """The published figures behind ``rows`` (:class:`Comparison`), each once, in order: the
+    rows that hold one figure of one source (the same figure, unit and setup as a bound and as
+    an estimate through an engine profile) grouped together, so a headline counts each published
+    figure once however many of the course's answers it is held against."""
+    groups = {}
+    for row in rows:
+        m = row.measurement
+        groups.setdefault((m.cite, m.setup, m.figure, m.unit), []).append(row)
+    return tuple(tuple(group) for group in groups.values())

@@ -105,24 +105,34 @@ def test_the_cli_the_advisor_and_the_widgets_agree_on_one_job(method, capsys):
     plt.close(calculator)
 
 
-def test_every_assumption_has_a_source_and_a_date(monkeypatch):
-    """A record without a source or a YYYY-MM date fails to load: every default says where it
-    comes from (a citation or "course choice") and when."""
+def test_every_assumption_has_a_source_its_date_and_when_it_was_checked(monkeypatch):
+    """A record without a source, a YYYY-MM source_date and a YYYY-MM checked (not before the
+    source) fails to load: every default says where it comes from, how old that is, and when
+    the course last compared the two."""
     from lab_utils import catalogs
 
     for entry in assumptions.catalog():
-        assert entry.source.strip() and len(entry.date) == 7, entry.name
-    undated = {"mfu": {"value": 0.4, "why": "a reason", "source": "course choice"}}
-    monkeypatch.setattr(catalogs, "read", lambda name: undated)
-    assumptions._load.cache_clear()
-    try:
-        with pytest.raises(ValueError, match="date"):
-            assumptions.catalog()
-        undated["mfu"]["date"] = "2026"
-        with pytest.raises(ValueError, match="YYYY-MM"):
-            assumptions.catalog()
-    finally:
+        assert entry.source.strip() and len(entry.source_date) == len(entry.checked) == 7, entry.name
+        assert entry.source_date <= entry.checked, entry.name
+    # the source's own date, not the day the course read it (torchtitan's runs of 2024-12)
+    assert assumptions.get("mfu_multi_gpu").source_date == "2024-12"
+    record = {"value": 0.4, "why": "a reason", "source": "course choice"}
+    monkeypatch.setattr(catalogs, "read", lambda name: {"mfu": record})
+    for given, match in [
+        ({}, "source_date and checked"),
+        ({"date": "2026-12"}, "source_date and checked"),  # the old, ambiguous key
+        ({"source_date": "2026", "checked": "2026-12"}, "source_date must be YYYY-MM"),
+        ({"source_date": "2026-12", "checked": "2026-11"}, "before source_date"),
+    ]:
+        record.update(given)
         assumptions._load.cache_clear()
+        try:
+            with pytest.raises(ValueError, match=match):
+                assumptions.catalog()
+        finally:
+            for key in given:
+                record.pop(key)
+            assumptions._load.cache_clear()
 
 
 def test_resolve_takes_the_assumption_for_none_and_records_it():
@@ -194,3 +204,15 @@ def test_the_blended_api_price_takes_the_typical_requests_share():
     )
     assert economics.blended_price_per_million(1.0, 5.0) == pytest.approx(1.0 + 4.0 * share)
     assert "output_share" not in {a.name for a in assumptions.catalog()}
+
+
+def test_every_price_has_a_date_and_an_undated_one_is_refused():
+    from lab_utils import catalogs
+
+    for record in (*prices.api_prices(), *prices.hourly_prices(), *prices.serverless_prices()):
+        assert catalogs.DATE.match(record.date), (record.name, record.date)
+    row = '[[hourly]]\nname = "x"\nprovider = "p"\nkind = "gpu pod"\nusd_per_hour = 1.0\nsource = "s"\n'
+    for date in ('date = "undated"\n', ""):
+        with pytest.raises(ValueError, match="date"):
+            catalogs.parse(row + date, "hourly", "test", date_key="date")
+    assert catalogs.parse(row + 'date = "2026-12"\n', "hourly", "test", date_key="date")

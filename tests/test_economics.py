@@ -341,7 +341,7 @@ def test_a_malformed_price_row_is_refused():
         'source = "s"\n'
     )
     with pytest.raises(ValueError, match="date must be"):
-        catalogs.parse(row + 'date = "last week"\n', "api", "test", date_key="date", allow_undated=True)
+        catalogs.parse(row + 'date = "last week"\n', "api", "test", date_key="date")
     with pytest.raises(ValueError, match="lacks required key"):
         catalogs.parse(row, "api", "test", date_key="date")
     with pytest.raises(ValueError, match="catalog's name"):
