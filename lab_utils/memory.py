@@ -29,7 +29,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from lab_utils import assumptions, checks, hardware, llms
+from lab_utils import assumptions, basics, checks, hardware, llms
+from lab_utils.basics import BYTES_PER_VALUE, weight_bytes  # owned by basics, named here too
 
 __all__ = [
     "ATTENTION",
@@ -63,9 +64,6 @@ __all__ = [
     "weight_bytes",
 ]
 
-BYTES_PER_VALUE = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": 0.5}
-"""Bytes per stored value. 4-bit formats (NF4, GPTQ, AWQ) also store a scale per block of
-weights, a few percent more (QLoRA, arXiv 2305.14314: NF4 ~0.5 byte per parameter)."""
 
 TRAINING_PRECISIONS = ("mixed", "fp32", "bf16", "autocast")
 """The layouts of a training job's state, bytes per parameter with Adam:
@@ -122,7 +120,9 @@ def _state_bytes_per_param(precision: str, optimizer: str) -> tuple[float, float
     moments = OPTIMIZERS[optimizer]
     if precision == "mixed":
         return 2, 2, 4 + 4 * moments  # fp32 master copy + fp32 moments
-    value = 4 if precision == "autocast" else BYTES_PER_VALUE[precision]  # moments stored like the weights
+    value = (
+        4 if precision == "autocast" else basics.bytes_per_value(precision)
+    )  # moments stored like the weights
     return value, value, value * moments
 
 
@@ -431,13 +431,6 @@ def kv_cache_bytes(*, n_layers, n_kv_heads, head_dim, seq_len, batch=1, bytes_pe
     )
     bytes_per_value = checks.number("bytes_per_value", bytes_per_value)
     return float(2 * n_layers * n_kv_heads * head_dim * seq_len * batch * bytes_per_value)
-
-
-def weight_bytes(n_params, precision: str = "bf16") -> float:
-    """Bytes to hold ``n_params`` weights in ``precision`` (a key of :data:`BYTES_PER_VALUE`)."""
-    n_params = checks.number("n_params", n_params)
-    checks.choice("precision", precision, BYTES_PER_VALUE)
-    return float(n_params * BYTES_PER_VALUE[precision])
 
 
 LORA_TARGETS = ("attention", "all-linear")

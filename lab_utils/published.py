@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from lab_utils import (
     advisor,
     assumptions,
+    basics,
     catalogs,
     checks,
     economics,
@@ -79,11 +80,9 @@ COURSE_KINDS = ("bound", "estimate")
 
 
 def matmul_flops(*, device, dtype):
-    """The dense peak of ``device`` in ``dtype`` (vendor specification): what no matmul beats."""
-    spec = hardware.as_spec(device)
-    if dtype not in spec.peak_flops:
-        raise ValueError(f"dtype={dtype!r}: {spec.name} has peaks for {tuple(spec.peak_flops)}")
-    return spec.peak_flops[dtype]
+    """The dense peak of ``device`` in ``dtype`` (vendor specification, ``basics.peak_flops``):
+    what no matmul beats."""
+    return basics.peak_flops(hardware.as_spec(device), dtype)[1]
 
 
 def samples_per_s(*, device, dtype, flops_per_sample, n_sockets=1):

@@ -38,7 +38,7 @@ import functools
 import math
 from dataclasses import dataclass
 
-from lab_utils import assumptions, checks, energy, engines, hardware, llms, memory, prices
+from lab_utils import assumptions, basics, checks, energy, engines, hardware, llms, memory, prices
 
 __all__ = [
     "PRECISIONS",
@@ -106,7 +106,7 @@ def resolve_precision(
     precision=None, *, device, weight_bytes_per_param=None, kv_bytes_per_value=None
 ) -> Precision:
     """The :class:`Precision` of serving in ``precision`` (default: the ``precision.inference``
-    assumption) on ``device``. Weights: ``memory.BYTES_PER_VALUE``; KV cache: the
+    assumption) on ``device``. Weights: ``basics.BYTES_PER_VALUE``; KV cache: the
     ``kv_bytes_per_value`` assumption (16 bits: engines keep the cache in the activations'
     dtype unless told otherwise); compute: FP8 for "fp8" where the device has an fp8 peak,
     else the dtype the device computes in (``assumptions.compute_dtype``): int8 and int4 are
@@ -114,7 +114,7 @@ def resolve_precision(
     spec = _device(device)
     name = assumptions.precision_for("inference") if precision is None else precision
     checks.choice("precision", name, PRECISIONS)
-    weight = memory.BYTES_PER_VALUE[name] if weight_bytes_per_param is None else weight_bytes_per_param
+    weight = basics.bytes_per_value(name) if weight_bytes_per_param is None else weight_bytes_per_param
     kv = assumptions.resolve(kv_bytes_per_value=kv_bytes_per_value)[0]["kv_bytes_per_value"]
     compute = "fp8" if name == "fp8" and "fp8" in spec.peak_flops else assumptions.compute_dtype(spec)
     return Precision(
@@ -419,7 +419,7 @@ def estimate(
     precision=None,
     weight_bytes_per_param=None,
     kv_bytes_per_value=None,
-    efficiency=1.0,
+    efficiency=None,
     usd_per_hour=None,
     engine=None,
 ) -> ServingEstimate:
@@ -439,7 +439,7 @@ def estimate(
     prompt_len = checks.count("prompt_len", prompt_len)
     output_len = checks.count("output_len", output_len)
     batch = checks.count("batch", batch)
-    efficiency = checks.number("efficiency", efficiency, maximum=1.0)
+    efficiency = basics.engine_efficiency(efficiency)
     served = resolve_precision(
         precision,
         device=spec,
@@ -546,7 +546,7 @@ def capacity(
     precision=None,
     weight_bytes_per_param=None,
     kv_bytes_per_value=None,
-    efficiency=1.0,
+    efficiency=None,
     usd_per_hour=None,
     engine=None,
 ) -> ServingEstimate | None:
@@ -579,7 +579,7 @@ def batch_latency(
     precision=None,
     weight_bytes_per_param=None,
     kv_bytes_per_value=None,
-    efficiency=1.0,
+    efficiency=None,
     engine=None,
 ):
     """A function of n: the seconds a request takes in a batch of n (:func:`estimate`'s
@@ -614,7 +614,7 @@ def at_load(
     precision=None,
     weight_bytes_per_param=None,
     kv_bytes_per_value=None,
-    efficiency=1.0,
+    efficiency=None,
     usd_per_hour=None,
     engine=None,
 ) -> ServingEstimate | None:

@@ -86,7 +86,7 @@ def test_the_cli_the_advisor_and_the_widgets_agree_on_one_job(method, capsys):
         ],
         capsys,
     )
-    assert _dollars(cost, "cost") == round(option.cost_usd, 2)
+    assert _dollars(cost, "cost") == round(option.cost_per_job_usd, 2)
     assert f"{option.n_devices} x H100 SXM" in cost
 
     shown = _cli_out(["memory", "--model", "llama-3.1-8b", "--method", method], capsys)
@@ -101,7 +101,7 @@ def test_the_cli_the_advisor_and_the_widgets_agree_on_one_job(method, capsys):
         "llama-3.1-8b", gpu="H100 SXM", method=method, fine_tune_tokens=1e8, static=True
     )
     note = " ".join(text.get_text() for text in calculator.texts)
-    assert f"${option.cost_usd:,.2f}" in note
+    assert f"${option.cost_per_job_usd:,.2f}" in note
     plt.close(calculator)
 
 
