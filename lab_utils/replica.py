@@ -70,16 +70,17 @@ class RequestTimes:
 
 @dataclass(frozen=True)
 class Percentiles:
-    """p50, p90 and p99 of one latency, in seconds (linear interpolation)."""
+    """p50, p90, p95 and p99 of one latency, in seconds (linear interpolation)."""
 
     p50: float
     p90: float
+    p95: float
     p99: float
 
     @classmethod
     def of(cls, values) -> Percentiles:
         values = list(values)
-        return cls(*(serverless.percentile(values, q) for q in (50, 90, 99)))
+        return cls(*(serverless.percentile(values, q) for q in (50, 90, 95, 99)))
 
 
 @dataclass(frozen=True)
@@ -304,7 +305,7 @@ def simulate(
     cache: dict = {}
 
     def timer(n, mean_context, chunks) -> float:
-        context = max(1, round(mean_context / bucket) * bucket) if n else 0
+        context = max(1, math.floor(mean_context / bucket + 0.5) * bucket) if n else 0
         key = (n, context, tuple(sorted((tokens, int(r.computed)) for r, tokens in chunks)))
         if key not in cache:
             verify = [(decode_tokens, context)] * n if decode_tokens > 1 else []
@@ -330,7 +331,7 @@ def simulate(
     else:
         pending_all = list(pending)
     replica = scheduler.Scheduler(
-        timer, capacity_blocks, block_size, budget, max_seqs, chunked, (decode_tokens, gain), closed
+        timer, capacity_blocks, block_size, budget, max_seqs, chunked, (decode_tokens, gain), closed, bucket
     )
     replica.run(pending)
     return _result(

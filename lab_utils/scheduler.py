@@ -11,7 +11,9 @@ and the decodes wait (vLLM's older scheduler).
 Decodes are kept in aggregate, so a step costs the same whatever the batch: every decoding
 sequence gains ``gain`` tokens a decode step, so a sequence's tokens follow from the decode
 steps since it joined (``g0``), the batch's total context is one running sum, and the steps at
-which a sequence needs its next block or finishes wait in two heaps.
+which a sequence needs its next block or finishes wait in two heaps. Runs of decode-only steps
+that take the same time (nothing arrives, needs a block or finishes, and the mean context stays
+in its bucket) are taken at once.
 """
 
 from __future__ import annotations
@@ -84,8 +86,20 @@ class Scheduler:
     computes in a step, tokens it keeps on average); ``closed``: (per_request_s, a deque of the
     requests left to send) for a closed loop."""
 
-    def __init__(self, timer, capacity_blocks, block_size, budget, max_seqs, chunked, spec, closed=None):
+    def __init__(
+        self,
+        timer,
+        capacity_blocks,
+        block_size,
+        budget,
+        max_seqs,
+        chunked,
+        spec,
+        closed=None,
+        context_bucket=1,
+    ):
         self.timer, self.capacity, self.block_size = timer, capacity_blocks, block_size
+        self.context_bucket = context_bucket  # the timer's: a step's time changes only across buckets
         self.budget, self.max_seqs, self.chunked = budget, max_seqs, chunked
         self.decode_tokens, self.gain = spec
         self.closed = closed
@@ -217,11 +231,13 @@ class Scheduler:
         if not decoding and not chunks:
             return False
         n = len(self.decoding) if decoding else 0
-        self.clock += self.timer(n, self.context / n if n else 0.0, chunks)
-        self.steps += 1
+        seconds = self.timer(n, self.context / n if n else 0.0, chunks)
+        repeat = self._quiet_steps(n, seconds) if decoding and not chunks else 1
+        self.clock += repeat * seconds
+        self.steps += repeat
         if decoding:
-            self.decode_steps += 1
-            self.context += self.gain * n
+            self.decode_steps += repeat
+            self.context += self.gain * n * repeat
             while self.finish_due and self.finish_due[0][0] <= self.decode_steps:
                 _, _, version, request = heapq.heappop(self.finish_due)
                 if version == request.version and request.index in self.decoding:
@@ -241,6 +257,18 @@ class Scheduler:
                 else:
                     self._join(request)
         return True
+
+    def _quiet_steps(self, n: int, seconds: float) -> int:
+        """How many decode-only steps alike (same batch, same context bucket, so the same time)
+        run before anything changes: a sequence needs a block or finishes, the context crosses
+        into the next bucket, or a request arrives. They are taken at once."""
+        limits = [due[0][0] - self.decode_steps for due in (self.block_due, self.finish_due) if due]
+        mean, bucket = self.context / n, self.context_bucket
+        boundary = (math.floor(mean / bucket + 0.5) + 0.5) * bucket
+        limits.append(math.ceil((boundary - mean) / (self.gain * 1.0) - 1e-9))
+        if self.arrivals and seconds > 0:
+            limits.append(math.ceil((self.arrivals[0][0] - self.clock) / seconds - 1e-12))
+        return max(1, min(limits))
 
     def _finish(self, request: Request) -> None:
         request.finish_s = self.clock

@@ -39,3 +39,26 @@ def test_the_widget_draws_the_simulated_percentiles():
     plt.close(fig)
     with pytest.raises(TypeError, match="static"):
         widgets.latency_calculator(static="yes")
+
+
+def test_pick_serve_times_an_always_on_option_by_the_simulators_p95_at_the_rate():
+    """`lab-utils pick serve` (advisor.serve) times an always-on replica as `lab-utils latency`
+    does the same job: replica.at_rate at the learner's rate per replica, its p95 end to end."""
+    from lab_utils import advisor, assumptions, replica
+
+    per_day = 200_000
+    advice = advisor.serve(
+        "Llama-3.1-8B", per_day, max_simulated_requests=200, input_tokens=800, output_tokens=150
+    )
+    h100 = next(o for o in advice.options if o.name.endswith("H100 SXM always on"))
+    same = replica.at_rate(
+        "Llama-3.1-8B",
+        device="H100 SXM",
+        rate_per_s=per_day / 86_400 / (h100.n_devices or 1),
+        prompt_len=800,
+        output_len=150,
+        n_requests=assumptions.value("replica_requests"),
+        precision=h100.precision,
+        usd_per_hour=0.0,
+    )
+    assert h100.latency_s == pytest.approx(same.e2e.p95)

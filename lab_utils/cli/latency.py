@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         f"{args.prompt_len:,} tokens in and {args.output_len:,} out, {load}"
     )
     rows = [
-        (name, *(format_seconds(getattr(p, q)) for q in ("p50", "p90", "p99")))
+        (name, *(format_seconds(getattr(p, q)) for q in ("p50", "p90", "p95", "p99")))
         for name, p in (
             ("time to first token", result.ttft),
             ("time per output token", result.tpot),
@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
             ("queueing", result.queue),
         )
     ]
-    print(text_table(rows, headers=("", "p50", "p90", "p99"), colalign=("left", "right", "right", "right")))
+    print(text_table(rows, headers=("", "p50", "p90", "p95", "p99"), colalign=("left", *("right",) * 4)))
     price = "no price" if result.usd_per_million_tokens is None else f"${result.usd_per_million_tokens:,.3f}"
     print(
         f"{result.output_tokens_per_s:,.0f} output tokens/s, {result.requests_per_s:.3g} requests/s served; "
