@@ -461,3 +461,48 @@ exit 0
     assert result.returncode == 0, result.stderr
     assert "made by Python 3.9.6, too old: making it again" in result.stdout
     assert "Python 3.12.4" in (venv / "bin" / "python").read_text() and (venv / ".installed-lab").exists()
+
+
+# --- slides: one offline deck per day ----------------------------------------------------------
+
+
+def test_each_day_has_an_offline_deck_with_its_notebooks_prompts_key_points_and_the_class_roofline(tmp_path):
+    import html
+
+    import slides  # book/_ext/slides.py
+
+    notebook_plans, _, days = plans()
+    written = slides.write_decks(ROOT, tmp_path)
+    assert sorted(path.name for path in written) == sorted(slides.day_file(day) for day in days)
+    for day, items in days.items():
+        text = (tmp_path / slides.day_file(day)).read_text(encoding="utf-8")
+        fetched = re.findall(
+            r'<(?:script|img|link|iframe|video)\b[^>]*\b(?:src|href)="(?!data:)([^"]*)"', text
+        )
+        assert fetched == [], f"{day}: the deck must open offline, but loads {fetched}"
+        shown = html.unescape(re.sub(r"<[^>]+>", "", text))
+        for item in items:
+            if item not in notebook_plans:
+                continue
+            header = course.read_header(notebook_plans[item].path)
+            assert header.title in shown and re.sub(r"[`*]", "", header.objectives[0])[:30] in shown
+            assert all(re.sub(r"`", "", name) in shown for name, _ in notebook_plans[item].sections)
+            assert f"{item} · key points" in shown
+        if "02" in items:
+            assert "data:image/png;base64," in text and 'alt="The class roofline' in text
+            assert "<strong>Predict" in text
+        assert not re.search(r"\$\$|\\(?:frac|text|times|cdot)\b", text), f"{day}: TeX left raw"
+    config = (ROOT / "_config.yml").read_text(encoding="utf-8")
+    assert re.search(r"^    slides: book/_ext", config, re.MULTILINE), "the website build writes the decks"
+
+
+def test_slides_show_inline_math_as_plain_symbols():
+    import slides
+
+    assert '<code class="math">2n^3 × n</code>' in slides.markdown("The product takes $2n^3 \\times n$.")
+    shown = slides.markdown(
+        "$$\\text{s per token} \\ge \\frac{\\text{bytes}}{\\text{bandwidth}}$$ costs \\$2 or \\$3"
+    )
+    assert (
+        '<pre class="math">s per token ≥ (bytes) / (bandwidth)</pre>' in shown and "costs $2 or $3" in shown
+    )
