@@ -506,3 +506,38 @@ def test_slides_show_inline_math_as_plain_symbols():
     assert (
         '<pre class="math">s per token ≥ (bytes) / (bandwidth)</pre>' in shown and "costs $2 or $3" in shown
     )
+
+
+def test_the_offline_bundle_tries_every_python_and_leaves_out_one_without_wheels(
+    tmp_path, monkeypatch, capsys
+):
+    pytest.importorskip("sphinx")  # offline_bundle imports the website's course.zip builder
+    import offline_bundle
+
+    def fake_run(command, check):
+        python = command[command.index("--python-version") + 1]
+        if python == "3.14":
+            raise subprocess.CalledProcessError(1, command)
+        (Path(command[command.index("--dest") + 1]) / f"pkg-cp{python.replace('.', '')}.whl").write_text("")
+
+    monkeypatch.setattr(offline_bundle.subprocess, "run", fake_run)
+    assert offline_bundle.download(tmp_path, ["linux"], ["3.13", "3.14"], skip_missing=True) == ["3.13"]
+    assert "Python 3.14 left out" in capsys.readouterr().out
+    assert [path.name for path in tmp_path.glob("*.whl")] == ["pkg-cp313.whl"]
+    with pytest.raises(subprocess.CalledProcessError):
+        offline_bundle.download(tmp_path, ["linux"], ["3.14"], skip_missing=False)
+    requires = re.search(r'requires-python = ">=(\d+\.\d+)"', (ROOT / "pyproject.toml").read_text())[1]
+    assert offline_bundle.PYTHONS[0] == requires and offline_bundle.PYTHONS[-1] == "3.14"
+
+
+def test_learners_setup_pages_cover_every_machine_of_a_mixed_room():
+    setup = (ROOT / "book" / "setup.md").read_text(encoding="utf-8")
+    before = (ROOT / "book" / "before-you-come.md").read_text(encoding="utf-8")
+    kit = (ROOT / "book" / "workshop-kit.md").read_text(encoding="utf-8")
+    for page in (setup, before):
+        assert "python3-venv" in page and "download.pytorch.org/whl/cpu" in setup
+        assert "setup-macos-intel" in page and "setup-linux" in before
+    assert "USE_LIBUV" in setup and "USE_LIBUV" in kit
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    learners = makefile[makefile.index("$(LAB_INSTALLED):") :].split("\n\n")[0]
+    assert "pip install" in learners and "--quiet" not in learners, "learners see the install's progress"
