@@ -541,3 +541,13 @@ def test_learners_setup_pages_cover_every_machine_of_a_mixed_room():
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     learners = makefile[makefile.index("$(LAB_INSTALLED):") :].split("\n\n")[0]
     assert "pip install" in learners and "--quiet" not in learners, "learners see the install's progress"
+
+
+# --- Carpentries-grade notebooks -----------------------------------------------------------------
+
+
+def test_the_glossary_defines_the_terms_of_the_scaling_and_serving_notebooks():
+    glossary = (ROOT / "book" / "glossary.md").read_text(encoding="utf-8")
+    terms = ("All-reduce", "FSDP", "NVLink", "Percentile", "Pipeline parallelism", "Tensor parallelism")
+    for term in (*terms, "TTFT", "TPOT", "p95"):
+        assert re.search(rf"^{re.escape(term)}$", glossary, re.MULTILINE), f"the glossary lacks {term}"
