@@ -188,7 +188,7 @@ def _q05():
     return (
         Answer(
             f"What does a LoRA fine-tune of {SMALL_JOB} on 100M tokens cost?",
-            f"About ${best.cost_usd:,.2f} and {best.hours:.1f} h on {best.n_devices} x {best.name} "
+            f"About ${best.cost_per_job_usd:,.2f} and {best.hours:.1f} h on {best.n_devices} x {best.device} "
             "(the cheapest fitting GPU option at the course's MFU assumption).",
             "3 · Extrapolate: hours and dollars for 7B to 70B models",
         ),
@@ -250,7 +250,7 @@ def _q08():
     return (
         Answer(
             f"Which hardware for a LoRA fine-tune of {SMALL_JOB} on 100M tokens?",
-            f"{best.n_devices} x {best.name}: ${best.cost_usd:,.2f}, {best.hours:.1f} h (bound: "
+            f"{best.n_devices} x {best.device}: ${best.cost_per_job_usd:,.2f}, {best.hours:.1f} h (bound: "
             f"{best.bound}); the ranking shows every option and why the others lose.",
             "2 · Job 1: a LoRA fine-tune of an 8B model",
         ),
@@ -312,7 +312,8 @@ def _q10():
 
 def _cheapest(advice):
     """The cheapest option that fits and has a price."""
-    return min((o for o in advice.options if o.fits and o.cost_usd is not None), key=lambda o: o.cost_usd)
+    priced = (o for o in advice.options if o.fits and o.cost_per_job_usd is not None)
+    return min(priced, key=lambda o: o.cost_per_job_usd)
 
 
 _QUESTIONS = {

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from lab_utils import (
     advisor,
     assumptions,
+    basics,
     catalogs,
     checks,
     economics,
@@ -50,6 +51,7 @@ __all__ = [
     "cold_start_s",
     "compare",
     "decode_tokens_per_s",
+    "distinct_figures",
     "get",
     "longest_sequence_tokens",
     "matmul_flops",
@@ -64,6 +66,7 @@ __all__ = [
     "serving_joules_per_output_token",
     "table",
     "training_tokens_per_s",
+    "weights_bytes",
 ]
 
 _DATA_FILE = "published.toml"
@@ -75,11 +78,9 @@ COURSE_KINDS = ("bound", "estimate")
 
 
 def matmul_flops(*, device, dtype):
-    """The dense peak of ``device`` in ``dtype`` (vendor specification): what no matmul beats."""
-    spec = hardware.as_spec(device)
-    if dtype not in spec.peak_flops:
-        raise ValueError(f"dtype={dtype!r}: {spec.name} has peaks for {tuple(spec.peak_flops)}")
-    return spec.peak_flops[dtype]
+    """The dense peak of ``device`` in ``dtype`` (vendor specification, ``basics.peak_flops``):
+    what no matmul beats."""
+    return basics.peak_flops(hardware.as_spec(device), dtype)[1]
 
 
 def samples_per_s(*, device, dtype, flops_per_sample, n_sockets=1):
@@ -193,6 +194,16 @@ def prefill_tokens_per_s(*, model, device, prompt_len, **options):
     return prompt_len / serving.prefill_s(model, device=device, prompt_len=prompt_len, **options)
 
 
+def weights_bytes(*, model, weight_bytes_per_param=None):
+    """Bytes of ``model``'s weights: as its checkpoint publishes them
+    (``memory.checkpoint_weight_bytes``: MXFP4 experts beside bf16, block FP8, ...), or every
+    parameter at ``weight_bytes_per_param`` (a GGUF format's average, e.g. Q8_0's 34 bytes per
+    32 weights)."""
+    if weight_bytes_per_param is None:
+        return memory.checkpoint_weight_bytes(model)
+    return llms.as_config(model).n_params * checks.number("weight_bytes_per_param", weight_bytes_per_param)
+
+
 def cold_start_s(*, weight_bytes, **options):
     """Seconds of a serverless worker's cold start: :func:`serverless.cold_start` with its
     assumptions (image pull, container start, CUDA initialisation, weight load); ``options`` go
@@ -232,6 +243,7 @@ QUESTIONS = {
     "training_tokens_per_s": (training_tokens_per_s, "tokens/s", "more"),
     "recommender_training_s": (recommender_training_s, "s", "less"),
     "longest_sequence_tokens": (longest_sequence_tokens, "tokens", "more"),
+    "weights_bytes": (weights_bytes, "bytes", "more"),
     "cold_start_s": (cold_start_s, "s", "less"),
     "restored_start_s": (restored_start_s, "s", "less"),
     "serving_joules_per_output_token": (serving_joules_per_output_token, "J/token", "less"),
@@ -248,7 +260,8 @@ class Measurement:
     ``source_date`` (YYYY-MM), ``url``, ``cite`` (its key in book/references.bib), ``setup``,
     ``area`` (compute, inference, training, memory, cold start), ``figure`` in ``unit``,
     ``question`` (a key of :data:`QUESTIONS`) with its ``inputs``, ``course`` ("bound" or
-    "estimate"), ``expected_miss`` (None, or why the course misses it for now) and ``note``."""
+    "estimate"), ``expected_miss`` (None, or why the course misses it for now), ``note`` and
+    ``measured`` (False for a figure reported without being timed, e.g. a recollection)."""
 
     name: str
     title: str
@@ -266,6 +279,7 @@ class Measurement:
     course: str
     expected_miss: str | None = None
     note: str | None = None
+    measured: bool = True
 
 
 @dataclass(frozen=True)
@@ -298,7 +312,7 @@ def _measurement(record: dict, origin: str) -> Measurement:
     unknown = (
         set(record)
         - set(_STR_FIELDS)
-        - {"name", "source", "source_date", "figure", "inputs", "expected_miss", "note"}
+        - {"name", "source", "source_date", "figure", "inputs", "expected_miss", "note", "measured"}
     )
     if unknown:
         raise ValueError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
@@ -317,6 +331,8 @@ def _measurement(record: dict, origin: str) -> Measurement:
             f"{where}: unit {record['unit']!r} is not the unit of question {record['question']!r} "
             f"({QUESTIONS[record['question']][1]!r})"
         )
+    if not isinstance(record.get("measured", True), bool):
+        raise ValueError(f"{where}: measured must be true or false, got {record['measured']!r}")
     figure = checks.number(f"{where}: figure", record["figure"])
     fields = {key: record[key] for key in _STR_FIELDS + ("name", "source", "source_date")}
     return Measurement(
@@ -325,6 +341,7 @@ def _measurement(record: dict, origin: str) -> Measurement:
         inputs=tuple(record["inputs"].items()),
         expected_miss=record.get("expected_miss"),
         note=record.get("note"),
+        measured=record.get("measured", True),
     )
 
 
@@ -373,3 +390,15 @@ def compare(measurement: Measurement) -> Comparison:
 def table() -> tuple[Comparison, ...]:
     """:func:`compare` for every measurement, in file order."""
     return tuple(compare(m) for m in measurements())
+
+
+def distinct_figures(rows) -> tuple[tuple[Comparison, ...], ...]:
+    """The published figures behind ``rows`` (:class:`Comparison`), each once, in order: the
+    rows that hold one figure of one source (the same figure, unit and setup as a bound and as
+    an estimate through an engine profile) grouped together, so a headline counts each published
+    figure once however many of the course's answers it is held against."""
+    groups = {}
+    for row in rows:
+        m = row.measurement
+        groups.setdefault((m.cite, m.setup, m.figure, m.unit), []).append(row)
+    return tuple(tuple(group) for group in groups.values())

@@ -95,8 +95,21 @@ def test_serving_costs_by_hand():
         economics.serving_costs(
             3e9, api_cost_per_million=1.0, usd_per_hour=2.0, tokens_per_s=1000
         ).always_on_gpus
-        == 2
-    )  # 833 GPU-hours
+        == 3
+    )  # 833 GPU-hours, each GPU carrying at most half its 730 h (serve_utilisation): 3 GPUs
+
+
+def test_always_on_gpus_follow_the_one_rule_of_basics():
+    # the same rule as the advisor's pods: the load within serve_utilisation of the GPUs kept
+    share = assumptions.value("serve_utilisation")
+    for tokens in (1e8, 1e9, 3e9, 1e10):
+        costs = economics.serving_costs(tokens, api_cost_per_million=1.0, usd_per_hour=2.0, tokens_per_s=1000)
+        gpu_hours = tokens / 1000 / 3600
+        assert costs.always_on_gpus == max(1, math.ceil(gpu_hours / (730 * share)))
+        full = economics.serving_costs(
+            tokens, api_cost_per_million=1.0, usd_per_hour=2.0, tokens_per_s=1000, utilisation=1.0
+        )
+        assert full.always_on_gpus == max(1, math.ceil(gpu_hours / 730))
 
 
 def test_pay_per_use_breakeven_is_where_the_costs_meet():
@@ -111,7 +124,13 @@ def test_pay_per_use_breakeven_is_where_the_costs_meet():
 
 
 def test_always_on_breakeven_is_where_the_costs_meet():
-    kwargs = {"api_cost_per_million": 1.0, "usd_per_hour": 2.0, "tokens_per_s": 1000, "fine_tune_cost": 120.0}
+    kwargs = {
+        "api_cost_per_million": 1.0,
+        "usd_per_hour": 2.0,
+        "tokens_per_s": 1000,
+        "fine_tune_cost": 120.0,
+        "utilisation": 1.0,
+    }
     volume = economics.breakeven_tokens_per_month(always_on=True, **kwargs)
     assert volume == pytest.approx((10.0 + 2.0 * 730) * 1e6)
     at = economics.serving_costs(volume, **kwargs)
@@ -127,6 +146,7 @@ def test_always_on_breakeven_beyond_one_gpu():
         "tokens_per_s": 1e9 / (3600 * 730),
         "amortize_months": 12,
         "always_on": True,
+        "utilisation": 1.0,
     }
     # fine-tune $400 a month: one GPU, (400 + 1000) / 1.5 = 933M tokens, within its capacity.
     assert economics.breakeven_tokens_per_month(fine_tune_cost=4800.0, **kwargs) == pytest.approx(1.4e9 / 1.5)
@@ -336,9 +356,12 @@ def test_lookups_forgive_spelling():
 
 
 def test_a_malformed_price_row_is_refused():
-    row = '[[api]]\nname = "x"\nprovider = "p"\ninput_per_million = 1.0\noutput_per_million = 1.0\nsource = "s"\n'
+    row = (
+        '[[api]]\nname = "x"\nprovider = "p"\ninput_per_million = 1.0\noutput_per_million = 1.0\n'
+        'source = "s"\n'
+    )
     with pytest.raises(ValueError, match="date must be"):
-        catalogs.parse(row + 'date = "last week"\n', "api", "test", date_key="date", allow_undated=True)
+        catalogs.parse(row + 'date = "last week"\n', "api", "test", date_key="date")
     with pytest.raises(ValueError, match="lacks required key"):
         catalogs.parse(row, "api", "test", date_key="date")
     with pytest.raises(ValueError, match="catalog's name"):
@@ -578,8 +601,11 @@ def test_6nd_stays_a_named_option_and_the_count_without_a_shape():
         economics.training_flops(n, 10, model="llama-3.1-8b")
     with pytest.raises(ValueError, match="attention_term"):
         economics.training_flops(n, 10, model="llama-3.1-8b", seq_len=8, attention_term="flash")
-    with pytest.raises(ValueError, match="Kimi K2"):
-        economics.attention_flops_per_token("Kimi K2", 8)
+    shapeless = llms.LLMConfig(
+        name="a bare count", aliases=(), n_layers=2, hidden=8, n_params=1000, source="t", source_date="2026"
+    )
+    with pytest.raises(ValueError, match="a bare count"):
+        economics.attention_flops_per_token(shapeless, 8)
 
 
 def test_a_sliding_window_caps_the_keys_a_query_sees():
@@ -640,5 +666,14 @@ def test_model_and_hardware_flops_with_full_recomputation_and_attention():
     assert estimate.flops == pytest.approx((4 * n + 3 * LLAMA8_ATTENTION_8K) * 1e6)
     assert estimate.hardware_flops == pytest.approx((6 * n + 4 * LLAMA8_ATTENTION_8K) * 1e6)
     assert estimate.hfu == pytest.approx(estimate.mfu * estimate.hardware_flops / estimate.flops)
-    moe = economics.fine_tune_estimate("Kimi K2", 1e6, method="qlora", gpu="H100", usd_per_gpu_hour=1.0)
+    bare = llms.LLMConfig(
+        name="a bare count",
+        aliases=(),
+        n_layers=61,
+        hidden=7168,
+        n_params=10**12,
+        source="t",
+        source_date="2026",
+    )
+    moe = economics.fine_tune_estimate(bare, 1e6, method="qlora", gpu="H100", usd_per_gpu_hour=1.0)
     assert moe.attention_flops == 0 and "attention_term" not in dict(moe.assumptions)  # no shape: 6ND's count

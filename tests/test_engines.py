@@ -210,7 +210,7 @@ def test_no_profile_makes_an_estimate_faster_than_the_bound(profile):
 
 def test_estimate_names_its_engine_and_the_default_is_what_practitioners_run():
     default = assumptions.get("engine")
-    assert default.source and default.date and default.option == "--engine"
+    assert default.source and default.source_date and default.option == "--engine"
     assert set(default.value) == {"gpu", "apple", "cpu"}
     for device, kind in (
         ("H100 SXM", "gpu"),
