@@ -76,15 +76,15 @@ def _fits_where(estimate) -> str:
 
 
 def _q00():
-    from lab_utils import hardware, roofline
+    from lab_utils import basics, roofline
 
     flops = roofline.matmul_flops(1024, 1024, 1024)
-    h100 = hardware.get("H100 SXM")
+    _, h100_fp32_flops = basics.peak_flops("H100 SXM", "fp32")
     return (
         Answer(
             "How much work is a 1,024 x 1,024 matrix product, and how fast could it be?",
             f"{flops:.3g} FLOPs; at an H100's fp32 peak (vendor specification) "
-            f"{flops / h100.peak_flops['fp32'] * 1e6:.0f} µs at best. Your CPU: measured in the section.",
+            f"{flops / h100_fp32_flops * 1e6:.0f} µs at best. Your CPU: measured in the section.",
             "The loop: predict, measure, explain",
         ),
         Answer(
@@ -264,9 +264,9 @@ def _q08():
 
 
 def _q09():
-    from lab_utils import hardware
+    from lab_utils import basics
 
-    a100 = hardware.get("A100 80GB SXM")
+    bf16, fp32 = (basics.peak_flops("A100 80GB SXM", dtype)[1] for dtype in ("bf16", "fp32"))
     return (
         Answer(
             "My training step is slow: where do I look first?",
@@ -276,7 +276,7 @@ def _q09():
         ),
         Answer(
             "How much can bf16 speed up training?",
-            f"On an A100, {a100.peak_flops['bf16'] / a100.peak_flops['fp32']:.0f}x the fp32 peak in the "
+            f"On an A100, {bf16 / fp32:.0f}x the fp32 peak in the "
             "matrix products (vendor specification); on most CPUs little or nothing.",
             "2 · Mixed precision: bf16, fp16 and TF32",
         ),
