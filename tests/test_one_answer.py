@@ -79,8 +79,8 @@ def test_lora_of_an_8b_on_a_24_gb_card_is_one_answer_in_the_calculator_the_comma
 
 @pytest.mark.xfail(
     strict=True,
-    reason="lab-utils memory says 2 H100s and cost fine-tune 3 for the same 136.8 GB: the one-engine "
-    "issue (branch engine) gives them one owner; remove this mark when it is merged",
+    reason="lab-utils memory says 2 H100s and cost fine-tune 3 for the same 136.8 GB, still after merging "
+    "branch engine: one owner for the count is left to do, then remove this mark",
 )
 def test_h100s_for_a_full_fine_tune_of_an_8b_is_one_figure_in_memory_and_cost():
     memory_json = json.loads(command_line("memory", "--model", "llama-3.1-8b", "--method", "full", "--json"))
