@@ -70,7 +70,7 @@ LAYERS = {
         "torch_compat",
         "training",
     ),
-    "faces": ("__main__", "cli", "plots", "widgets"),
+    "faces": ("__main__", "answers", "cli", "plots", "widgets"),
 }
 """Layer of every module, lowest first. Data: the catalogs in lab_utils/data and the modules that
 read them, with the checks and formatting everything shares. Calculators: pure arithmetic. Measuring:
