@@ -98,9 +98,8 @@ class LLMConfig:
     mlp_bias: bool = False  # biases on the MLP projections (Llama's mlp_bias)
     qk_norm: bool = False  # an RMSNorm over head_dim on q and on k (Qwen3, Gemma 3)
     norms_per_block: int = 2  # Gemma 3: 4 (before and after attention and MLP)
-    layer_types: tuple[
-        str, ...
-    ] = ()  # "full"/"sliding" per layer; (): all sliding with a window, else all full
+    # "full" or "sliding" per layer; (): all sliding when there is a window, else all full
+    layer_types: tuple[str, ...] = ()
     layers: tuple[Layer, ...] = ()  # one per block, in order
     embedding_params: int | None = None  # input embedding (+ learned positions)
     head_params: int | None = None  # final norm + LM head (0 for the head when tied)

@@ -6,6 +6,7 @@ assumptions.
 from __future__ import annotations
 
 import argparse
+import json
 
 
 class UsageError(Exception):
@@ -157,6 +158,19 @@ def print_assumptions(taken, args: argparse.Namespace) -> None:
         flags = (assumptions.get(name).option or "").split(" | ")
         flag = next((f for f in flags if f and hasattr(args, f.lstrip("-").replace("-", "_"))), None)
         print(f"  {line}" + (f" [{flag}]" if flag else ""))
+
+
+def answer_json(args: argparse.Namespace, data: dict) -> bool:
+    """A command's ``--json`` answer, ``data``: printed alone on stdout with --json (True: the
+    command is done); else handed as that same text to ``args.json_answer`` when the caller of
+    ``main`` asked for it (the website shows the text and draws from the JSON of one run), False."""
+    text = json.dumps(data, indent=2, default=str)
+    if args.json:
+        print(text)
+        return True
+    if getattr(args, "json_answer", None) is not None:
+        args.json_answer(text)
+    return False
 
 
 def text_table(rows, headers=(), colalign=None) -> str:

@@ -11,6 +11,7 @@ from lab_utils.cli.common import (
     MODEL_HELP,
     UsageError,
     add_command,
+    answer_json,
     engine_name,
     fmt_money,
     fraction,
@@ -48,19 +49,13 @@ def run_fine_tune(args: argparse.Namespace) -> int:
         batch=args.batch,
         lora_rank=args.lora_rank,
     )
-    if args.json:
-        print(
-            json.dumps(
-                {
-                    **dataclasses.asdict(estimate),
-                    "gpu_hours": estimate.gpu_hours,
-                    "cost_usd": estimate.cost_usd,
-                    "assumptions": dict(estimate.assumptions),
-                },
-                indent=2,
-                default=str,
-            )
-        )
+    data = {
+        **dataclasses.asdict(estimate),
+        "gpu_hours": estimate.gpu_hours,
+        "cost_usd": estimate.cost_usd,
+        "assumptions": dict(estimate.assumptions),
+    }
+    if answer_json(args, data):
         return 0
     cost = (
         "no price for this GPU in the data: give --price-per-gpu-hour"
@@ -192,10 +187,12 @@ def run_serve(args: argparse.Namespace) -> int:
         f"  {fmt_money(result['usd_per_million_tokens'])} per 1M tokens (fully busy; idle time costs extra)"
     )
     advice = _at_load(args) if args.requests_per_day is not None else None
-    if args.json:
-        if advice is not None:
-            result["at_load"] = advice.to_dict()
-        print(json.dumps({**result, "assumptions": taken}, indent=2, default=str))
+    if advice is not None:
+        result["at_load"] = advice.to_dict()
+    if args.curve:
+        result["curve"] = _curve(args)
+        lines.append(_curve_table(result["curve"]))
+    if answer_json(args, {**result, "assumptions": taken}):
         return 0
     print("\n".join(lines))
     print_assumptions(taken, args)
@@ -216,6 +213,52 @@ def run_serve(args: argparse.Namespace) -> int:
                 )
         print(f"  {advice.verdict}")
     return 0
+
+
+def _curve(args: argparse.Namespace) -> dict:
+    """``--curve``: the month on ``--gpu`` at 10 to 10^6 requests a day, a decade apart (and at
+    ``--requests-per-day``), always on, serverless and per token (``widgets.cost_curves``, the
+    notebooks' cost calculator, through the advisor), as {"gpu", "requests_per_day", "lines":
+    {way: [[requests per day, dollars per month], ...]}}."""
+    from lab_utils import widgets
+
+    if args.model is None:
+        raise UsageError("argument --curve needs --model")
+    grid = widgets.REQUESTS_PER_DAY_GRID[::2] + ((args.requests_per_day,) if args.requests_per_day else ())
+    curves = widgets.cost_curves(
+        args.model,
+        args.gpu,
+        method="inference",
+        batch=args.batch,
+        input_tokens=args.input_tokens,
+        output_tokens=args.output_tokens,
+        efficiency=args.efficiency,
+        requests_per_day_grid=grid,
+    )
+    return {
+        "gpu": curves["gpu"],
+        "requests_per_day": args.requests_per_day,
+        "lines": {
+            way: [[volume, usd] for volume, _, usd in points] for way, points in curves["lines"].items()
+        },
+    }
+
+
+def _curve_table(curve: dict) -> str:
+    """The curve as text: one row per volume, one column of dollars per month per way."""
+    ways = list(curve["lines"])
+    volumes = sorted({volume for points in curve["lines"].values() for volume, _ in points})
+    month = {(way, volume): usd for way in ways for volume, usd in curve["lines"][way]}
+    rows = [
+        (
+            f"{volume:,.0f}",
+            *(fmt_money(month[way, volume]) if (way, volume) in month else "-" for way in ways),
+        )
+        for volume in volumes
+    ]
+    return f"\nA month on {curve['gpu']} by requests a day (lab_utils.widgets.cost_curves):\n" + text_table(
+        rows, ("requests/day", *ways), ("right",) * (len(ways) + 1)
+    )
 
 
 def _at_load(args: argparse.Namespace):
@@ -361,6 +404,12 @@ def register(commands) -> None:
         "--requests-per-day",
         type=positive_float,
         help="also price a month at this load, with the advisor's verdict (as pick serve)",
+    )
+    serve.add_argument(
+        "--curve",
+        action="store_true",
+        help="with --model: also the month at 10 to 10^6 requests a day (and --requests-per-day), "
+        "the GPU always on, its serverless class and per token",
     )
     serve.add_argument("--json", action="store_true", help="print JSON instead of a table")
     serve.add_argument(

@@ -9,6 +9,7 @@ from lab_utils.cli.common import (
     MODEL_HELP,
     UsageError,
     add_command,
+    answer_json,
     gpu_name,
     model_name,
     positive_float,
@@ -67,19 +68,14 @@ def run(args: argparse.Namespace) -> int:
             "and activations)"
         )
     gpus = [(spec, memory.gpus_needed(total, spec)) for spec in hardware.catalog("gpu") if spec.memory_bytes]
-    if args.json:
-        print(
-            json.dumps(
-                {
-                    "parts_bytes": dict(parts),
-                    "total_bytes": total,
-                    "assumptions": dict(taken),
-                    "gpus_needed": {spec.name: n for spec, n in gpus},
-                },
-                indent=2,
-                default=str,
-            )
-        )
+    data = {
+        "parts_bytes": dict(parts),
+        "total_bytes": total,
+        "assumptions": dict(taken),
+        "gpus_needed": {spec.name: n for spec, n in gpus},
+        "usable_bytes": {spec.name: memory.usable_bytes(spec) for spec, _ in gpus},
+    }
+    if answer_json(args, data):
         return 0
     print(
         text_table(

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from lab_utils.cli.common import (
     ENGINE_HELP,
     MODEL_HELP,
     UsageError,
     add_command,
+    answer_json,
     engine_name,
     fraction,
     model_name,
@@ -74,9 +74,7 @@ def run(args: argparse.Namespace) -> int:
             mfu=args.mfu,
         )
     advice = advice.ranked(args.rank_by)
-    if args.json:
-        print(json.dumps(advice.to_dict(), indent=2, default=str))
-    else:
+    if not answer_json(args, advice.to_dict()):
         print(advice.table(limit=args.limit))
         print(advice.verdict.text())
         print_assumptions(advice.assumptions, args)  # the assumptions taken: values given are not among them
