@@ -1,0 +1,140 @@
+"""lab_utils.offload: a model split between a GPU and its host, held against hand-worked cases
+(issue 37): all on the GPU is the serving bound, all on the host the CPU bound, and a split's
+time is the sum of its parts, worked on paper for Llama-3.2-1B."""
+
+import pytest
+
+from lab_utils import llms, offload, serving
+
+GPU, HOST = "RTX 4090", "AMD Ryzen 9 7950X"
+
+
+@pytest.mark.parametrize("precision", ["bf16", "int4", "q4_0"])
+def test_all_on_the_gpu_is_the_serving_bound_on_the_gpu(precision):
+    placed = offload.estimate("Llama-3.1-8B", gpu=GPU, host=HOST, precision=precision, context_len=2048)
+    served = "int4" if precision == "q4_0" else precision
+    bound_s = serving.decode_step_s(
+        "Llama-3.1-8B",
+        device=GPU,
+        context_len=2048,
+        precision=served,
+        weight_bytes_per_param=offload.bytes_per_weight(precision),
+    )
+    assert placed.decode_step_s == pytest.approx(bound_s, rel=1e-12)
+    assert (placed.host_s, placed.link_s, placed.host_bytes) == (0.0, 0.0, 0.0)
+    assert placed.placement == "all on the GPU"
+
+
+def test_all_on_the_host_is_the_cpu_bound():
+    placed = offload.estimate("Llama-3.1-8B", gpu=GPU, host=HOST, gpu_layers=0, context_len=1024)
+    bound_s = serving.decode_step_s("Llama-3.1-8B", device=HOST, context_len=1024)
+    assert placed.decode_step_s == pytest.approx(bound_s, rel=1e-12)
+    assert (placed.gpu_s, placed.link_s, placed.gpu_bytes) == (0.0, 0.0, 0.0)
+
+
+def test_prefill_all_on_the_gpu_is_the_serving_prefill_bound():
+    placed = offload.estimate(
+        "Llama-3.1-8B", gpu=GPU, host=HOST, prompt_len=1000, context_len=1000, engine="bound"
+    )
+    bound_s = serving.prefill_s("Llama-3.1-8B", device=GPU, prompt_len=1000)
+    assert placed.prefill_tokens_per_s == pytest.approx(1000 / bound_s, rel=1e-12)
+
+
+def test_a_split_is_the_sum_of_its_parts_worked_on_paper():
+    """Llama-3.2-1B in bf16, 8 of its 16 blocks on an RTX 4090 (1,008 GB/s, PCIe 4.0 x16), the
+    other 8 with the tied embedding and final norm on a Ryzen 9 7950X (2 x 8 bytes x 5.2 GT/s =
+    83.2 GB/s), 1,000 tokens of context.
+
+    One block: q and o 2048 x 2048, k and v 2048 x 512, MLP 3 x 2048 x 8192, two norms of 2048:
+    60,821,504 parameters. Embedding 128,256 x 2048 + final norm 2048 = 262,670,336. KV cache per
+    layer and token: 2 x 8 heads x 64 x 2 bytes = 2,048 bytes."""
+    block, ends, kv_layer = 60_821_504, 262_670_336, 2 * 8 * 64 * 2 * 1000
+    assert llms.get("Llama-3.2-1B").n_params == 16 * block + ends
+    gpu_s = (8 * block * 2 + 8 * kv_layer) / 1008e9
+    host_s = ((8 * block + ends) * 2 + 8 * kv_layer) / 83.2e9
+    pcie_s = 2 * 2048 * 2 / (16e9 * 16 * 128 / 130 / 8)  # in to the GPU's first block, out to the head
+    placed = offload.estimate(
+        "Llama-3.2-1B", gpu=GPU, host=HOST, gpu_layers=8, precision="bf16", context_len=1000, engine="bound"
+    )
+    assert placed.gpu_s == pytest.approx(gpu_s, rel=1e-12)
+    assert placed.host_s == pytest.approx(host_s, rel=1e-12)
+    assert placed.link_s == pytest.approx(pcie_s, rel=1e-12)
+    assert placed.decode_bound_tokens_per_s == pytest.approx(1 / (gpu_s + host_s + pcie_s), rel=1e-12)
+    assert placed.decode_tokens_per_s == placed.decode_bound_tokens_per_s  # engine "bound"
+    assert placed.gpu_bytes == 8 * block * 2 + 8 * kv_layer
+    assert placed.host_bytes == (8 * block + ends) * 2 + 8 * kv_layer
+    assert placed.placement == "8 of 16 layers on the GPU"
+
+
+def test_streamed_weights_cross_pcie_every_step():
+    """vLLM's --cpu-offload-gb: 4 GB of Llama-3.1-8B's bf16 weights live in RAM; a step reads the
+    rest from HBM and the 4 GB over PCIe (31.5 GB/s one way)."""
+    whole = offload.estimate("Llama-3.1-8B", gpu=GPU, host=HOST, context_len=1000)
+    streamed = offload.estimate("Llama-3.1-8B", gpu=GPU, host=HOST, context_len=1000, stream_bytes=4e9)
+    pcie = 16e9 * 16 * 128 / 130 / 8
+    assert streamed.decode_step_s == pytest.approx(whole.decode_step_s - 4e9 / 1008e9 + 4e9 / pcie)
+    assert streamed.gpu_bytes == pytest.approx(whole.gpu_bytes - 4e9)
+    assert streamed.host_bytes == 4e9
+    with pytest.raises(ValueError, match="stream_bytes"):
+        offload.estimate("Llama-3.1-8B", gpu=GPU, host=HOST, stream_bytes=17e9)
+
+
+def test_tokens_per_s_fall_off_a_cliff_as_the_last_layers_leave_the_gpu():
+    speeds = [
+        offload.estimate(
+            "Llama-3.1-8B", gpu=GPU, host=HOST, gpu_layers=n, precision="q4_k_m"
+        ).decode_bound_tokens_per_s
+        for n in range(33)
+    ]
+    assert speeds == sorted(speeds)
+    assert speeds[32] / speeds[28] > 2  # four blocks (an eighth) on the host more than halve the speed
+
+
+def test_a_model_too_large_for_the_gpu_fits_split():
+    whole = offload.estimate("Llama-3.1-70B", gpu=GPU, host=HOST, precision="q4_k_m")
+    assert not whole.fits
+    (best,) = offload.fitting_placements("Llama-3.1-70B", gpu=GPU, host=HOST, precision="q4_k_m")
+    assert best.fits and 0 < best.gpu_layers < 80
+    assert not offload.estimate(
+        "Llama-3.1-70B", gpu=GPU, host=HOST, precision="q4_k_m", gpu_layers=best.gpu_layers + 1
+    ).fits
+
+
+def test_weight_formats_are_the_assumptions_bits():
+    assert offload.bytes_per_weight("q4_0") == 4.5 / 8
+    assert offload.bytes_per_weight("q8_0") == 8.5 / 8
+    assert offload.bytes_per_weight("mxfp4") == 4.25 / 8
+    assert offload.bytes_per_weight("q4_k_m") == pytest.approx(4.84 / 8)
+    with pytest.raises(ValueError, match="precision"):
+        offload.bytes_per_weight("q3_k")
+
+
+@pytest.mark.parametrize(
+    "options, named",
+    [
+        (dict(gpu_layers=33), "gpu_layers=33: Llama-3.1-8B has 32"),
+        (dict(cpu_moe_layers=4), "cpu_moe_layers=4: Llama-3.1-8B has no experts"),
+        (dict(stream_bytes=1e9, gpu_layers=4), "stream_bytes"),
+        (dict(gpu_layers=-1), "gpu_layers"),
+    ],
+)
+def test_a_bad_placement_is_refused_by_name(options, named):
+    with pytest.raises(ValueError, match=named):
+        offload.estimate("Llama-3.1-8B", gpu=GPU, host=HOST, **options)
+
+
+def test_the_gpu_must_be_a_gpu_and_the_host_a_cpu():
+    with pytest.raises(ValueError, match="host="):
+        offload.estimate("Llama-3.1-8B", gpu=GPU, host="H100 SXM")
+    with pytest.raises(ValueError, match="gpu="):
+        offload.estimate("Llama-3.1-8B", gpu=HOST, host=HOST)
+
+
+def test_prefill_takes_the_faster_path_for_the_hosts_weights():
+    """A long prompt: copying the host layers' weights to the 4090 (31.5 GB/s) costs less than the
+    desktop CPU's 2.3 TFLOP/s would take, so llama.cpp copies them; either way prefill is slower
+    than the whole model on the GPU."""
+    desktop = offload.estimate("Llama-3.1-8B", gpu=GPU, host=HOST, gpu_layers=16, prompt_len=4000)
+    assert desktop.prefill_host_path == "copied to the GPU"
+    whole = offload.estimate("Llama-3.1-8B", gpu=GPU, host=HOST, prompt_len=4000)
+    assert desktop.prefill_tokens_per_s < whole.prefill_tokens_per_s
