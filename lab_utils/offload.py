@@ -29,7 +29,7 @@ on the GPU is exactly ``serving.decode_step_s`` on the GPU, and all on the host 
 >>> split = estimate("Llama-3.1-8B", gpu="RTX 4090", host="Ryzen 9 7950X", gpu_layers=24,
 ...                  precision="q4_0", engine="bound")
 >>> split.gpu_layers, round(split.decode_bound_tokens_per_s, 1)
-(24, 63.1)
+(24, 45.3)
 """
 
 from __future__ import annotations
