@@ -72,14 +72,17 @@ test-fast:
 	$(MAKE) --no-print-directory $(INSTALLED)
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-notebooks
 
-# The unit tests, and the examples in lab_utils' docstrings run as doctests (no GPU, widgets or
-# network needed: every module imports with the required packages alone). The tests marked slow
-# (they start processes: torchrun, the worker, the GPU reference script, the CLI) run in a
-# second pytest process beside the others; the timing tests (marked timing) are written so that
-# a busy machine cannot fail them. tests/site runs in test-site. One torch thread per process
-# (OMP_NUM_THREADS=1; a test about threads sets its own): beside the notebooks, two threads each
-# only wait for one another (measured here on a quiet machine: 145 s wall with one, 175 s with two).
+# First ruff, the linter and formatter (pyproject.toml's [tool.ruff]; a second or two): any finding,
+# or a file `ruff format` would change, fails here. Then the unit tests, and the examples in
+# lab_utils' docstrings run as doctests (no GPU, widgets or network needed: every module imports
+# with the required packages alone). The tests marked slow (they start processes: torchrun, the
+# worker, the GPU reference script, the CLI) run in a second pytest process beside the others; the
+# timing tests (marked timing) are written so that a busy machine cannot fail them. tests/site runs
+# in test-site. One torch thread per process (OMP_NUM_THREADS=1; a test about threads sets its own):
+# beside the notebooks, two threads each only wait for one another (measured here on a quiet
+# machine: 145 s wall with one, 175 s with two).
 test-unit: $(INSTALLED)
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 	OMP_NUM_THREADS=1 $(TEST_OMP) $(BIN)/python scripts/parallel_pytest.py --jobs $(UNIT_JOBS) -- --doctest-modules --ignore=tests/site tests lab_utils
 
 # Every notebook executed once (two at a time) into the execution cache (scripts/run_notebooks.py),

@@ -11,7 +11,8 @@ the bound that limits it, and for an option that cannot work, why.
 No arithmetic of its own beyond adding up: memory from ``lab_utils.memory`` (job_estimate,
 training_state_bytes, fits, gpus_needed), time from ``lab_utils.economics`` (training_flops,
 training_hours), serving from ``lab_utils.serving`` (prefill, decode and batching bounds),
-serverless from ``lab_utils.serverless`` (simulate, cold_start), prices from ``lab_utils/data/prices.toml`` with their dates.
+serverless from ``lab_utils.serverless`` (simulate, cold_start), prices from
+``lab_utils/data/prices.toml`` with their dates.
 
 Prices: a GPU is priced by its cheapest hourly offer in the data (per GPU); a catalog GPU with no
 hourly offer by its Runpod serverless *active* rate x 3600, labelled so; a GPU with neither is
@@ -592,8 +593,8 @@ def fine_tune(
     each GPU option, ``economics.mfu_assumption``, as ``economics.fine_tune_estimate`` takes it;
     ``cpu_mfu`` on CPUs); GPUs split the job evenly and scale perfectly (a lower
     bound on hours); beyond one server of ``max_devices`` GPUs, whole servers, priced as such
-    (``assumptions.device_price`` with ``n_gpus``). Every argument left None is the assumption of the same name in
-    ``lab_utils.assumptions`` (seq_len: ``seq_len``; batch: ``batch``;
+    (``assumptions.device_price`` with ``n_gpus``). Every argument left None is the assumption of
+    the same name in ``lab_utils.assumptions`` (seq_len: ``seq_len``; batch: ``batch``;
     recompute: ``recompute_fine_tune``).
     """
     method = checks.choice(
@@ -996,7 +997,8 @@ def _always_on_at(job: _ServeJob, spec, price, precision: str) -> Option:
         why = (
             "does not fit in one server's memory"
             if per_replica == 0
-            else f"needs {per_replica} GPUs per replica: more than one server of {job.max_devices} (max_devices)"
+            else f"needs {per_replica} GPUs per replica: "
+            f"more than one server of {job.max_devices} (max_devices)"
         )
         return _not_possible(
             spec.name if n == 1 else f"{n} x {spec.name}", fits=False, n=n, bound="memory", why=why, **common
@@ -1133,7 +1135,8 @@ def _serverless(
         taken["serverless_starts"] = (
             "plain start "
             + ", ".join(f"{start.total_s:.0f} s in {p}" for p, start in starts_by_precision.items())
-            + f"; a snapshot restore (FlashBoot) {restore.restore_s:g} s for {restore.restore_hit_rate:.0%} of starts"
+            + f"; a snapshot restore (FlashBoot) {restore.restore_s:g} s "
+            f"for {restore.restore_hit_rate:.0%} of starts"
         )
     return options
 

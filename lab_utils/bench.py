@@ -164,7 +164,8 @@ class Progress:
         head = f"[{self.done}/{self.total}, {self.elapsed_s:.1f} s]"
         if self.row is not None:
             return f"{head} {self.row.describe()}"
-        return f"{head} skipped {self.kind} {_size_label(self.kind, self.size, self.dtype)} {self.dtype}: {self.skipped_reason}"
+        size = _size_label(self.kind, self.size, self.dtype)
+        return f"{head} skipped {self.kind} {size} {self.dtype}: {self.skipped_reason}"
 
 
 @dataclass(frozen=True)
@@ -565,8 +566,8 @@ def sweep(
 
     The smallest product of each dtype runs first, so that a short budget on a busy machine
     still measures a compute point as well as the bandwidth ones; the table lists the cases in
-    their usual order. Before each case the sweep predicts its cost from the last size of that kind and dtype (or
-    from a small probe) and skips it, with the reason, unless twice that fits in what is left of
+    their usual order. Before each case the sweep predicts its cost from the last size of that kind
+    and dtype (or from a small probe) and skips it, with the reason, unless twice that fits in what is left of
     the budget (one case can still overrun it when a size runs much slower than the last); a tf32
     case is skipped where the device has no TF32, a bf16 one where a GPU would only emulate bf16
     (below compute capability 8.0), and a case that raises a RuntimeError (out of

@@ -617,8 +617,9 @@ def _gpus_for(config: llms.LLMConfig, estimate, spec: hardware.Spec) -> int:
 def range_verdict(claimed, low, high, tolerance=None) -> str:
     """Compare a claimed figure with the range [low, high] that sourced figures give.
 
-    'consistent' inside the range widened by ``tolerance`` (default: the ``range_tolerance`` assumption); otherwise 'wrong: Nx too low' or
-    'wrong: Nx too high', N measured from the nearer end of the range.
+    'consistent' inside the range widened by ``tolerance`` (default: the ``range_tolerance``
+    assumption); otherwise 'wrong: Nx too low' or 'wrong: Nx too high', N measured from the nearer
+    end of the range.
     """
     claimed = checks.number("claimed", claimed)
     low = checks.number("low", low)

@@ -116,7 +116,8 @@ def _open_nvml(nvml) -> tuple[_Nvml | None, str]:
         except ImportError:
             return (
                 None,
-                "NVML: nvidia-ml-py is not installed (pip install nvidia-ml-py, on a machine with an NVIDIA GPU)",
+                "NVML: nvidia-ml-py is not installed "
+                "(pip install nvidia-ml-py, on a machine with an NVIDIA GPU)",
             )
     try:
         nvml.nvmlInit()

@@ -197,7 +197,9 @@ def apply(
     ``decode_step_s`` for weights of ``weight_bytes_per_param`` bytes. Each time is at least its
     bound; a part no source gives the engine a figure for stays at the bound, named in ``notes``.
 
-    >>> times = apply("vllm", weight_bytes_per_param=0.5, prefill_s=0.1, batch_prefill_s=0.1, decode_step_s=0.01)
+    >>> times = apply(
+    ...     "vllm", weight_bytes_per_param=0.5, prefill_s=0.1, batch_prefill_s=0.1, decode_step_s=0.01
+    ... )
     >>> for note in times.notes: print(note)
     prefill at the bound: no published figure for vllm's prefill
     decode at the bound: no published figure for vllm with 4-bit weights

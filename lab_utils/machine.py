@@ -45,7 +45,8 @@ class MachineReport:
         """The report as (label, human-readable value) pairs, in display order."""
         gpu = "none (torch sees no CUDA device)"
         if self.mps_available:
-            gpu = f"{self.device_name} GPU via MPS, up to {format_bytes(self.gpu_memory_bytes)} of unified memory"
+            memory = format_bytes(self.gpu_memory_bytes)
+            gpu = f"{self.device_name} GPU via MPS, up to {memory} of unified memory"
         if self.cuda_available:
             gpu = (
                 f"{self.device_name} x {self.gpu_count}, "

@@ -98,8 +98,8 @@ JOB_METHODS = assumptions.METHODS
 CUDA_CONTEXT_BYTES = (assumptions.value("cuda_context_low_bytes"), assumptions.value("cuda_context_bytes"))
 """Memory a GPU process holds beyond its tensors (CUDA context, kernels, allocator slack):
 0.3 to 2.1 GB (300 MiB to 2 GiB as nvidia-smi counts) depending on the GPU and libraries
-(Hugging Face accelerate's estimate-memory documentation). :func:`fits` reserves the upper end by default (the ``cuda_context_bytes``
-assumption)."""
+(Hugging Face accelerate's estimate-memory documentation). :func:`fits` reserves the upper end by
+default (the ``cuda_context_bytes`` assumption)."""
 
 
 # --- training state ------------------------------------------------------------------------

@@ -215,7 +215,10 @@ def measure_training_step(model, batch, loss_fn=None, optimizer=None) -> StepMem
             *torch_compat.tensors_in(list(optimizer.state.values())),
         ]
         peak = _cuda_step_peak(device, step, _storage_bytes([t for t in owned if t.device == device]))
-        method = "torch.cuda.max_memory_allocated during the step - memory_allocated before + the step's own tensors"
+        method = (
+            "torch.cuda.max_memory_allocated during the step - memory_allocated before "
+            "+ the step's own tensors"
+        )
     else:
         tracker = _live_bytes_mode(device_type=device.type)
         with tracker:

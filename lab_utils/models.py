@@ -326,7 +326,10 @@ def apply_lora(model: TinyGPT, rank: int = 4, alpha: float = 8.0) -> TinyGPT:
 
 
 def merge_lora(model: nn.Module) -> nn.Module:
-    """Replace every :class:`LoRALinear` in ``model`` by its merged ``nn.Linear``, in place; returns ``model``."""
+    """Replace every :class:`LoRALinear` in ``model`` by its merged ``nn.Linear``, in place.
+
+    Returns ``model``.
+    """
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
             if isinstance(child, LoRALinear):

@@ -97,7 +97,8 @@ def fit_parallel_fraction(workers: Iterable[int], speedups: Iterable[float]) -> 
     speedups = checks.sequence("speedups", speedups)
     if len(workers) != len(speedups):
         raise ValueError(
-            f"workers has {len(workers)} values and speedups {len(speedups)}: give one speed-up per worker count"
+            f"workers has {len(workers)} values and speedups {len(speedups)}: "
+            "give one speed-up per worker count"
         )
     ns = [checks.count(f"workers[{i}]", n) for i, n in enumerate(workers)]
     speedups = checks.numbers("speedups", speedups)

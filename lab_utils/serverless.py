@@ -143,8 +143,9 @@ def simulate(
     ``serving.batch_latency``; ``concurrency``: requests one worker serves at
     once; ``cold_start_s``: seconds from a worker's start until it can serve, or a
     :class:`ColdStart` (:func:`cold_start`), whose snapshot restores then take their share of
-    the starts (:meth:`ColdStart.start_s`); ``idle_timeout_s``: seconds a worker stays warm after its last job;
-    ``price_per_worker_s``: dollars per flex worker-second. See the module docstring for the rules.
+    the starts (:meth:`ColdStart.start_s`); ``idle_timeout_s``: seconds a worker stays warm after
+    its last job; ``price_per_worker_s``: dollars per flex worker-second. See the module docstring
+    for the rules.
     """
     arrivals = list(arrival_times_s)
     if not all(type(t) is float and 0.0 <= t < math.inf for t in arrivals):  # else name the first bad one

@@ -368,9 +368,9 @@ def estimate(
     (a lower bound: the step time is convex in the context). ``efficiency`` divides every time
     (1.0: the bound). ``engine``: the profile that turns the bounds into an engine's times
     (:func:`engines.apply`; default the engine a practitioner runs on the device,
-    :func:`engines.default_for`; "bound" for the bounds themselves). ``usd_per_hour``: default the price that stands for the device
-    (``assumptions.device_price``). ValueError when the batch's KV caches do not fit
-    (:func:`max_batch`)."""
+    :func:`engines.default_for`; "bound" for the bounds themselves). ``usd_per_hour``: default the
+    price that stands for the device (``assumptions.device_price``). ValueError when the batch's KV
+    caches do not fit (:func:`max_batch`)."""
     config, spec = llms.as_config(model), _device(device)
     prompt_len = checks.count("prompt_len", prompt_len)
     output_len = checks.count("output_len", output_len)

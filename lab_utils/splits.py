@@ -23,8 +23,10 @@ between nodes (the ``inter_node_bytes_per_s`` assumption).
 >>> round(bubble_fraction(stages=4, microbatches=8), 3)
 0.273
 >>> dp, fsdp = data_parallel(1e9, 8), fully_sharded(1e9, 8)
->>> round(fsdp.bytes_per_step / dp.bytes_per_step, 2), round(dp.state_bytes_per_rank / fsdp.state_bytes_per_rank)
-(1.5, 8)
+>>> round(fsdp.bytes_per_step / dp.bytes_per_step, 2)
+1.5
+>>> round(dp.state_bytes_per_rank / fsdp.state_bytes_per_rank)
+8
 """
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ def _calls_per_block(block_s: float, call_s: float) -> int:
 
     >>> _calls_per_block(0.01, 0.001), _calls_per_block(0.01, 0.5)
     (10, 1)
-    >>> _calls_per_block(0.01, 0.0)  # a warm-up too quick to see: bounded, and sized again from the first block
+    >>> _calls_per_block(0.01, 0.0)  # a warm-up too quick to see: bounded, sized again from the first block
     10000000
     """
     return max(1, math.ceil(block_s / max(call_s, 1e-9)))  # no call of Python code takes under 1 ns

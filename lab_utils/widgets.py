@@ -386,13 +386,14 @@ def _cost_figure(
     fig.text(
         0.01,
         0.01,
-        f"lab_utils.advisor.serve at each volume (as lab-utils pick serve): {curves['input_tokens']} tokens in + "
-        f"{curves['output_tokens']} out per request, p95 within {curves['latency_target_s']:g} s (x: misses it); "
+        f"lab_utils.advisor.serve at each volume (as lab-utils pick serve): "
+        f"{curves['input_tokens']} tokens in + {curves['output_tokens']} out per request, "
+        f"p95 within {curves['latency_target_s']:g} s (x: misses it); "
         f"serverless with cold starts, snapshot restores and idle time simulated. Own weights include the "
         f"{fine_tune.method} fine-tune of {curves['fine_tune_tokens']:.0e} tokens "
         f"(${fine_tune.cost_usd or 0:,.2f}) spread "
-        f"over {curves['amortize_months']} months. Estimates from vendor specifications and dated list prices, "
-        f"not measurements.",
+        f"over {curves['amortize_months']} months. "
+        f"Estimates from vendor specifications and dated list prices, not measurements.",
         fontsize=8,
         wrap=True,
     )

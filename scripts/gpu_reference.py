@@ -149,7 +149,9 @@ def batch_latency(device, min_run_time: float) -> dict:
     with torch.no_grad():
         for batch in (1, 8, 64):
             tokens = models.random_tokens(config, batch).to(device)
-            seconds = timing.measure(lambda: model(tokens), device=device, min_run_time=min_run_time).median_s
+            seconds = timing.measure(
+                lambda tokens=tokens: model(tokens), device=device, min_run_time=min_run_time
+            ).median_s
             result[f"batch_{batch}"] = {"seconds": seconds, "sequences_per_s": batch / seconds}
     return result
 

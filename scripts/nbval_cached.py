@@ -30,7 +30,8 @@ def pytest_addoption(parser):
     parser.getgroup("nbval").addoption(
         "--nbval-cached",
         action="store_true",
-        help="compare with the notebooks' cached execution (scripts/run_notebooks.py) instead of running them",
+        help="compare with the notebooks' cached execution (scripts/run_notebooks.py) "
+        "instead of running them",
     )
 
 

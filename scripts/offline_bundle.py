@@ -35,7 +35,10 @@ CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"  # CPU builds: no CUDA 
 PYPI = "https://pypi.org/simple"
 EXTRA = "lab"
 DISTRIBUTION = "cpu-vs-gpu-course"
-INSTALL = f'python -m pip install --no-index --find-links wheels --constraint constraints.txt "{DISTRIBUTION}[{EXTRA}]"'
+INSTALL = (
+    "python -m pip install --no-index --find-links wheels --constraint constraints.txt "
+    f'"{DISTRIBUTION}[{EXTRA}]"'
+)
 OFFLINE_MD = f"""# The course, offline
 
 Install with no network, in this folder (Python 3.10 to 3.13):
@@ -162,7 +165,8 @@ def main(argv=None) -> int:
         bundle(args.output, wheels, args.platforms, args.pythons)
     size_mb = args.output.stat().st_size / 1e6
     print(
-        f"wrote {args.output} ({size_mb:,.0f} MB); install with no network, in the unzipped folder:\n  {INSTALL}"
+        f"wrote {args.output} ({size_mb:,.0f} MB); "
+        f"install with no network, in the unzipped folder:\n  {INSTALL}"
     )
     return 0
 

@@ -66,18 +66,20 @@ def markdown() -> str:
     lines = [
         "# The course against the world",
         "",
-        "Every figure the course computes is a bound or an estimate from datasheets and formulas. This page holds "
-        "them against what others measured on real systems: published benchmark results (MLPerf, TensorRT-LLM's "
-        "performance overview, llama.cpp, torchtitan, Unsloth), issue reports and tables, each with its source, "
-        "date and setup, beside the course's answer for the same setup. The course's column is computed by "
+        "Every figure the course computes is a bound or an estimate from datasheets and formulas. "
+        "This page holds them against what others measured on real systems: published benchmark "
+        "results (MLPerf, TensorRT-LLM's performance overview, llama.cpp, torchtitan, Unsloth), "
+        "issue reports and tables, each with its source, date and setup, beside the course's answer "
+        "for the same setup. The course's column is computed by "
         "`lab_utils.published` from the calculators when this page is generated "
         "(`python scripts/published_page.py`); nothing in it is typed in.",
         "",
-        f"**How to read it.** *Ratio* is how optimistic the course is: course / measured for a throughput or a "
-        f"size, measured / course for a time. A *bound* must not be beaten (ratio at least 1) and should not be "
-        f"more than {bands['bound']:.1f}x loose; an *estimate* should land within {bands['estimate']:.1f}x either "
-        f"way. A test fails when a row leaves its band; a *known miss* is a row the course cannot answer well "
-        f"yet, with the reason and the change that fixes it (its test is an expected failure until then).",
+        "**How to read it.** *Ratio* is how optimistic the course is: course / measured for a "
+        "throughput or a size, measured / course for a time. A *bound* must not be beaten (ratio at "
+        f"least 1) and should not be more than {bands['bound']:.1f}x loose; an *estimate* should land "
+        f"within {bands['estimate']:.1f}x either way. A test fails when a row leaves its band; a "
+        "*known miss* is a row the course cannot answer well yet, with the reason and the change "
+        "that fixes it (its test is an expected failure until then).",
         "",
         f"**Today:** {held} of {len(rows)} measurements lie within their band; {len(rows) - held} are known "
         f"misses. All figures *measured elsewhere*, on the devices named, at the dates given; the course's "

@@ -87,7 +87,8 @@ def main(argv=None) -> int:
     folder = execution_cache.cache_folder(ROOT)
     if execution_cache.invalidate_if_stale(folder, ROOT):
         print(
-            f"{folder.relative_to(ROOT)}: the package, pyproject.toml or constraints.txt changed; cache emptied"
+            f"{folder.relative_to(ROOT)}: the package, pyproject.toml or constraints.txt changed; "
+            "cache emptied"
         )
     cache = get_cache(str(folder))
     timeout_s = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["execute"]["timeout"]
@@ -135,12 +136,14 @@ def main(argv=None) -> int:
             )
     if todo:
         print(
-            f"executed {len(todo)} notebook(s), {jobs} at a time, in {time.perf_counter() - started_s:.0f} s wall"
+            f"executed {len(todo)} notebook(s), {jobs} at a time, "
+            f"in {time.perf_counter() - started_s:.0f} s wall"
         )
 
     slow = sorted(name for name, s in seconds.items() if s > NOTEBOOK_TARGET_S)
     print(
-        f"notebooks: {sum(seconds.values()):.0f} s in all (course target {COURSE_TARGET_S} s, one at a time); "
+        f"notebooks: {sum(seconds.values()):.0f} s in all "
+        f"(course target {COURSE_TARGET_S} s, one at a time); "
         + (f"over {NOTEBOOK_TARGET_S} s: {', '.join(slow)}" if slow else f"each within {NOTEBOOK_TARGET_S} s")
     )
     if failed:

@@ -11,8 +11,9 @@ Passes when every cell of every notebook runs without error and the preinstalled
 ipywidgets are the same versions afterwards. With --setup-cell, only the setup cell (the same in
 every notebook: tests/test_notebooks.py) runs, once, followed by a check that lab_utils was
 installed (not read from the clone) and that every file a notebook asks
-``course_files.path("...")`` for resolves from the installed package. The environment is made once (in --venv) and put
-back to its preinstalled packages before each notebook, so each starts without lab_utils.
+``course_files.path("...")`` for resolves from the installed package. The environment is made
+once (in --venv) and put back to its preinstalled packages before each notebook, so each starts
+without lab_utils.
 --repository defaults to this folder (the working tree, committed or not); a git URL such as
 file:///path/to/clone tests the committed state the way Colab installs it.
 """
@@ -54,7 +55,9 @@ CHECK_INSTALLED = """
 import pathlib, sys, lab_utils
 from lab_utils import course_files
 package = pathlib.Path(lab_utils.__file__).resolve().parent
-assert pathlib.Path(sys.prefix).resolve() in package.parents, f"lab_utils was imported from {{package}}, not installed"
+assert pathlib.Path(sys.prefix).resolve() in package.parents, (
+    f"lab_utils was imported from {{package}}, not installed"
+)
 missing = []
 for name in {names!r}:
     try:

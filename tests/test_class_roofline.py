@@ -78,8 +78,9 @@ def test_compare_reads_utf8_and_utf16_skips_bad_files_and_draws_the_rest(tmp_pat
 def test_compare_refuses_more_machines_than_the_figure_keeps_apart(tmp_path):
     for index in range(plots.CLASS_MAX_MACHINES + 1):
         (tmp_path / f"m{index:02d}.json").write_text(json.dumps(bench_result()))
+    args = cli.build_parser().parse_args(["compare", *map(str, sorted(tmp_path.glob("*.json")))])
     with pytest.raises(cli.UsageError, match="at most 30"):
-        cli._compare(cli.build_parser().parse_args(["compare", *map(str, sorted(tmp_path.glob("*.json")))]))
+        args.run(args)  # the handler compare's register set
 
 
 @pytest.mark.parametrize(
@@ -112,7 +113,10 @@ def machine(learner, device, kind="cuda", peak_flops=4e12, bandwidth=2.4e11, dty
 
 
 def texts_overlap(fig):
-    """Visible texts (title, axis labels, catalog labels, the legend) outside the figure, and pairs that overlap."""
+    """Visible texts (title, axis labels, catalog labels, the legend) outside the figure.
+
+    Returns those outside and the pairs that overlap.
+    """
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     ax, legend = fig.axes[0], fig.legends[0]

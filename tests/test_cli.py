@@ -206,8 +206,8 @@ def test_memory_and_cost_do_not_import_torch():
         ["hardware", "T4"],
     ):
         code = (
-            "import sys; from lab_utils import cli; status = cli.main(%r); "
-            "assert 'torch' not in sys.modules, 'torch was imported'; sys.exit(status)" % args
+            f"import sys; from lab_utils import cli; status = cli.main({args!r}); "
+            "assert 'torch' not in sys.modules, 'torch was imported'; sys.exit(status)"
         )
         result = subprocess.run(
             [sys.executable, "-c", code],

@@ -1,8 +1,8 @@
 """lab_utils.comms: all-reduce cost formulas; lab_utils.distributed: the torchrun launcher and
 real DDP runs.
 
-The integration tests launch lab_utils/data/scripts/ddp_train.py (course_files) with torchrun on the CPU (gloo):
-two processes on one node, and two single-process "nodes" on this machine with the multi-node
+The integration tests launch lab_utils/data/scripts/ddp_train.py (course_files) with torchrun on
+the CPU (gloo): two processes on one node, and two single-process "nodes" on this machine with the multi-node
 command line, and check that every rank ends with bit-identical parameters and that no
 process is left behind.
 """

@@ -336,7 +336,10 @@ def test_lookups_forgive_spelling():
 
 
 def test_a_malformed_price_row_is_refused():
-    row = '[[api]]\nname = "x"\nprovider = "p"\ninput_per_million = 1.0\noutput_per_million = 1.0\nsource = "s"\n'
+    row = (
+        '[[api]]\nname = "x"\nprovider = "p"\ninput_per_million = 1.0\noutput_per_million = 1.0\n'
+        'source = "s"\n'
+    )
     with pytest.raises(ValueError, match="date must be"):
         catalogs.parse(row + 'date = "last week"\n', "api", "test", date_key="date", allow_undated=True)
     with pytest.raises(ValueError, match="lacks required key"):

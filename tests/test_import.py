@@ -36,7 +36,7 @@ def test_submodules_load_on_attribute_access():
 
 def test_unknown_attribute_is_an_attribute_error():
     try:
-        lab_utils.no_such_module
+        _ = lab_utils.no_such_module
     except AttributeError as error:
         assert "no_such_module" in str(error)
     else:

@@ -65,10 +65,16 @@ LAYERS = {
 }
 """Layer of every module, lowest first. Data: the catalogs in lab_utils/data and the modules that
 read them, with the checks and formatting everything shares. Calculators: pure arithmetic. Measuring:
-torch and the clock, imported inside functions. Faces: what people see (command line, widgets, plots)."""
+torch and the clock, imported inside functions. Faces: what people see (command line, widgets, plots).
+A subpackage (``cli``) is one entry: every module in it takes its layer."""
 
 RANK = {module: rank for rank, modules in enumerate(LAYERS.values()) for module in modules}
 NAMES = tuple(LAYERS)
+
+
+def rank(module: str) -> int | None:
+    """The layer of ``module`` (``cli.memory``: the layer of the package ``cli``), None when it has none."""
+    return RANK.get(module.split(".")[0])
 
 
 def imports_of(source: str) -> set[str]:
@@ -86,16 +92,16 @@ def imports_of(source: str) -> set[str]:
 
 
 def graph(sources: dict[str, str]) -> dict[str, set[str]]:
-    return {module: imports_of(source) - {module} for module, source in sources.items()}
+    return {module: imports_of(source) - {module, module.split(".")[0]} for module, source in sources.items()}
 
 
 def upward(edges: dict[str, set[str]]) -> list[str]:
     """Each import from a lower layer to a higher one, as 'a (layer) imports b (layer)'."""
     return sorted(
-        f"{a} ({NAMES[RANK[a]]}) imports {b} ({NAMES[RANK[b]]})"
+        f"{a} ({NAMES[rank(a)]}) imports {b} ({NAMES[rank(b)]})"
         for a, targets in edges.items()
         for b in targets
-        if b in RANK and RANK[b] > RANK[a]
+        if rank(b) is not None and rank(b) > rank(a)
     )
 
 
@@ -131,15 +137,25 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 
 def _package_sources() -> dict[str, str]:
-    return {
-        path.stem: path.read_text(encoding="utf-8")
-        for path in sorted(PACKAGE.glob("*.py"))
-        if path.stem != "__init__"
-    }
+    """Every module of the package by name: ``memory``, and in a subpackage (a folder with an
+    ``__init__.py``; lab_utils/data's scripts are files, not modules) ``cli`` (its ``__init__``)
+    and ``cli.memory``. An import of any of a subpackage's modules counts as an import of the
+    subpackage (:func:`imports_of`), so its modules may import each other."""
+    sources = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        folders = path.relative_to(PACKAGE).parents
+        if not all((PACKAGE / folder / "__init__.py").is_file() for folder in folders):
+            continue
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if parts:
+            sources[".".join(parts)] = path.read_text(encoding="utf-8")
+    return sources
 
 
 def test_every_module_has_a_layer():
-    missing = sorted(set(_package_sources()) - set(RANK))
+    missing = sorted(module for module in _package_sources() if rank(module) is None)
     assert not missing, f"give these modules a layer in tests/test_layers.py and CONTRIBUTING.md: {missing}"
 
 
@@ -177,3 +193,14 @@ def test_the_checks_catch_a_planted_cycle():
         "routing": "from lab_utils import parallel\n",
     }
     assert cycles(graph(planted)) == [["parallel", "routing"]]
+
+
+def test_the_modules_of_the_cli_package_are_faces():
+    sources = _package_sources()
+    commands = sorted(module for module in sources if module.startswith("cli."))
+    assert {"cli", "cli.common", "cli.memory", "cli.cost"} <= {"cli", *commands}
+    assert all(NAMES[rank(module)] == "faces" for module in commands)
+    # a command module that imported the measuring layer's module would be fine; a calculator
+    # importing a command module is caught like any other upward import
+    planted = {"serving": "def f():\n    from lab_utils.cli import memory\n", "cli.memory": ""}
+    assert upward(graph(planted)) == ["serving (calculators) imports cli (faces)"]

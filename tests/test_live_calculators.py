@@ -53,9 +53,11 @@ def site_packages(tmp_path_factory) -> Path:
 
 
 def test_the_course_wheel_holds_the_package_and_its_data(site_packages):
-    assert (site_packages / "lab_utils" / "cli.py").read_bytes() == (
-        ROOT / "lab_utils" / "cli.py"
-    ).read_bytes()
+    sources = sorted(p for p in (ROOT / "lab_utils").rglob("*.py") if "__pycache__" not in p.parts)
+    assert ROOT / "lab_utils" / "cli" / "memory.py" in sources  # subpackages included
+    for source in sources:
+        shipped = site_packages / source.relative_to(ROOT)
+        assert shipped.is_file() and shipped.read_bytes() == source.read_bytes(), source
     for toml in (ROOT / "lab_utils" / "data").glob("*.toml"):
         assert (site_packages / "lab_utils" / "data" / toml.name).read_bytes() == toml.read_bytes()
     assert list(site_packages.glob("cpu_vs_gpu_course-*.dist-info/METADATA"))

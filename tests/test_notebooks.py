@@ -223,7 +223,8 @@ def test_a_strict_sphinx_build_renders_the_converted_exercises(tmp_path):
         f"import sys\nsys.path.insert(0, {str(ROOT / 'book' / '_ext')!r})\n"
         "extensions = ['myst_nb', 'sphinx_exercise', 'exercises_only']\n"
         "myst_enable_extensions = ['dollarmath', 'amsmath', 'colon_fence']\nnb_execution_mode = 'off'\n"
-        "suppress_warnings = ['mystnb.unknown_mime_type', 'myst.xref_missing', 'myst.header', 'toc.not_included']\n",
+        "suppress_warnings = ['mystnb.unknown_mime_type', 'myst.xref_missing', 'myst.header',"
+        " 'toc.not_included']\n",
         encoding="utf-8",
     )
     (source / "exercises_only.py").write_text(

@@ -90,11 +90,12 @@ def test_the_longest_sequence_is_the_edge_of_what_fits():
 
     shape = dict(model="Llama-3.1-8B", method="qlora", batch=1, lora_rank=32, lora_targets="all-linear")
     longest = published.longest_sequence_tokens(device="A100 80GB SXM", **shape)
-    total = lambda n: (
-        memory.job_estimate(
+
+    def total(n):
+        return memory.job_estimate(
             shape["model"], method="qlora", batch=1, seq_len=n, lora_rank=32, lora_targets="all-linear"
         ).total_bytes
-    )
+
     spec = hardware.get("A100 80GB SXM")
     assert memory.fits(total(longest), spec) and not memory.fits(total(longest + 1), spec)
 

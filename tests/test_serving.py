@@ -91,7 +91,8 @@ def test_estimate_of_one_request_on_a_slow_memory_worked_by_hand():
     assert serving.estimate(
         TOY, device=device(), prompt_len=4, output_len=2, efficiency=0.5, engine="bound"
     ).latency_s == pytest.approx(12.64)
-    # the default engine of a GPU (vLLM): decode / 0.74, its 9.2 ms per request, prefill at the bound (no figure)
+    # the default engine of a GPU (vLLM): decode / 0.74, its 9.2 ms per request,
+    # prefill at the bound (no figure)
     vllm = serving.estimate(TOY, device=device(), prompt_len=4, output_len=2)
     assert vllm.engine == "vllm" and vllm.ttft_s == pytest.approx(2.0 + 0.0092)
     assert vllm.latency_s == pytest.approx(2.0 + 0.0092 + 2 * 2.16 / 0.74)

@@ -181,11 +181,13 @@ def widget_assets_path(app: Sphinx, pagename: str, templatename: str, context: d
         None,
         priority=499,
         body=(  # before require.js and the manager (500)
-            "(() => { const root = new URL(document.documentElement.dataset.content_root || './', document.baseURI);"
+            "(() => { const root = new URL("
+            "document.documentElement.dataset.content_root || './', document.baseURI);"
             f" const dist = new URL({folder} + '/', root).href;"
             " window.__jupyter_widgets_assets_path__ = dist;"
             " const folder = dist.slice(0, -1);"  # the longest prefix wins: each bundled module sits in dist/
-            " window.require = {paths: {'@jupyter-widgets': folder, '@jupyter-widgets/html-manager/dist': folder}}; })();"
+            " window.require = {paths: {'@jupyter-widgets': folder,"
+            " '@jupyter-widgets/html-manager/dist': folder}}; })();"
         ),
     )
 

@@ -30,7 +30,10 @@ from lab_utils.course import EXERCISE  # the notebooks' exercise format, owned t
 
 
 def to_directives(markdown: str, prefix: str) -> str:
-    """``markdown`` with each plain exercise turned into sphinx-exercise blocks labelled ``prefix-exercise-N``."""
+    """``markdown`` with each plain exercise turned into sphinx-exercise blocks.
+
+    The blocks are labelled ``prefix-exercise-N``.
+    """
 
     def directives(match: re.Match) -> str:
         label = f"{prefix}-exercise-{match['number']}"

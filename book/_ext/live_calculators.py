@@ -203,13 +203,17 @@ def form_html(root: Path) -> str:
         f'<label>Model <select name="model">{_options(models, START["model"])}</select></label>'
         f'<label>GPU <select name="gpu">{_options(gpus, START["gpu"])}</select></label>'
         f'<label>Method <select name="method">{_options(METHODS, START["method"])}</select></label>'
-        f'<label>Sequence length (tokens) <input name="seq_len" type="number" min="1" step="1" value="{seq_len}"></label>'
-        f'<label>Training tokens <input name="tokens" type="text" inputmode="decimal" value="{START["tokens"]}"></label>'
-        f'<label>Requests per day <input name="requests_per_day" type="number" min="1" value="{START["requests_per_day"]}">'
+        '<label>Sequence length (tokens) <input name="seq_len" type="number" min="1" step="1" '
+        f'value="{seq_len}"></label>'
+        '<label>Training tokens <input name="tokens" type="text" inputmode="decimal" '
+        f'value="{START["tokens"]}"></label>'
+        '<label>Requests per day <input name="requests_per_day" type="number" min="1" '
+        f'value="{START["requests_per_day"]}">'
         "</label></form>"
-        f'<p class="live-status" role="status">Loading Python in this page ({download_bytes(root) / 1e6:.0f} MB, '
-        "once; nothing is sent "
-        "anywhere). The commands below follow your choices already; their answers appear when it has loaded.</p>"
+        '<p class="live-status" role="status">Loading Python in this page '
+        f"({download_bytes(root) / 1e6:.0f} MB, "
+        "once; nothing is sent anywhere). The commands below follow your choices already; "
+        "their answers appear when it has loaded.</p>"
         f"{sections}"
         "<noscript><p>These calculators need JavaScript. The same answers come from the "
         "<code>lab-utils</code> command shown above each one.</p></noscript></div>"

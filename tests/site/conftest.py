@@ -37,7 +37,7 @@ def browser():
     assert not Path(profile).exists(), f"the browser profile {profile} was not removed"
     assert not left, f"browser processes left running after the test: {left}"
     if forced:
-        warnings.warn(f"the browser did not quit when asked; stopped processes {forced}")
+        warnings.warn(f"the browser did not quit when asked; stopped processes {forced}", stacklevel=2)
 
 
 @pytest.fixture(scope="session")

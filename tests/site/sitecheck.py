@@ -62,7 +62,9 @@ SETTLE_JS = """
     const grace = Date.now() + 3000;
     while (!ready() && Date.now() < Math.min(grace, deadline)) await sleep(50);
     if (ready()) {
-      const done = await Promise.race([MathJax.startup.promise.then(() => true), sleep(left()).then(() => false)]);
+      const done = await Promise.race([
+        MathJax.startup.promise.then(() => true), sleep(left()).then(() => false),
+      ]);
       mathjax = done ? "typeset" : "did not finish in time";
     } else {
       mathjax = "did not load";
@@ -113,7 +115,7 @@ CHECK_JS = r"""
     height: Math.ceil(document.documentElement.scrollHeight),
   };
 })()
-""".replace("%s", WIDGET_VIEW)
+""".replace("%s", WIDGET_VIEW)  # noqa: E501 (the LaTeX regular expression cannot wrap)
 
 
 @dataclass(frozen=True)

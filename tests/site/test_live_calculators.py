@@ -51,19 +51,21 @@ SET_INPUTS_JS = """
 WAIT_READY_JS = """
 (async () => {
   const deadline = Date.now() + %d;
-  while (!["ready", "error"].includes(window.liveCalculators.state) || !window.liveCalculators.firstAnswerMs) {
+  while (!["ready", "error"].includes(window.liveCalculators.state)
+         || !window.liveCalculators.firstAnswerMs) {
     if (window.liveCalculators.state === "error" || Date.now() > deadline) break;
     await new Promise((r) => setTimeout(r, 100));
   }
   const api = window.liveCalculators;
-  const resources = performance.getEntriesByType("resource").concat(performance.getEntriesByType("navigation"));
+  const resources = performance.getEntriesByType("resource")
+    .concat(performance.getEntriesByType("navigation"));
   return {state: api.state, error: api.error, timeline: api.timeline, formReadyMs: api.formReadyMs,
           pythonReadyMs: api.pythonReadyMs, firstAnswerMs: api.firstAnswerMs,
           transferBytes: resources.reduce((sum, r) => sum + (r.transferSize || 0), 0),
           bodyBytes: resources.reduce((sum, r) => sum + (r.encodedBodySize || 0), 0),
           files: resources.length};
 })()
-""" % (PYTHON_TIMEOUT_S * 1000)
+""".replace("%d", str(PYTHON_TIMEOUT_S * 1000))
 
 
 def lab_utils_cli(argv: list[str]) -> subprocess.CompletedProcess:
