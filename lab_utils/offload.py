@@ -158,6 +158,7 @@ class OffloadEstimate:
     prefill_host_path: str
     engine: str
     engine_notes: tuple[str, ...] = ()
+    assumptions: tuple[tuple[str, object], ...] = ()  # (name, value) of each default taken
 
     @property
     def decode_step_s(self) -> float:
@@ -250,7 +251,8 @@ def estimate(
     assumption); ``context_len`` and ``prompt_len`` default to the ``input_tokens`` assumption;
     ``link_bytes_per_s``: default the GPU's PCIe link (``interconnects``, one way, theoretical);
     ``host_memory_bytes``: the RAM the host has (default the most its platform takes);
-    ``engine``: the profile applied to the bounds (default the GPU's, ``engines.default_for``)."""
+    ``engine``: the profile applied to the bounds (default: the GPU's, ``engines.default_for``, for
+    vLLM's streaming or all on the GPU; the ``offload_engine`` assumption for llama.cpp's splits)."""
     config = llms.as_config(model)
     gpu_spec, host_spec = _device(gpu, "gpu", "gpu"), _device(host, "cpu", "host")
     blocks, ends = _blocks(config)
@@ -258,20 +260,29 @@ def estimate(
         config, blocks, gpu_layers, cpu_moe_layers, experts_on_host, stream_bytes
     )
     batch = checks.count("batch", batch)
-    default_len = assumptions.value("input_tokens")
-    context_len = checks.count("context_len", default_len if context_len is None else context_len)
-    prompt_len = checks.count("prompt_len", default_len if prompt_len is None else prompt_len)
+    taken = {"activation_bytes_per_value": assumptions.value("activation_bytes_per_value")}
+    if context_len is None or prompt_len is None:
+        taken["input_tokens"] = assumptions.value("input_tokens")
+    context_len = checks.count(
+        "context_len", taken.get("input_tokens", context_len) if context_len is None else context_len
+    )
+    prompt_len = checks.count(
+        "prompt_len", taken.get("input_tokens", prompt_len) if prompt_len is None else prompt_len
+    )
     name = precision
+    if precision is None:
+        taken["precision.inference"] = assumptions.precision_for("inference")
     if precision in GGUF_FORMATS:
         name = _SERVED_AS[precision]
         if weight_bytes_per_param is None:
             weight_bytes_per_param = bytes_per_weight(precision)
+            taken["weight_format_bits"] = assumptions.value("weight_format_bits")[precision]
     on_gpu = serving.resolve_precision(name, device=gpu_spec, weight_bytes_per_param=weight_bytes_per_param)
     on_host = serving.resolve_precision(name, device=host_spec, weight_bytes_per_param=weight_bytes_per_param)
     w = on_gpu.weight_bytes_per_param
     link = _link(gpu_spec, link_bytes_per_s)
     kv_per_layer = serving.kv_bytes_per_sequence(config, context_len=context_len) / len(blocks)
-    activation = config.hidden * assumptions.value("activation_bytes_per_value") * batch
+    activation = config.hidden * taken["activation_bytes_per_value"] * batch
 
     n = len(blocks)
     first_gpu = n - gpu_layers
@@ -322,6 +333,8 @@ def estimate(
     prefill_s, path = _prefill_s(
         config, held, active, kv_layers, w, stream, link, served, batch * prompt_len, prompt_len, batch
     )
+    if engine is None and (stream_bytes is None and held["host"]):
+        engine = taken["offload_engine"] = assumptions.value("offload_engine")  # llama.cpp's splits
     times = engines.apply(
         engine,
         device=gpu_spec,
@@ -362,6 +375,7 @@ def estimate(
         prefill_host_path=path,
         engine=times.engine,
         engine_notes=times.notes,
+        assumptions=tuple(taken.items()),
     )
 
 

@@ -185,3 +185,43 @@ def test_an_offloaded_fine_tune_pays_pcie_and_the_cpu_adam_step_each_iteration()
     assert offloaded.hours == pytest.approx(iterations * sum(parts.values()) / 3600)
     assert offloaded.host_bytes == 14 * n and offloaded.memory_bytes < plain.memory_bytes
     assert offloaded.cost_usd > plain.cost_usd
+
+
+# --- the command line ---------------------------------------------------------------------------
+
+
+def test_lab_utils_offload_answers_in_json_for_layers_on_the_gpu(capsys):
+    import json
+
+    from lab_utils import cli
+
+    argv = ["offload", "--model", "llama-3.1-70b", "--gpu", "rtx-4090", "--host", "7950x"]
+    assert cli.main([*argv, "--gpu-layers", "40", "--precision", "q4_k_m", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    placed = offload.estimate(
+        "Llama-3.1-70B", gpu=GPU, host=HOST, gpu_layers=40, precision="q4_k_m", engine="bound"
+    )
+    assert answer["gpu_bytes"] == placed.gpu_bytes and answer["host_bytes"] == placed.host_bytes
+    assert answer["decode_tokens_per_s"] == placed.decode_tokens_per_s
+    assert answer["placement"] == "40 of 80 layers on the GPU"
+
+
+def test_lab_utils_offload_refuses_a_bad_placement_in_one_line(capsys):
+    from lab_utils import cli
+
+    argv = [
+        "offload",
+        "--model",
+        "llama-3.1-8b",
+        "--gpu",
+        "rtx-4090",
+        "--host",
+        "7950x",
+        "--gpu-layers",
+        "40",
+    ]
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(argv)
+    assert exit_.value.code == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and "gpu_layers=40: Llama-3.1-8B has 32 transformer blocks" in error

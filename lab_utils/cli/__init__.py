@@ -70,6 +70,7 @@ COMMANDS = (
     "cost",
     "pick",
     "split",
+    "offload",
 )
 """The sub-commands, in --help order: each the name of a module of this package with ``register``."""
 
