@@ -225,3 +225,28 @@ def test_lab_utils_offload_refuses_a_bad_placement_in_one_line(capsys):
     assert exit_.value.code == 2
     error = capsys.readouterr().err.strip()
     assert len(error.splitlines()) == 1 and "gpu_layers=40: Llama-3.1-8B has 32 transformer blocks" in error
+
+
+def test_lab_utils_memory_shows_the_offloaded_placements_that_fit(capsys):
+    from lab_utils import cli
+
+    argv = [
+        "memory",
+        "--model",
+        "llama-3.1-70b",
+        "--gpu",
+        "rtx-4090",
+        "--precision",
+        "int4",
+        "--host",
+        "7950x",
+    ]
+    assert cli.main(argv) == 0
+    shown = capsys.readouterr().out
+    (best,) = offload.fitting_placements(
+        "Llama-3.1-70B", gpu=GPU, host=HOST, precision="int4", context_len=4096
+    )
+    assert "It does not fit one RTX 4090" in shown and best.placement in shown
+    assert cli.main(["memory", "--model", "llama-3.1-8b", "--method", "full", "--gpu", "rtx-4090"]) == 0
+    shown = capsys.readouterr().out
+    assert "optimizer+params" in shown and "fits the GPU" in shown

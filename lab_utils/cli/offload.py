@@ -9,9 +9,9 @@ from lab_utils.cli.common import (
     ENGINE_HELP,
     UsageError,
     add_command,
-    catalog_name,
     engine_name,
     gpu_name,
+    host_name,
     model_name,
     non_negative_int,
     positive_float,
@@ -42,18 +42,6 @@ _JSON_FIELDS = (
     "prefill_host_path",
     "engine",
 )
-
-
-def _host_spec(text: str):
-    from lab_utils import hardware
-
-    spec = hardware.get(text)
-    if spec.kind != "cpu":
-        raise ValueError(f"name={text!r} is a {spec.kind}, not a CPU; see `lab-utils hardware --kind cpu`")
-    return spec
-
-
-host_name = catalog_name(_host_spec, "CPU")
 
 
 def run(args: argparse.Namespace) -> int:
