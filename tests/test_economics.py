@@ -581,8 +581,11 @@ def test_6nd_stays_a_named_option_and_the_count_without_a_shape():
         economics.training_flops(n, 10, model="llama-3.1-8b")
     with pytest.raises(ValueError, match="attention_term"):
         economics.training_flops(n, 10, model="llama-3.1-8b", seq_len=8, attention_term="flash")
-    with pytest.raises(ValueError, match="Kimi K2"):
-        economics.attention_flops_per_token("Kimi K2", 8)
+    shapeless = llms.LLMConfig(
+        name="a bare count", aliases=(), n_layers=2, hidden=8, n_params=1000, source="t", source_date="2026"
+    )
+    with pytest.raises(ValueError, match="a bare count"):
+        economics.attention_flops_per_token(shapeless, 8)
 
 
 def test_a_sliding_window_caps_the_keys_a_query_sees():
@@ -643,5 +646,14 @@ def test_model_and_hardware_flops_with_full_recomputation_and_attention():
     assert estimate.flops == pytest.approx((4 * n + 3 * LLAMA8_ATTENTION_8K) * 1e6)
     assert estimate.hardware_flops == pytest.approx((6 * n + 4 * LLAMA8_ATTENTION_8K) * 1e6)
     assert estimate.hfu == pytest.approx(estimate.mfu * estimate.hardware_flops / estimate.flops)
-    moe = economics.fine_tune_estimate("Kimi K2", 1e6, method="qlora", gpu="H100", usd_per_gpu_hour=1.0)
+    bare = llms.LLMConfig(
+        name="a bare count",
+        aliases=(),
+        n_layers=61,
+        hidden=7168,
+        n_params=10**12,
+        source="t",
+        source_date="2026",
+    )
+    moe = economics.fine_tune_estimate(bare, 1e6, method="qlora", gpu="H100", usd_per_gpu_hour=1.0)
     assert moe.attention_flops == 0 and "attention_term" not in dict(moe.assumptions)  # no shape: 6ND's count

@@ -21,6 +21,8 @@ LAYERS = {
         "course_files",
         "hardware",
         "interconnects",
+        "hf_config",
+        "llm_layers",
         "llms",
         "lookup",
         "prices",

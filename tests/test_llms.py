@@ -11,7 +11,7 @@ import pytest
 from lab_utils import catalogs, llms, lookup
 
 CATALOG = llms.catalog()
-DENSE = [c for c in CATALOG if c.n_active_params is None]
+DENSE = [c for c in CATALOG if not c.is_moe]
 
 
 def test_llama_3_1_8b_worked_from_its_config_json():
@@ -26,25 +26,35 @@ def test_llama_3_1_8b_worked_from_its_config_json():
 def test_every_model_is_sourced_and_dated(config):
     assert config.source.strip()
     assert catalogs.DATE.match(config.source_date), config.source_date
+    assert config.source.endswith("config.json")
     assert 2018 <= int(config.source_date[:4]) <= 2026
 
 
-@pytest.mark.parametrize("config", [c for c in CATALOG if c.n_heads], ids=lambda c: c.name)
-def test_heads_divide_the_width(config):
-    assert config.hidden % config.n_heads == 0
-    assert config.head_dim == config.hidden // config.n_heads
+@pytest.mark.parametrize("config", CATALOG, ids=lambda c: c.name)
+def test_heads_group_and_head_dim_comes_from_the_config(config):
     assert config.n_heads % config.n_kv_heads == 0  # grouped-query attention: whole groups
+    if config.config_head_dim is None:
+        assert config.head_dim == config.hidden // config.n_heads
+    assert all(layer.attention.head_dim == config.head_dim for layer in config.layers)
 
 
-@pytest.mark.parametrize("config", [c for c in DENSE if c.ffn_hidden], ids=lambda c: c.name)
+def test_head_dim_is_the_config_s_not_hidden_over_heads():
+    # Qwen3-8B: 4096 / 32 = 128 = head_dim; gpt-oss: 2880 / 64 = 45, head_dim 64; Gemma 3 27B:
+    # 5376 / 32 = 168, head_dim 128; DeepSeek-V3 (MLA): qk_nope_head_dim 128 + qk_rope_head_dim 64
+    assert llms.get("gpt-oss-20b").head_dim == 64
+    assert llms.get("Gemma-3-27B").head_dim == 128
+    assert llms.get("DeepSeek-V3").head_dim == 192
+
+
+@pytest.mark.parametrize("config", [c for c in DENSE if c.family], ids=lambda c: c.name)
 def test_parameter_count_agrees_with_the_shape(config):
-    # Per layer: Q and O (hidden^2 each), K and V (hidden x KV width each), and an MLP of two
-    # (GPT-2) or three (gated: Llama, Mistral, Qwen) hidden x ffn matrices; plus the vocab x
-    # hidden embedding, shared with the output layer (tied) or not. The published total must be
-    # within 3% of one of these four counts (the rest: norms, biases, position embeddings).
-    h, kv = config.hidden, config.n_kv_heads * config.head_dim
+    # Per layer: Q and O (hidden x q width each), K and V (hidden x KV width each), and an MLP of
+    # two (GPT-2) or three (gated) hidden x ffn matrices; plus the vocab x hidden embedding,
+    # shared with the output layer (tied) or not. The count must be within 3% of one of these
+    # four (the rest: norms, biases, position embeddings).
+    h, q, kv = config.hidden, config.n_heads * config.head_dim, config.n_kv_heads * config.head_dim
     counts = [
-        config.n_layers * (2 * h * h + 2 * h * kv + matrices * h * config.ffn_hidden)
+        config.n_layers * (2 * h * q + 2 * h * kv + matrices * h * config.ffn_hidden)
         + embeddings * config.vocab_size * h
         for matrices in (2, 3)
         for embeddings in (1, 2)
@@ -52,12 +62,40 @@ def test_parameter_count_agrees_with_the_shape(config):
     assert min(abs(config.n_params / c - 1) for c in counts) < 0.03, counts
 
 
-def test_kimi_k2_is_a_mixture_of_experts():
+def test_counts_add_up_from_the_parts():
+    for config in CATALOG:
+        layers = sum(layer.params for layer in config.layers)
+        assert config.n_params == config.embedding_params + layers + config.head_params
+        active = sum(layer.active_params for layer in config.layers)
+        assert config.params_per_token == config.embedding_params + active + config.head_params
+        assert config.is_moe == (config.params_per_token < config.n_params)
+
+
+def test_kimi_k2_has_its_full_shape():
+    # moonshotai/Kimi-K2-Instruct config.json: DeepSeek-V3's layout with 64 heads, 384 routed
+    # experts of width 2048 (8 per token, one shared) and one dense first layer
     kimi = llms.get("Kimi K2")
-    assert kimi.n_active_params < kimi.n_params
-    assert kimi.params_per_token == kimi.n_active_params
-    assert kimi.head_dim is None
+    assert kimi.is_moe and kimi.n_layers == 61 and kimi.hidden == 7168
+    assert kimi.layers[0].mlp.kind == "dense" and kimi.layers[1].mlp.kind == "moe"
+    moe = kimi.layers[1].mlp
+    assert (moe.n_experts, moe.top_k, moe.intermediate, moe.shared_intermediate) == (384, 8, 2048, 2048)
+    assert {layer.attention.kind for layer in kimi.layers} == {"mla"}
+    assert kimi.layers[0].attention.kv_values_per_token == 512 + 64
+    # the model card's "1T total, 32B activated" (rounded), here exact
+    assert 1.0e12 < kimi.n_params < 1.05e12 and 32e9 < kimi.params_per_token < 33e9
     assert llms.get("gpt2").params_per_token == llms.get("gpt2").n_params
+
+
+def test_sliding_layers_follow_the_config():
+    gemma, oss = llms.get("Gemma-3-27B"), llms.get("gpt-oss-20b")
+    kinds = [layer.attention.kind for layer in gemma.layers]
+    assert kinds[:6] == ["sliding"] * 5 + ["full"] and kinds.count("full") == 62 // 6  # five of every six
+    assert [layer.attention.kind for layer in oss.layers][:4] == ["sliding", "full", "sliding", "full"]
+    window = oss.layers[0].attention
+    assert window.window == 128 and window.cached_tokens(100) == 100 and window.cached_tokens(4096) == 128
+    assert oss.layers[1].attention.cached_tokens(4096) == 4096
+    assert {layer.attention.kind for layer in llms.get("mistral-7b").layers} == {"sliding"}
+    assert {layer.attention.kind for layer in llms.get("Mistral-Small-24B").layers} == {"full"}
 
 
 def test_larger_models_have_more_parameters():
@@ -93,7 +131,10 @@ def test_gpt2_count_worked_by_hand():
 def test_a_count_that_disagrees_with_the_shapes_is_refused():
     with pytest.raises(ValueError, match="n_params=8000000000"):
         dataclasses.replace(llms.get("llama-3.1-8b"), n_params=8_000_000_000)
-    with pytest.raises(ValueError, match="give n_params"):
+    with pytest.raises(ValueError, match="give n_params, layers"):
         llms.LLMConfig(name="x", aliases=(), n_layers=1, hidden=8, source="s", source_date="2024")
+    moe = llms.get("Qwen3-30B-A3B")
+    with pytest.raises(ValueError, match="from_hf_config"):  # a MoE's layers are given, not rebuilt
+        dataclasses.replace(moe, n_layers=2)
     with pytest.raises(ValueError, match="max_positions"):
         dataclasses.replace(llms.get("gpt2"), max_positions=None, n_params=None)
