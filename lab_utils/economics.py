@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from lab_utils import assumptions, checks, energy, hardware, interconnects, llms, memory, prices, serving
+from lab_utils import assumptions, basics, checks, energy, hardware, interconnects, llms, memory, prices
 from lab_utils.prices import SECONDS_PER_HOUR
 
 __all__ = [
@@ -74,27 +74,20 @@ scores' operands (2 forward passes' worth) whatever is frozen, since attention h
 
 def attention_flops_per_token(model, seq_len, *, causal: bool = True) -> float:
     """Forward FLOPs per token of the attention scores (Q·Kᵀ) and their weighted sum (·V) of
-    ``model`` (an ``llms`` name or LLMConfig) over sequences of ``seq_len`` tokens:
-    4 x layers x heads x head_dim x the keys a query sees: ``seq_len`` (``causal`` False), half
-    of it causal; with a sliding window w below seq_len, w - w²/(2·seq_len) causal.
+    ``model`` (an ``llms`` name or LLMConfig) over sequences of ``seq_len`` tokens, layer by
+    layer (its owner: ``basics.attention_flops_per_token``): 2 x heads x (head_dim + v_head_dim)
+    x the keys a query sees: ``seq_len`` (``causal`` False), half of it causal; in a
+    sliding-window layer of w below seq_len, w - w²/(2·seq_len) causal.
 
     Llama-3.1-8B at 8,192 tokens, causal: 4 x 32 x 4,096 x 4,096 = 2.1e9, against 2·N = 1.6e10.
     """
     config = llms.as_config(model)
-    if config.n_heads is None:
+    if not config.layers:
         raise ValueError(
-            f"model={config.name!r}: its attention shape (n_heads) is not in "
-            f"lab_utils/data/llm_configs.toml; give attention_term='none'"
+            f"model={config.name!r}: its layers are not in lab_utils/data/llm_configs.toml; "
+            f"give attention_term='none'"
         )
-    seq_len = checks.count("seq_len", seq_len)
-    window = config.sliding_window or seq_len
-    if not causal:
-        keys = min(seq_len, window)
-    elif window >= seq_len:
-        keys = seq_len / 2
-    else:
-        keys = window - window * window / (2 * seq_len)
-    return 4.0 * config.n_layers * config.n_heads * config.head_dim * keys
+    return basics.attention_flops_per_token(config.layers, seq_len, causal=causal)
 
 
 def training_flops(
@@ -190,24 +183,45 @@ def blended_price_per_million(price_in_per_million, price_out_per_million, outpu
 
 
 def decode_tokens_per_s_bound(
-    n_params, *, bytes_per_param, bandwidth_bytes_per_s, batch: int = 1, peak_flops=None
+    n_params,
+    *,
+    bytes_per_param,
+    bandwidth_bytes_per_s,
+    batch: int = 1,
+    peak_flops=None,
+    context_len=None,
+    kv_bytes_per_value=None,
 ) -> float:
-    """Upper bound on generated tokens/s: each decode step reads every weight once and makes
-    one token per sequence of the batch, so tokens/s <= batch x bandwidth / (N x bytes per
-    parameter). With ``peak_flops``, also <= peak / (2·N) (compute bound at large batch).
-
-    KV-cache reads are left out (they add bytes per step that grow with context and batch), so
-    the bound is optimistic at long contexts. Measured: an RTX 4090 decodes a 7B 4-bit model
-    at 191 tokens/s (mlc-ai/llm-perf-bench) against a bound of about 280.
+    """Upper bound on generated tokens/s: each decode step reads the weights once and makes one
+    token per sequence of the batch: tokens/s <= batch / step, the step the roofline
+    (``basics.step_bound_s``) of ``basics.decode_work``'s FLOPs and bytes. ``n_params``: a
+    parameter count (every weight read, 2·N FLOPs per token; no KV cache: give the model for
+    that), or a model (an ``llms`` name or LLMConfig): a mixture of experts reads the experts
+    the batch touches, and each sequence's KV cache at ``context_len`` tokens (required then;
+    ``kv_bytes_per_value`` default the assumption) is read too. ``peak_flops`` None: bandwidth
+    only. Measured: an RTX 4090 decodes a 7B 4-bit model at 191 tokens/s
+    (mlc-ai/llm-perf-bench) against a bound of about 280.
     """
-    n_params = checks.number("n_params", n_params)
     bytes_per_param = checks.number("bytes_per_param", bytes_per_param)
     batch = checks.count("batch", batch)
-    step_s = serving.step_bound_s(
-        flops=FLOPS_PER_PARAM_PER_TOKEN["inference"] * n_params * batch,
-        bytes_read=n_params * bytes_per_param,
-        peak_flops=peak_flops,
-        bandwidth_bytes_per_s=bandwidth_bytes_per_s,
+    if isinstance(n_params, (str, llms.LLMConfig)):
+        if context_len is None:
+            raise ValueError("context_len: give the tokens in each KV cache to bound a model's decode")
+        kv = assumptions.resolve(kv_bytes_per_value=kv_bytes_per_value)[0]["kv_bytes_per_value"]
+        work = basics.decode_work(
+            llms.as_config(n_params),
+            batch=batch,
+            context_len=context_len,
+            weight_bytes_per_param=bytes_per_param,
+            kv_bytes_per_value=kv,
+        )
+        flops, bytes_read = work.flops, work.bytes_read
+    else:
+        n_params = checks.number("n_params", n_params)
+        flops = FLOPS_PER_PARAM_PER_TOKEN["inference"] * n_params * batch
+        bytes_read = n_params * bytes_per_param
+    step_s = basics.step_bound_s(
+        flops=flops, bytes_read=bytes_read, peak_flops=peak_flops, bandwidth_bytes_per_s=bandwidth_bytes_per_s
     )
     return batch / step_s
 

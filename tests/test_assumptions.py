@@ -127,5 +127,5 @@ def test_every_assumption_has_a_source_and_a_date(monkeypatch):
 
 def test_resolve_takes_the_assumption_for_none_and_records_it():
     values, taken = assumptions.resolve(mfu=None, seq_len=2048, precision__inference=None)
-    assert values == {"mfu": 0.4, "seq_len": 2048, "precision.inference": "bf16"}
-    assert taken == {"mfu": 0.4, "precision.inference": "bf16"}
+    assert values == {"mfu": 0.4, "seq_len": 2048, "precision.inference": "checkpoint"}
+    assert taken == {"mfu": 0.4, "precision.inference": "checkpoint"}
