@@ -34,9 +34,21 @@ on the GPU is exactly ``serving.decode_step_s`` on the GPU, and all on the host 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
-from lab_utils import assumptions, checks, engines, hardware, interconnects, llms, memory, serving, units
+from lab_utils import (
+    assumptions,
+    basics,
+    checks,
+    engines,
+    hardware,
+    interconnects,
+    llms,
+    memory,
+    serving,
+    units,
+)
 
 __all__ = [
     "GGUF_FORMATS",
@@ -56,66 +68,62 @@ _SERVED_AS = {"q4_0": "int4", "q4_k_m": "int4", "q8_0": "int8", "mxfp4": "int4"}
 
 def bytes_per_weight(precision: str) -> float:
     """Bytes per weight of a GGUF or MXFP4 ``precision`` (the ``weight_format_bits`` assumption / 8),
-    or of one of ``serving.PRECISIONS`` (``memory.BYTES_PER_VALUE``).
+    or of a plain dtype (``memory.BYTES_PER_VALUE``).
 
     >>> bytes_per_weight("q4_0"), bytes_per_weight("bf16")
     (0.5625, 2)
     """
-    checks.choice("precision", precision, serving.PRECISIONS + GGUF_FORMATS)
+    checks.choice("precision", precision, tuple(memory.BYTES_PER_VALUE) + GGUF_FORMATS)
     if precision in GGUF_FORMATS:
         return assumptions.value("weight_format_bits")[precision] / 8
     return memory.BYTES_PER_VALUE[precision]
 
 
 @dataclass(frozen=True)
-class _Block:
-    """One transformer block as the placement sees it: the parameters that go wherever the block
-    goes (attention, norms, dense MLP or router and shared experts), and its routed experts."""
+class _Share:
+    """What one device holds of a model, shaped as ``basics`` reads a model: its ``layers`` (whole
+    blocks, or blocks less their routed experts), their parameters (``n_params``) and those one
+    token uses (``params_per_token``), the embedding and head included where it holds them; and
+    ``expert_layers``, the blocks whose routed experts alone it holds (llama.cpp's --n-cpu-moe)."""
 
-    resident_params: int
-    expert_params: int  # one routed expert
-    n_experts: int
-    top_k: int
-
-    @property
-    def routed_params(self) -> int:
-        return self.n_experts * self.expert_params
+    layers: tuple = ()
+    n_params: int = 0
+    params_per_token: int = 0
+    expert_layers: tuple = ()
 
 
-def _blocks(config: llms.LLMConfig) -> tuple[tuple[_Block, ...], int]:
-    """(the blocks in order, the parameters of the embedding and head together). From the
-    per-layer shapes (``config.layers``, issue 35); a dense catalog model without them splits
-    its count evenly over its blocks."""
-    layers = getattr(config, "layers", None)
-    if layers:
-        blocks = tuple(
-            _Block(
-                layer.attention_params + layer.shared_mlp_params,
-                layer.expert_params,
-                layer.mlp.n_experts,
-                layer.mlp.top_k,
-            )
-            for layer in layers
+def _without_experts(layer):
+    """``layer`` less its routed experts: what stays on the GPU under --n-cpu-moe."""
+    mlp = dataclasses.replace(layer.mlp, kind="dense", n_experts=0, top_k=0)
+    return dataclasses.replace(layer, mlp=mlp, expert_params=0)
+
+
+def _shares(config: llms.LLMConfig, gpu_layers: int, cpu_moe: int) -> tuple[_Share, _Share, int]:
+    """(the GPU's share, the host's share, hidden states crossing PCIe per token): the last
+    ``gpu_layers`` blocks on the GPU, the routed experts of the first ``cpu_moe`` in RAM."""
+    n = len(config.layers)
+    gpu, host, experts, crossings = [], [], [], 2 if 0 < gpu_layers < n else 0
+    for i, layer in enumerate(config.layers):
+        if i < n - gpu_layers:
+            host.append(layer)
+        elif i < cpu_moe and layer.mlp.kind == "moe":
+            gpu.append(_without_experts(layer))
+            experts.append(layer)
+            crossings += 2  # the hidden state to the host's experts and back
+        else:
+            gpu.append(layer)
+    ends = config.embedding_params + config.head_params
+
+    def share(layers, with_ends, expert_layers=()):
+        extra = ends if with_ends else 0
+        return _Share(
+            tuple(layers),
+            sum(layer.params for layer in layers) + extra,
+            sum(layer.active_params for layer in layers) + extra,
+            tuple(expert_layers),
         )
-        return blocks, config.embedding_params + config.head_params
-    if config.n_active_params or not (config.vocab_size and config.hidden):
-        raise ValueError(
-            f"model={config.name!r}: its layers are not in the catalog, so it cannot be split between "
-            f"a GPU and a host"
-        )
-    # Until every model carries its layers: embedding, final norm and (untied) head, then the rest.
-    ends = config.vocab_size * config.hidden * (1 if config.tied_embeddings else 2) + config.hidden
-    ends += (config.max_positions or 0) * config.hidden if config.family == "gpt2" else 0
-    per_block, rest = divmod(config.n_params - ends, config.n_layers)
-    return (_Block(per_block, 0, 0, 0),) * config.n_layers, ends + rest
 
-
-def _experts_read(block: _Block, batch: int) -> float:
-    """Routed experts a decode step of ``batch`` tokens reads in one block, in expectation under
-    uniform routing: E (1 - (1 - k/E)^batch); k at batch 1."""
-    if not block.n_experts:
-        return 0.0
-    return block.n_experts * (1 - (1 - block.top_k / block.n_experts) ** batch)
+    return share(gpu, gpu_layers == n), share(host, gpu_layers < n, experts), crossings
 
 
 @dataclass(frozen=True)
@@ -186,10 +194,10 @@ def _link(gpu: hardware.Spec, link_bytes_per_s) -> float:
         ) from error
 
 
-def _placement(config, blocks, gpu_layers, cpu_moe_layers, experts_on_host, stream_bytes):
-    """Checked (gpu_layers, cpu_moe_layers, stream) and the placement in words."""
-    n = len(blocks)
-    moe = any(b.n_experts for b in blocks)
+def _placement(config, gpu_layers, cpu_moe_layers, experts_on_host, stream_bytes):
+    """Checked (gpu_layers, cpu_moe_layers) and the placement in words."""
+    n = len(config.layers)
+    moe = config.is_moe
     if experts_on_host:
         if cpu_moe_layers not in (None, n):
             raise ValueError(
@@ -214,16 +222,13 @@ def _placement(config, blocks, gpu_layers, cpu_moe_layers, experts_on_host, stre
         raise ValueError(
             f"cpu_moe_layers={cpu_moe_layers}: {config.name} has {n} transformer blocks; allowed 0 to {n}"
         )
+    experts = f"experts of {'every layer' if cpu_moe_layers == n else f'{cpu_moe_layers} layers'} in RAM"
     if stream_bytes is not None:
         words = f"{units.format_bytes(stream_bytes)} of weights streamed over PCIe each step"
-    elif gpu_layers == n and not cpu_moe_layers:
-        words = "all on the GPU"
+    elif gpu_layers == n:
+        words = f"{experts}, the rest on the GPU" if cpu_moe_layers else "all on the GPU"
     else:
-        words = f"{gpu_layers} of {n} layers on the GPU"
-        if cpu_moe_layers:
-            words += (
-                f", experts of {'every layer' if cpu_moe_layers == n else f'{cpu_moe_layers} layers'} in RAM"
-            )
+        words = f"{gpu_layers} of {n} layers on the GPU" + (f", {experts}" if cpu_moe_layers else "")
     return gpu_layers, cpu_moe_layers, words
 
 
@@ -254,97 +259,66 @@ def estimate(
     ``engine``: the profile applied to the bounds (default: the GPU's, ``engines.default_for``, for
     vLLM's streaming or all on the GPU; the ``offload_engine`` assumption for llama.cpp's splits)."""
     config = llms.as_config(model)
+    if not config.layers:
+        raise ValueError(f"model={config.name!r}: its layers are not in the catalog; it cannot be split")
     gpu_spec, host_spec = _device(gpu, "gpu", "gpu"), _device(host, "cpu", "host")
-    blocks, ends = _blocks(config)
-    gpu_layers, cpu_moe, words = _placement(
-        config, blocks, gpu_layers, cpu_moe_layers, experts_on_host, stream_bytes
-    )
+    gpu_layers, cpu_moe, words = _placement(config, gpu_layers, cpu_moe_layers, experts_on_host, stream_bytes)
     batch = checks.count("batch", batch)
     taken = {"activation_bytes_per_value": assumptions.value("activation_bytes_per_value")}
     if context_len is None or prompt_len is None:
         taken["input_tokens"] = assumptions.value("input_tokens")
-    context_len = checks.count(
-        "context_len", taken.get("input_tokens", context_len) if context_len is None else context_len
-    )
-    prompt_len = checks.count(
-        "prompt_len", taken.get("input_tokens", prompt_len) if prompt_len is None else prompt_len
-    )
+    context_len = checks.count("context_len", taken["input_tokens"] if context_len is None else context_len)
+    prompt_len = checks.count("prompt_len", taken["input_tokens"] if prompt_len is None else prompt_len)
     name = precision
     if precision is None:
-        taken["precision.inference"] = assumptions.precision_for("inference")
+        taken["precision.inference"] = name = assumptions.precision_for("inference")
     if precision in GGUF_FORMATS:
         name = _SERVED_AS[precision]
         if weight_bytes_per_param is None:
             weight_bytes_per_param = bytes_per_weight(precision)
             taken["weight_format_bits"] = assumptions.value("weight_format_bits")[precision]
-    on_gpu = serving.resolve_precision(name, device=gpu_spec, weight_bytes_per_param=weight_bytes_per_param)
-    on_host = serving.resolve_precision(name, device=host_spec, weight_bytes_per_param=weight_bytes_per_param)
-    w = on_gpu.weight_bytes_per_param
+    if config.is_moe:
+        taken["routing_skew"] = assumptions.value("routing_skew")
+    served = {
+        where: (
+            spec,
+            serving.resolve_precision(
+                name, device=spec, weight_bytes_per_param=weight_bytes_per_param, model=config
+            ),
+        )
+        for where, spec in (("gpu", gpu_spec), ("host", host_spec))
+    }
     link = _link(gpu_spec, link_bytes_per_s)
-    kv_per_layer = serving.kv_bytes_per_sequence(config, context_len=context_len) / len(blocks)
-    activation = config.hidden * taken["activation_bytes_per_value"] * batch
-
-    n = len(blocks)
-    first_gpu = n - gpu_layers
-    ends_on_gpu = gpu_layers == n
-    # Per device: parameters held, parameters read by one decode step, FLOPs, layers of KV cache.
-    held = {"gpu": 0.0, "host": 0.0}
-    read = {"gpu": 0.0, "host": 0.0}
-    active = {"gpu": 0.0, "host": 0.0}
-    kv_layers = {"gpu": 0, "host": 0}
-    crossings = 0
-    for i, block in enumerate(blocks):
-        where = "gpu" if i >= first_gpu else "host"
-        experts = "host" if i < cpu_moe else where
-        held[where] += block.resident_params
-        held[experts] += block.routed_params
-        read[where] += block.resident_params
-        read[experts] += _experts_read(block, batch) * block.expert_params
-        active[where] += block.resident_params
-        active[experts] += block.top_k * block.expert_params
-        kv_layers[where] += 1
-        crossings += 2 if experts != where and block.n_experts else 0
-    ends_at = "gpu" if ends_on_gpu else "host"
-    for part in (held, read, active):
-        part[ends_at] += ends
-    crossings += 2 if 0 < gpu_layers < n else 0
-
+    gpu_share, host_share, crossings = _shares(config, gpu_layers, cpu_moe)
+    shares = {"gpu": gpu_share, "host": host_share}
+    held = {where: _held_bytes(shares[where], served[where][1], batch, context_len) for where in shares}
     stream = 0.0
     if stream_bytes is not None:
-        stream = checks.number("stream_bytes", stream_bytes, maximum=held["gpu"] * w)
-    served = {"gpu": (gpu_spec, on_gpu), "host": (host_spec, on_host)}
-
-    def step_s(where: str) -> float:
-        spec, precision_there = served[where]
-        if not read[where]:
-            return 0.0
-        return serving.step_bound_s(
-            flops=2 * active[where] * batch,
-            bytes_read=read[where] * w
-            - (stream if where == "gpu" else 0.0)
-            + kv_layers[where] * kv_per_layer * batch,
-            peak_flops=spec.peak_flops[precision_there.compute_dtype],
-            bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s,
-        )
-
-    gpu_s, host_s = step_s("gpu"), step_s("host")
+        stream = checks.number("stream_bytes", stream_bytes, maximum=held["gpu"][0])
+    skew = taken.get("routing_skew", 0.0)
+    gpu_s = _decode_s(shares["gpu"], *served["gpu"], batch, context_len, skew, stream)
+    host_s = _decode_s(shares["host"], *served["host"], batch, context_len, skew)
+    activation = config.hidden * taken["activation_bytes_per_value"] * batch
     link_s = (crossings * activation + stream) / link
     decode_bound_s = gpu_s + host_s + link_s
-    prefill_s, path = _prefill_s(
-        config, held, active, kv_layers, w, stream, link, served, batch * prompt_len, prompt_len, batch
-    )
-    if engine is None and (stream_bytes is None and held["host"]):
+    prefill_s, path = _prefill_s(shares, served, held, stream, link, prompt_len, batch, skew)
+    if (
+        engine is None
+        and stream_bytes is None
+        and shares["host"].n_params + len(shares["host"].expert_layers)
+    ):
         engine = taken["offload_engine"] = assumptions.value("offload_engine")  # llama.cpp's splits
+    on_gpu = served["gpu"][1]
     times = engines.apply(
         engine,
         device=gpu_spec,
-        weight_bytes_per_param=w,
+        weight_bytes_per_param=on_gpu.weight_bytes_per_param,
         prefill_s=prefill_s,
         batch_prefill_s=prefill_s,
         decode_step_s=decode_bound_s,
     )
-    gpu_bytes = held["gpu"] * w - stream + kv_layers["gpu"] * kv_per_layer * batch
-    host_bytes = held["host"] * w + stream + kv_layers["host"] * kv_per_layer * batch
+    gpu_bytes = sum(held["gpu"]) - stream
+    host_bytes = sum(held["host"]) + stream
     host_memory = host_spec.memory_bytes if host_memory_bytes is None else host_memory_bytes
     host_memory = checks.number("host_memory_bytes", host_memory)
     return OffloadEstimate(
@@ -352,10 +326,10 @@ def estimate(
         gpu=gpu_spec.name,
         host=host_spec.name,
         placement=words,
-        precision=precision or on_gpu.name,
-        weight_bytes_per_param=w,
+        precision=precision or on_gpu.label,
+        weight_bytes_per_param=on_gpu.weight_bytes_per_param,
         gpu_layers=gpu_layers,
-        n_layers=n,
+        n_layers=len(config.layers),
         cpu_moe_layers=cpu_moe,
         stream_bytes=stream,
         batch=batch,
@@ -379,30 +353,94 @@ def estimate(
     )
 
 
-def _prefill_s(config, held, active, kv_layers, w, stream, link, served, tokens, prompt_len, batch):
-    """Seconds to prefill ``tokens`` at least, and how the host's weights take part. FLOPs per
-    device: 2 x active parameters per token plus causal attention in the layers it holds (as
-    ``serving.prefill_s`` counts it); the GPU never faster than one read of its weights."""
-    width = config.n_heads * config.head_dim if config.n_heads else config.hidden
-    attention = {where: 2 * layers * prompt_len**2 * width * batch for where, layers in kv_layers.items()}
-    flops = {where: 2 * active[where] * tokens + attention[where] for where in active}
+def _expert_bytes(served: serving.Precision) -> float:
+    return served.expert_bytes_per_param or served.weight_bytes_per_param
+
+
+def _held_bytes(
+    share: _Share, served: serving.Precision, batch: int, context_len: int
+) -> tuple[float, float]:
+    """(weight bytes, KV-cache bytes) ``share`` holds: every weight, the routed experts in their
+    bytes (gpt-oss: MXFP4), and ``batch`` sequences' KV caches (``basics.kv_values_per_sequence``)."""
+    routed = sum(layer.routed_expert_params for layer in share.layers)
+    alone = sum(layer.routed_expert_params for layer in share.expert_layers)
+    weights = (share.n_params - routed) * served.weight_bytes_per_param + (routed + alone) * _expert_bytes(
+        served
+    )
+    kv = batch * served.kv_bytes_per_value * basics.kv_values_per_sequence(share.layers, context_len)
+    return weights, kv
+
+
+def _experts_work(share: _Share, served: serving.Precision, tokens, skew) -> tuple[float, float]:
+    """(FLOPs, bytes read) of the routed experts ``share`` holds alone, for ``tokens`` at once."""
+    flops = 2.0 * tokens * sum(layer.mlp.top_k * layer.expert_params for layer in share.expert_layers)
+    read = sum(
+        basics.experts_touched(layer.mlp.n_experts, layer.mlp.top_k, tokens, skew=skew) * layer.expert_params
+        for layer in share.expert_layers
+    )
+    return flops, read * _expert_bytes(served)
+
+
+def _decode_s(share, spec, served, batch, context_len, skew, stream=0.0) -> float:
+    """Seconds of ``share``'s part of one decode step on ``spec`` at least (``basics.decode_work``
+    for its layers, plus its experts alone); ``stream`` bytes come over PCIe, not from memory."""
+    if not share.n_params and not share.expert_layers:
+        return 0.0
+    work = basics.decode_work(
+        share,
+        batch=batch,
+        context_len=context_len,
+        weight_bytes_per_param=served.weight_bytes_per_param,
+        expert_bytes_per_param=served.expert_bytes_per_param,
+        kv_bytes_per_value=served.kv_bytes_per_value,
+        skew=skew,
+    )
+    flops, read = _experts_work(share, served, batch, skew)
+    return basics.step_bound_s(
+        flops=work.flops + flops,
+        bytes_read=work.bytes_read + read - stream,
+        peak_flops=spec.peak_flops[served.compute_dtype],
+        bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s,
+    )
+
+
+def _prefill_s(shares, served, held, stream, link, prompt_len, batch, skew) -> tuple[float, str]:
+    """Seconds to prefill ``batch`` prompts of ``prompt_len`` tokens at least, and how the host's
+    weights take part. FLOPs per share: 2 x active parameters per token plus causal attention
+    (``basics.attention_flops_per_token``, as ``serving.prefill_s`` counts them); the GPU never
+    faster than one read of the weights the tokens touch. The host's weights are copied to the GPU
+    (PCIe, then the GPU's peak) or computed by the CPU at its peak, whichever is faster."""
+    tokens = batch * prompt_len
+    flops, touched = {}, {}
+    for where, share in shares.items():
+        spec, precision = served[where]
+        expert_flops, expert_read = _experts_work(share, precision, tokens, skew)
+        attention = basics.attention_flops_per_token(share.layers, prompt_len) if share.layers else 0.0
+        flops[where] = tokens * (2 * share.params_per_token + attention) + expert_flops
+        touched[where] = (
+            expert_read
+            + basics.weight_bytes_read(
+                share,
+                tokens,
+                weight_bytes_per_param=precision.weight_bytes_per_param,
+                expert_bytes_per_param=precision.expert_bytes_per_param,
+                skew=skew,
+            )[0]
+        )
     (gpu_spec, gpu_precision), (host_spec, host_precision) = served["gpu"], served["host"]
     gpu_peak = gpu_spec.peak_flops[gpu_precision.compute_dtype]
-    gpu_s = (
-        serving.step_bound_s(
-            flops=flops["gpu"],
-            bytes_read=held["gpu"] * w - stream,
-            peak_flops=gpu_peak,
-            bandwidth_bytes_per_s=gpu_spec.bandwidth_bytes_per_s,
-        )
-        + stream / link
+    gpu_s = stream / link + basics.step_bound_s(
+        flops=flops["gpu"],
+        bytes_read=touched["gpu"] - stream,
+        peak_flops=gpu_peak,
+        bandwidth_bytes_per_s=gpu_spec.bandwidth_bytes_per_s,
     )
-    if not held["host"] or held["host"] == stream / w:
+    if not flops["host"]:
         return gpu_s, "none on the host"
-    copied_s = max(held["host"] * w / link, flops["host"] / gpu_peak)
-    computed_s = serving.step_bound_s(
+    copied_s = max(held["host"][0] / link, flops["host"] / gpu_peak)
+    computed_s = basics.step_bound_s(
         flops=flops["host"],
-        bytes_read=held["host"] * w,
+        bytes_read=touched["host"],
         peak_flops=host_spec.peak_flops[host_precision.compute_dtype],
         bandwidth_bytes_per_s=host_spec.bandwidth_bytes_per_s,
     )
@@ -430,7 +468,7 @@ def fitting_placements(model, *, gpu, host, host_memory_bytes=None, **options) -
     layers = largest(lambda k: estimate(model, gpu_layers=k, **common).fits, 0, n)
     if layers is not None:
         found.append(estimate(model, gpu_layers=layers, **common))
-    if any(block.n_experts for block in _blocks(llms.as_config(model))[0]):
+    if llms.as_config(model).is_moe:
         on_gpu = largest(lambda k: estimate(model, cpu_moe_layers=n - k, **common).fits, 0, n)
         if on_gpu is not None and on_gpu < n:
             found.append(estimate(model, cpu_moe_layers=n - on_gpu, **common))

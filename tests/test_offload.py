@@ -250,3 +250,56 @@ def test_lab_utils_memory_shows_the_offloaded_placements_that_fit(capsys):
     assert cli.main(["memory", "--model", "llama-3.1-8b", "--method", "full", "--gpu", "rtx-4090"]) == 0
     shown = capsys.readouterr().out
     assert "optimizer+params" in shown and "fits the GPU" in shown
+
+
+# --- a mixture of experts: the experts in RAM ----------------------------------------------------
+
+
+def test_experts_on_the_host_worked_on_paper():
+    """Qwen3-30B-A3B in bf16, every layer's routed experts in the 7950X's RAM (83.2 GB/s), the rest
+    and the KV cache (1,000 tokens) on the RTX 4090 (1,008 GB/s). Each of the 48 layers: 128 experts
+    of 3 x 2048 x 768 parameters, 8 per token; the hidden state (2,048 values, 2 bytes) crosses
+    PCIe twice per layer. At batch 1 the host reads 8 experts per layer."""
+    config = llms.get("Qwen3-30B-A3B")
+    layer = config.layers[0]
+    assert (len(config.layers), layer.mlp.n_experts, layer.mlp.top_k) == (48, 128, 8)
+    assert layer.expert_params == 3 * 2048 * 768
+    routed, read = 48 * 128 * layer.expert_params, 48 * 8 * layer.expert_params
+    kv = 48 * layer.attention.kv_values_per_token * 1000 * 2
+    host_s = read * 2 / 83.2e9
+    gpu_s = ((config.n_params - routed) * 2 + kv) / 1008e9
+    link_s = 48 * 2 * 2048 * 2 / (16e9 * 16 * 128 / 130 / 8)
+    placed = offload.estimate(
+        config, gpu=GPU, host=HOST, experts_on_host=True, precision="bf16", context_len=1000
+    )
+    assert placed.host_s == pytest.approx(host_s, rel=1e-12)
+    assert placed.gpu_s == pytest.approx(gpu_s, rel=1e-12)
+    assert placed.link_s == pytest.approx(link_s, rel=1e-12)
+    assert placed.host_bytes == routed * 2 and placed.gpu_bytes == (config.n_params - routed) * 2 + kv
+    assert placed.placement == "experts of every layer in RAM, the rest on the GPU"
+    whole = offload.estimate(config, gpu=GPU, host=HOST, precision="bf16", context_len=1000)
+    assert not whole.fits and placed.fits
+
+
+def test_fewer_expert_layers_in_ram_is_faster_while_it_fits():
+    speeds = [
+        offload.estimate("gpt-oss-120b", gpu=GPU, host=HOST, cpu_moe_layers=n).decode_bound_tokens_per_s
+        for n in (36, 24, 12, 0)
+    ]
+    assert speeds == sorted(speeds)
+    fitting = offload.fitting_placements("gpt-oss-120b", gpu=GPU, host=HOST)
+    assert fitting and all(p.fits for p in fitting)
+    assert any(0 < p.cpu_moe_layers < 36 for p in fitting)
+
+
+def test_lab_utils_offload_answers_in_json_for_experts_on_the_host(capsys):
+    import json
+
+    from lab_utils import cli
+
+    argv = ["offload", "--model", "qwen3-30b-a3b", "--gpu", "rtx-4090", "--host", "7950x"]
+    assert cli.main([*argv, "--experts-on-host", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    placed = offload.estimate("Qwen3-30B-A3B", gpu=GPU, host=HOST, experts_on_host=True)
+    assert answer["host_bytes"] == placed.host_bytes > answer["gpu_bytes"] == placed.gpu_bytes
+    assert answer["decode_tokens_per_s"] == placed.decode_tokens_per_s and answer["cpu_moe_layers"] == 48
