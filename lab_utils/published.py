@@ -231,14 +231,21 @@ def offload_decode_tokens_per_s(*, model, gpu, host, engine="bound", **placement
     :func:`offload.estimate`'s ``decode_tokens_per_s`` (``engine`` "bound": the bound itself);
     ``placement`` (gpu_layers, cpu_moe_layers, experts_on_host, stream_bytes, precision, ...)
     goes to it as it is."""
-    return offload.estimate(model, gpu=gpu, host=host, engine=engine, **placement).decode_tokens_per_s
+    return offload.estimate(_model(model), gpu=gpu, host=host, engine=engine, **placement).decode_tokens_per_s
 
 
 def offload_prefill_tokens_per_s(*, model, gpu, host, engine="bound", **placement):
     """Prompt tokens/s of ``model`` split between ``gpu`` and ``host``: :func:`offload.estimate`'s
     ``prefill_tokens_per_s`` (the host's weights copied to the GPU or computed on the host,
     whichever is faster)."""
-    return offload.estimate(model, gpu=gpu, host=host, engine=engine, **placement).prefill_tokens_per_s
+    return offload.estimate(
+        _model(model), gpu=gpu, host=host, engine=engine, **placement
+    ).prefill_tokens_per_s
+
+
+def _model(model):
+    """A catalog name as it is; a mapping as a config.json's keys (``llms.from_hf_config``)."""
+    return llms.from_hf_config(dict(model)) if isinstance(model, dict) else model
 
 
 def zero_offload_max_params(*, device, precision="mixed"):
@@ -249,13 +256,12 @@ def zero_offload_max_params(*, device, precision="mixed"):
 
 
 def offload_training_flops_per_s(*, model, gpu, host, offload, batch, seq_len, recompute="full", mfu=None):
-    """Model FLOP/s one ``gpu`` sustains training ``model`` (a dict of ``llms.LLMConfig`` fields)
+    """Model FLOP/s one ``gpu`` sustains training ``model`` (a name, or a config.json's keys)
     with DeepSpeed's ``offload`` to ``host``: :func:`economics.fine_tune_estimate`'s FLOPs over its
     time, the GPU's compute at ``mfu`` (default its assumption) plus the exposed PCIe traffic and
     the CPU's Adam step of each iteration of ``batch`` sequences of ``seq_len`` tokens."""
-    config = llms.LLMConfig(**dict(model, aliases=tuple(model.get("aliases", ()))))
     fine_tune = economics.fine_tune_estimate(
-        config,
+        _model(model),
         1e9,
         method="full",
         gpu=gpu,
