@@ -159,7 +159,7 @@ class OffloadEstimate:
     gpu_s: float
     host_s: float
     link_s: float
-    link_bytes_per_s: float
+    link_bytes_per_s: float | None  # None: nothing crosses (all on the GPU)
     decode_bound_tokens_per_s: float
     decode_tokens_per_s: float
     prefill_tokens_per_s: float
@@ -183,7 +183,11 @@ def _device(device, kind: str, name: str) -> hardware.Spec:
     return spec
 
 
-def _link(gpu: hardware.Spec, link_bytes_per_s) -> float:
+def _link(gpu: hardware.Spec, link_bytes_per_s, needed: bool) -> float | None:
+    """The link's bytes/s one way: given, else the GPU's PCIe (``interconnects``); None when
+    nothing crosses it and none was given."""
+    if link_bytes_per_s is None and not needed:
+        return None
     if link_bytes_per_s is not None:
         return checks.number("link_bytes_per_s", link_bytes_per_s)
     try:
@@ -288,7 +292,6 @@ def estimate(
         )
         for where, spec in (("gpu", gpu_spec), ("host", host_spec))
     }
-    link = _link(gpu_spec, link_bytes_per_s)
     gpu_share, host_share, crossings = _shares(config, gpu_layers, cpu_moe)
     shares = {"gpu": gpu_share, "host": host_share}
     held = {where: _held_bytes(shares[where], served[where][1], batch, context_len) for where in shares}
@@ -299,7 +302,9 @@ def estimate(
     gpu_s = _decode_s(shares["gpu"], *served["gpu"], batch, context_len, skew, stream)
     host_s = _decode_s(shares["host"], *served["host"], batch, context_len, skew)
     activation = config.hidden * taken["activation_bytes_per_value"] * batch
-    link_s = (crossings * activation + stream) / link
+    needed = bool(crossings or stream or host_share.n_params or host_share.expert_layers)
+    link = _link(gpu_spec, link_bytes_per_s, needed)
+    link_s = (crossings * activation + stream) / link if needed else 0.0
     decode_bound_s = gpu_s + host_s + link_s
     prefill_s, path = _prefill_s(shares, served, held, stream, link, prompt_len, batch, skew)
     if (
@@ -429,7 +434,7 @@ def _prefill_s(shares, served, held, stream, link, prompt_len, batch, skew) -> t
         )
     (gpu_spec, gpu_precision), (host_spec, host_precision) = served["gpu"], served["host"]
     gpu_peak = gpu_spec.peak_flops[gpu_precision.compute_dtype]
-    gpu_s = stream / link + basics.step_bound_s(
+    gpu_s = (stream / link if stream else 0.0) + basics.step_bound_s(
         flops=flops["gpu"],
         bytes_read=touched["gpu"] - stream,
         peak_flops=gpu_peak,
