@@ -231,7 +231,7 @@ def offload_decode_tokens_per_s(*, model, gpu, host, engine="bound", **placement
     :func:`offload.estimate`'s ``decode_tokens_per_s`` (``engine`` "bound": the bound itself);
     ``placement`` (gpu_layers, cpu_moe_layers, experts_on_host, stream_bytes, precision, ...)
     goes to it as it is."""
-    return offload.estimate(_model(model), gpu=gpu, host=host, engine=engine, **placement).decode_tokens_per_s
+    return offload.estimate(model, gpu=gpu, host=host, engine=engine, **placement).decode_tokens_per_s
 
 
 def offload_prefill_tokens_per_s(*, model, gpu, host, engine="bound", **placement):
@@ -261,7 +261,7 @@ def offload_training_flops_per_s(*, model, gpu, host, offload, batch, seq_len, r
     time, the GPU's compute at ``mfu`` (default its assumption) plus the exposed PCIe traffic and
     the CPU's Adam step of each iteration of ``batch`` sequences of ``seq_len`` tokens."""
     fine_tune = economics.fine_tune_estimate(
-        _model(model),
+        model,
         1e9,
         method="full",
         gpu=gpu,

@@ -303,3 +303,30 @@ def test_lab_utils_offload_answers_in_json_for_experts_on_the_host(capsys):
     placed = offload.estimate("Qwen3-30B-A3B", gpu=GPU, host=HOST, experts_on_host=True)
     assert answer["host_bytes"] == placed.host_bytes > answer["gpu_bytes"] == placed.gpu_bytes
     assert answer["decode_tokens_per_s"] == placed.decode_tokens_per_s and answer["cpu_moe_layers"] == 48
+
+
+def test_lab_utils_offload_takes_a_config_json(tmp_path, capsys):
+    import json
+
+    from lab_utils import cli
+
+    config = {
+        "model_type": "qwen3",
+        "hidden_size": 5120,
+        "intermediate_size": 17408,
+        "num_hidden_layers": 40,
+        "num_attention_heads": 40,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "vocab_size": 151936,
+        "max_position_embeddings": 40960,
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    argv = ["offload", "--model", str(path), "--gpu", "rtx-4090", "--host", "7950x", "--gpu-layers", "20"]
+    assert cli.main([*argv, "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    placed = offload.estimate(config, gpu=GPU, host=HOST, gpu_layers=20)
+    assert (answer["n_layers"], answer["host_bytes"]) == (40, placed.host_bytes)

@@ -12,7 +12,6 @@ from lab_utils.cli.common import (
     engine_name,
     gpu_name,
     host_name,
-    model_name,
     non_negative_int,
     positive_float,
     positive_int,
@@ -42,6 +41,18 @@ _JSON_FIELDS = (
     "prefill_host_path",
     "engine",
 )
+
+
+def model_or_config(text: str) -> str:
+    """An argparse type: a catalog model, a config.json (or its folder), or hf:<repo id>, checked
+    by ``llms.resolve`` while parsing; the text itself goes on to the calculator."""
+    from lab_utils import llms
+
+    try:
+        llms.resolve(text)
+    except (TypeError, ValueError) as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
 
 
 def run(args: argparse.Namespace) -> int:
@@ -105,7 +116,12 @@ def register(commands) -> None:
         "--precision q4_k_m\n"
         "  lab-utils offload --model llama-3.1-8b --gpu rtx-4090 --host 7950x --stream-gb 4 --json",
     )
-    parser.add_argument("--model", required=True, type=model_name, help="a public model, e.g. llama-3.1-70b")
+    parser.add_argument(
+        "--model",
+        required=True,
+        type=model_or_config,
+        help="a catalog model (e.g. llama-3.1-70b) or a config.json path",
+    )
     parser.add_argument("--gpu", required=True, type=gpu_name, help="a catalog GPU, e.g. rtx-4090")
     parser.add_argument("--host", required=True, type=host_name, help="a catalog CPU, e.g. 7950x")
     where = parser.add_mutually_exclusive_group()
