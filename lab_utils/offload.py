@@ -12,7 +12,8 @@ Three placements practitioners use, each a keyword of :func:`estimate`:
   PCIe to the GPU at every step; the GPU computes everything.
 
 One decode step (``batch`` sequences, one token each) is, at least, the GPU's part (its weights
-and KV cache at HBM bandwidth, or its FLOPs at its peak: :func:`serving.step_bound_s`), plus
+and KV cache at HBM bandwidth, or its FLOPs at its peak: ``basics.decode_work`` and
+``basics.step_bound_s``, as ``serving`` reads them), plus
 the host's part (the same at DRAM bandwidth and the CPU's peak), plus the link: each hidden
 state that crosses between them, and the streamed weights, over PCIe. The parts run one after
 the other (a token goes through the layers in order), so their times add.
