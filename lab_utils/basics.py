@@ -46,7 +46,7 @@ def experts_touched(n_experts, top_k, tokens, *, skew=0.0) -> float:
     top_k = checks.count("top_k", top_k)
     if top_k > n_experts:
         raise ValueError(f"top_k={top_k}: must not exceed n_experts={n_experts}")
-    tokens = checks.number("tokens", tokens, strict=False)
+    tokens = checks.number("tokens", tokens, strict=False, allow_inf=True)
     skew = checks.number("skew", skew, strict=False)
     if skew == 0:
         return n_experts * (1.0 - (1.0 - top_k / n_experts) ** tokens)

@@ -543,6 +543,11 @@ def lora_params(model, rank: int = 16, targets: str = "attention") -> int:
             if targets == "all-linear" or name in attention
         )
         return model.n_layers * per_layer
+    if not model.layers:
+        raise ValueError(
+            f"model={model.name!r}: its layers are not in lab_utils/data/llm_configs.toml, so its "
+            f"adapters cannot be counted (give its config.json)"
+        )
     total = 0
     for layer in model.layers:
         total += sum(

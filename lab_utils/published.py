@@ -69,6 +69,7 @@ __all__ = [
     "table",
     "training_tokens_per_s",
     "zero_offload_max_params",
+    "weights_bytes",
 ]
 
 _DATA_FILE = "published.toml"
@@ -198,6 +199,16 @@ def prefill_tokens_per_s(*, model, device, prompt_len, **options):
     return prompt_len / serving.prefill_s(model, device=device, prompt_len=prompt_len, **options)
 
 
+def weights_bytes(*, model, weight_bytes_per_param=None):
+    """Bytes of ``model``'s weights: as its checkpoint publishes them
+    (``memory.checkpoint_weight_bytes``: MXFP4 experts beside bf16, block FP8, ...), or every
+    parameter at ``weight_bytes_per_param`` (a GGUF format's average, e.g. Q8_0's 34 bytes per
+    32 weights)."""
+    if weight_bytes_per_param is None:
+        return memory.checkpoint_weight_bytes(model)
+    return llms.as_config(model).n_params * checks.number("weight_bytes_per_param", weight_bytes_per_param)
+
+
 def cold_start_s(*, weight_bytes, **options):
     """Seconds of a serverless worker's cold start: :func:`serverless.cold_start` with its
     assumptions (image pull, container start, CUDA initialisation, weight load); ``options`` go
@@ -287,6 +298,7 @@ QUESTIONS = {
     "training_tokens_per_s": (training_tokens_per_s, "tokens/s", "more"),
     "recommender_training_s": (recommender_training_s, "s", "less"),
     "longest_sequence_tokens": (longest_sequence_tokens, "tokens", "more"),
+    "weights_bytes": (weights_bytes, "bytes", "more"),
     "cold_start_s": (cold_start_s, "s", "less"),
     "restored_start_s": (restored_start_s, "s", "less"),
     "serving_joules_per_output_token": (serving_joules_per_output_token, "J/token", "less"),

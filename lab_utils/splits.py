@@ -56,9 +56,10 @@ __all__ = [
     "tiny_gpt_splits",
 ]
 
-SPLITS = ("dp", "fsdp", "tp", "pp", "ep")
-"""Data parallel, fully sharded data parallel (ZeRO-3), tensor parallel, pipeline parallel,
-expert parallel (a mixture of experts)."""
+SPLITS = ("dp", "fsdp", "tp", "pp")
+"""Data parallel, fully sharded data parallel (ZeRO-3), tensor parallel, pipeline parallel: the
+splits ``scripts/split_train.py`` runs on the tiny GPT (expert parallelism, :func:`expert_parallel`,
+needs a mixture of experts)."""
 
 ACTIVATION_BYTES = {"mixed": 2, "bf16": 2, "autocast": 2, "fp32": 4}
 """Bytes per activation value sent between ranks, per training precision (autocast and mixed

@@ -74,6 +74,15 @@ def _config(model_type):
     return transformers.AutoConfig.for_model(model_type, **CONFIGS[model_type])
 
 
+def _ours(config):
+    """The config as its config.json publishes it: transformers 5 writes qwen3_moe's expert count
+    as num_local_experts, the published Qwen3 MoE configs as num_experts."""
+    keys = config.to_dict()
+    if config.model_type == "qwen3_moe":
+        keys["num_experts"] = config.num_experts
+    return llms.from_hf_config(keys)
+
+
 def _peft_count(config, targets, rank):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -88,15 +97,14 @@ def _peft_count(config, targets, rank):
 @pytest.mark.parametrize("model_type", list(CONFIGS))
 def test_lora_counts_equal_peft(model_type, targets):
     config = _config(model_type)
-    ours = llms.from_hf_config(config.to_dict())
-    assert memory.lora_params(ours, rank=4, targets=targets) == _peft_count(config, targets, 4)
+    assert memory.lora_params(_ours(config), rank=4, targets=targets) == _peft_count(config, targets, 4)
 
 
 def test_a_mixture_of_experts_adapts_its_experts_where_peft_does():
-    config = llms.from_hf_config(_config("qwen3_moe").to_dict())
+    config = _ours(_config("qwen3_moe"))
     attention = memory.lora_params(config, rank=8, targets="attention")
     everything = memory.lora_params(config, rank=8, targets="all-linear")
     experts = sum(layer.mlp.n_experts for layer in config.layers)
     assert everything - attention > experts * 8 * H  # every expert has an adapter
-    gpt_oss = llms.from_hf_config(_config("gpt_oss").to_dict())  # peft leaves its experts alone
+    gpt_oss = _ours(_config("gpt_oss"))  # peft leaves its experts alone
     assert memory.lora_params(gpt_oss, rank=8, targets="all-linear") == memory.lora_params(gpt_oss, rank=8)
