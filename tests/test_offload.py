@@ -330,3 +330,25 @@ def test_lab_utils_offload_takes_a_config_json(tmp_path, capsys):
     answer = json.loads(capsys.readouterr().out)
     placed = offload.estimate(config, gpu=GPU, host=HOST, gpu_layers=20)
     assert (answer["n_layers"], answer["host_bytes"]) == (40, placed.host_bytes)
+
+
+def test_prefill_of_a_split_worked_on_paper():
+    """Llama-3.2-1B in bf16, 8 of 16 blocks on the RTX 4090, a 1,000-token prompt. Causal attention
+    per token and layer: 2 x 32 heads x (64 + 64) x 500 keys on average. The GPU computes its blocks
+    at 165 TFLOP/s (bf16); the host's 8 blocks with the tied embedding are either copied over PCIe
+    (31.5 GB/s) and computed on the GPU, or computed by the 7950X at 2.3 TFLOP/s (fp32): the faster."""
+    block, ends, tokens = 60_821_504, 262_670_336, 1000
+    attention = 8 * 2 * 32 * (64 + 64) * 500
+    gpu_s = max(tokens * (2 * 8 * block + attention) / 165e12, 8 * block * 2 / 1008e9)
+    host_flops = tokens * (2 * (8 * block + ends) + attention)
+    copied_s = max((8 * block + ends) * 2 / (16e9 * 16 * 128 / 130 / 8), host_flops / 165e12)
+    computed_s = max(host_flops / (16 * 4.5e9 * 32), (8 * block + ends) * 2 / 83.2e9)
+    placed = offload.estimate(
+        "Llama-3.2-1B", gpu=GPU, host=HOST, gpu_layers=8, precision="bf16", prompt_len=tokens, engine="bound"
+    )
+    assert copied_s < computed_s and placed.prefill_host_path == "copied to the GPU"
+    assert placed.prefill_tokens_per_s == pytest.approx(tokens / (gpu_s + copied_s), rel=1e-12)
+    amx = offload.estimate(
+        "DeepSeek-V3", gpu=GPU, host="2 x Intel Xeon Gold 6454S", experts_on_host=True, prompt_len=500
+    )
+    assert amx.prefill_host_path == "computed on the host"  # 144 TFLOP/s of AMX beat copying 600 GB
