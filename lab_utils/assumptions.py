@@ -53,15 +53,18 @@ _DATE = re.compile(r"(19|20)\d\d-(0[1-9]|1[0-2])")
 @dataclass(frozen=True)
 class Assumption:
     """One default: ``name`` (e.g. "mfu", "precision.lora"), its ``value``, ``why`` in one
-    line, ``source`` (a citation, or "course choice"), ``date`` (YYYY-MM of the source, or of
-    the choice) and ``option``: the command-line option that overrides it (None where none does;
-    several spellings separated by " | ")."""
+    line, ``source`` (a citation, or "course choice"), ``source_date`` (YYYY-MM of the source;
+    for an undated page, a choice or a measurement here, the month it was read, made or
+    measured), ``checked`` (YYYY-MM when the course last compared the value with its source, not
+    before ``source_date``) and ``option``: the command-line option that overrides it (None
+    where none does; several spellings separated by " | ")."""
 
     name: str
     value: object
     why: str
     source: str
-    date: str
+    source_date: str
+    checked: str
     option: str | None = None
 
     def line(self, taken: object = None) -> str:
@@ -86,19 +89,29 @@ def _entries(table: dict, prefix: str = "") -> list[Assumption]:
         if "value" not in entry:
             found += _entries(entry, f"{name}.")
             continue
-        unknown = set(entry) - {"value", "why", "source", "date", "option"}
-        if unknown or any(
-            not isinstance(entry.get(key), str) or not entry[key].strip() for key in ("why", "source", "date")
-        ):
+        required = ("why", "source", "source_date", "checked")
+        unknown = set(entry) - {"value", *required, "option"}
+        if unknown or any(not isinstance(entry.get(key), str) or not entry[key].strip() for key in required):
             raise ValueError(
-                f"{where}: needs value and a non-empty why, source and date (option optional), "
-                f"got keys {sorted(entry)}"
+                f"{where}: needs value and a non-empty why, source, source_date and checked "
+                f"(option optional), got keys {sorted(entry)}"
             )
-        if not _DATE.fullmatch(entry["date"]):
-            raise ValueError(f"{where}: date must be YYYY-MM, got {entry['date']!r}")
+        for key in ("source_date", "checked"):
+            if not _DATE.fullmatch(entry[key]):
+                raise ValueError(f"{where}: {key} must be YYYY-MM, got {entry[key]!r}")
+        if entry["checked"] < entry["source_date"]:
+            raise ValueError(
+                f"{where}: checked {entry['checked']} is before source_date {entry['source_date']}"
+            )
         found.append(
             Assumption(
-                name, entry["value"], entry["why"], entry["source"], entry["date"], entry.get("option")
+                name,
+                entry["value"],
+                entry["why"],
+                entry["source"],
+                entry["source_date"],
+                entry["checked"],
+                entry.get("option"),
             )
         )
     return found
@@ -191,8 +204,7 @@ def _rentable_offers(spec: hardware.Spec) -> list:
     ]
 
 
-def _gpu_price(spec: hardware.Spec, n_gpus: int) -> DevicePrice:
-    per_node = value("max_devices")
+def _gpu_price(spec: hardware.Spec, n_gpus: int, per_node: int) -> DevicePrice:
     nodes = [p for p in _rentable_offers(spec) if p.n_gpus == per_node]
     if n_gpus > per_node and nodes:  # beyond one server: whole servers
         node = min(nodes, key=lambda p: p.usd_per_gpu_hour)
@@ -200,7 +212,10 @@ def _gpu_price(spec: hardware.Spec, n_gpus: int) -> DevicePrice:
     offers = _rentable_offers(spec)
     if offers:
         offer = min(offers, key=lambda p: p.usd_per_gpu_hour)
-        return DevicePrice(offer.usd_per_gpu_hour, offer.name, offer.source, offer.date)
+        label = offer.name
+        if n_gpus > per_node:  # whole servers wanted, none of that size in the data
+            label += f", per GPU (no offer of one {per_node}-GPU server in the data)"
+        return DevicePrice(offer.usd_per_gpu_hour, label, offer.source, offer.date)
     for price in prices.serverless_prices():
         if spec.name in price.gpus and price.active_per_s > 0:
             return DevicePrice(
@@ -228,15 +243,20 @@ def _cpu_price(spec: hardware.Spec, cpu_offer: str) -> DevicePrice:
     )
 
 
-def device_price(spec: hardware.Spec, *, cpu_offer: str | None = None, n_gpus: int = 1) -> DevicePrice:
+def device_price(
+    spec: hardware.Spec, *, cpu_offer: str | None = None, n_gpus: int = 1, max_devices: int | None = None
+) -> DevicePrice:
     """Which price stands for ``spec`` (rule: ``price_rule``), per device-hour. A GPU: its
     cheapest rentable hourly offer per GPU (never a notebook tier or a zero price), else its
-    serverless class's active rate x 3600; a job on more than one server (``n_gpus`` above the
-    ``max_devices`` assumption) rents whole servers, at the cheapest such offer per GPU when the
-    data has one. A CPU: ``cpu_offer`` (default the ``cpu_offer`` assumption) scaled per core."""
+    serverless class's active rate x 3600; a job on more than one server (``n_gpus`` above
+    ``max_devices`` GPUs per server, None: the ``max_devices`` assumption) rents whole servers,
+    at the cheapest offer of exactly one such server per GPU when the data has one (else the
+    cheapest offer per GPU). A CPU: ``cpu_offer`` (default the ``cpu_offer`` assumption) scaled
+    per core."""
     if not isinstance(spec, hardware.Spec):
         raise TypeError(f"spec must be a hardware.Spec, got {type(spec).__name__}")
     n_gpus = checks.count("n_gpus", n_gpus)
+    per_node = checks.count("max_devices", value("max_devices") if max_devices is None else max_devices)
     if spec.kind == "cpu":
         return _cpu_price(spec, value("cpu_offer") if cpu_offer is None else cpu_offer)
-    return _gpu_price(spec, n_gpus)
+    return _gpu_price(spec, n_gpus, per_node)

@@ -23,11 +23,9 @@ DATE = re.compile(r"^\d{4}(-(0[1-9]|1[0-2]))?$")
 """A source date: YYYY-MM, or YYYY where the source gives only a year."""
 
 
-def parse(
-    text: str, table: str, origin: str, *, date_key: str = "source_date", allow_undated: bool = False
-) -> tuple[dict, ...]:
+def parse(text: str, table: str, origin: str, *, date_key: str = "source_date") -> tuple[dict, ...]:
     """The ``[[table]]`` records of TOML ``text``, each checked for a non-empty ``name`` and
-    ``source`` and a date under ``date_key`` (``"undated"`` too when ``allow_undated``).
+    ``source`` and a date under ``date_key`` (YYYY-MM or YYYY: a record without one is refused).
     ValueError names ``origin``, the record and what is wrong."""
     try:
         data = tomllib.loads(text)
@@ -48,9 +46,8 @@ def parse(
             if not isinstance(record[key], str) or not record[key].strip():
                 raise ValueError(f"{where}: {key} must be a non-empty string, got {record[key]!r}")
         date = record[date_key]
-        if not (DATE.match(date) or (allow_undated and date == "undated")):
-            allowed = "YYYY-MM or YYYY" + (" or 'undated'" if allow_undated else "")
-            raise ValueError(f"{where}: {date_key} must be {allowed}, got {date!r}")
+        if not DATE.match(date):
+            raise ValueError(f"{where}: {date_key} must be YYYY-MM or YYYY, got {date!r}")
     return tuple(records)
 
 

@@ -10,6 +10,7 @@ a ValueError names the missing one. Keys transformers gives a default for take t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -51,6 +52,7 @@ layout (transformers builds it as deepseek_v3)."""
 _HEAD_DIM_DEFAULTS = {"qwen3": 128, "gemma3_text": 256, "gpt_oss": 64}  # transformers' class defaults
 _TIED_DEFAULTS = {"gpt2": True, "gemma3_text": True}
 _SLIDING_DEFAULTS = {"mistral": 4096, "gemma3_text": 4096, "gpt_oss": 128}
+_QWEN_TYPES = ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe")
 _BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 _DTYPE_NAMES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 
@@ -176,12 +178,7 @@ def _window_layers(keys: _Keys, n_layers: int) -> tuple[int | None, tuple[str, .
     """The sliding window and each layer's attention kind ("full" or "sliding"), as the model
     type's transformers config lays them out."""
     model_type = keys.model_type
-    if model_type in (
-        "qwen2",
-        "qwen3",
-        "qwen2_moe",
-        "qwen3_moe",
-    ):  # sliding only when asked, above max_window_layers
+    if model_type in _QWEN_TYPES:  # sliding only when asked, from layer max_window_layers on
         window = keys.int_or("sliding_window", None) if keys.get("use_sliding_window", False) else None
         first = keys.int_or("max_window_layers", n_layers)
         return window, tuple("sliding" if window and i >= first else "full" for i in range(n_layers))
@@ -211,7 +208,7 @@ def _dense(keys: _Keys, fields: dict) -> dict:
         qk_norm=model_type in ("qwen3", "gemma3_text"),
         norms_per_block=4 if model_type == "gemma3_text" else 2,
         sliding_window=window,
-        layer_types=layer_types,
+        layer_types=() if set(layer_types) == {"sliding" if window else "full"} else layer_types,
     )
 
 
@@ -221,42 +218,30 @@ def _layers(keys: _Keys, fields: dict) -> dict:
     h, n_layers = fields["hidden"], fields["n_layers"]
     window, layer_types = _window_layers(keys, n_layers)
     attention, attention_params, bias = _attention(keys, fields, model_type)
-    dense_width = keys.int_or("intermediate_size", None)
-    layers, ffn_hidden = [], None
+    layers, ffn_hidden = [], keys.int_or("intermediate_size", None)
     for index, kind in enumerate(layer_types):
-        mlp, shared, expert = _mlp(keys, model_type, index, h)
-        if mlp.kind == "dense":
-            if dense_width is None:
-                keys.need("intermediate_size")
-            mlp = MLP("dense", dense_width)
-            shared = gated_mlp_params(
-                h, dense_width, bias=model_type == "deepseek_v2" and keys.get("mlp_bias", False)
-            )
-        else:
+        parts = _moe(keys, model_type, index, h)
+        if parts is None:  # a dense layer
+            width = keys.need("intermediate_size")
+            bias = model_type == "deepseek_v2" and bool(keys.get("mlp_bias", False))
+            parts = MLP("dense", width), gated_mlp_params(h, width, bias), 0
+        mlp, shared, expert = parts
+        if mlp.kind == "moe":
             ffn_hidden = mlp.intermediate
         layer_attention = attention
         if kind == "sliding" and attention.kind != "mla":
-            layer_attention = Attention("sliding", **_heads(attention), window=window)
+            layer_attention = dataclasses.replace(attention, kind="sliding", window=window)
         layers.append(Layer(layer_attention, mlp, attention_params + 2 * h, shared, expert))
     vocab = fields["vocab_size"]
     return dict(
         family=None,
-        ffn_hidden=ffn_hidden or dense_width,
+        ffn_hidden=ffn_hidden,
         attention_bias=bias,
         sliding_window=window,
         layer_types=layer_types,
         layers=tuple(layers),
         embedding_params=vocab * h,
         head_params=h + (0 if fields["tied_embeddings"] else vocab * h),
-    )
-
-
-def _heads(attention: Attention) -> dict:
-    return dict(
-        n_heads=attention.n_heads,
-        n_kv_heads=attention.n_kv_heads,
-        head_dim=attention.head_dim,
-        v_head_dim=attention.v_head_dim,
     )
 
 
@@ -311,15 +296,14 @@ def _mla(keys: _Keys, fields: dict, bias: bool) -> tuple[Attention, int, bool]:
     return attention, params, bias
 
 
-def _mlp(keys: _Keys, model_type: str, index: int, h: int) -> tuple[MLP, int, int]:
-    """Layer ``index``'s MLP: (MLP, router + shared parameters, one routed expert's parameters);
-    a dense layer's width and parameters are filled in by the caller."""
-    dense = MLP("dense", 1)
+def _moe(keys: _Keys, model_type: str, index: int, h: int) -> tuple[MLP, int, int] | None:
+    """Layer ``index``'s mixture of experts: (MLP, router + shared parameters, one routed
+    expert's parameters), or None where the model type puts a dense MLP."""
     if model_type in ("qwen2_moe", "qwen3_moe"):
-        experts = keys.need("num_experts")
+        experts = _experts(keys)
         step = keys.int_or("decoder_sparse_step", 1) or 1
         if index in keys.get("mlp_only_layers", []) or experts == 0 or (index + 1) % step:
-            return dense, 0, 0
+            return None
         width, top_k = keys.need("moe_intermediate_size"), keys.need("num_experts_per_tok")
         shared_width = keys.need("shared_expert_intermediate_size") if model_type == "qwen2_moe" else 0
         shared = h * experts + (
@@ -329,15 +313,18 @@ def _mlp(keys: _Keys, model_type: str, index: int, h: int) -> tuple[MLP, int, in
     if model_type in ("deepseek_v2", "deepseek_v3", "glm4_moe"):
         first_dense = {"deepseek_v2": 0, "deepseek_v3": 3, "glm4_moe": 1}[model_type]
         if index < keys.int_or("first_k_dense_replace", first_dense):
-            return dense, 0, 0
-        experts, top_k = keys.need("n_routed_experts"), keys.need("num_experts_per_tok")
+            return None
+        experts, top_k = _experts(keys), keys.need("num_experts_per_tok")
         width = keys.need("moe_intermediate_size")
         shared_width = width * keys.int_or("n_shared_experts", 2 if model_type == "deepseek_v2" else 1)
         bias = model_type == "deepseek_v2" and bool(keys.get("mlp_bias", False))
         shared = h * experts + gated_mlp_params(h, shared_width, bias)
-        return MLP("moe", width, experts, top_k, shared_width), shared, gated_mlp_params(h, width, bias)
-    key = "num_experts" if model_type == "olmoe" else "num_local_experts"
-    experts, top_k, width = keys.need(key), keys.need("num_experts_per_tok"), keys.need("intermediate_size")
+        return (
+            MLP("moe", width, experts, top_k, shared_width),
+            shared,
+            gated_mlp_params(h, width),
+        )  # no biases
+    experts, top_k, width = _experts(keys), keys.need("num_experts_per_tok"), keys.need("intermediate_size")
     if model_type == "gpt_oss":  # router and experts with biases
         return (
             MLP("moe", width, experts, top_k),
@@ -345,6 +332,18 @@ def _mlp(keys: _Keys, model_type: str, index: int, h: int) -> tuple[MLP, int, in
             gated_mlp_params(h, width) + 2 * width + h,
         )
     return MLP("moe", width, experts, top_k), h * experts, gated_mlp_params(h, width)
+
+
+_EXPERT_KEYS = ("n_routed_experts", "num_local_experts", "num_experts")  # the names model types use
+
+
+def _experts(keys: _Keys) -> int:
+    """Routed experts per MoE layer, under whichever name the model type gives them."""
+    for key in _EXPERT_KEYS:
+        if keys.data.get(key) is not None:
+            return keys.need(key)
+    usual = {"deepseek_v2": 0, "deepseek_v3": 0, "kimi_k2": 0, "glm4_moe": 0, "mixtral": 1, "gpt_oss": 1}
+    return keys.need(_EXPERT_KEYS[usual.get(keys.model_type, 2)])
 
 
 # --- the checkpoint's precision ------------------------------------------------------------
@@ -357,15 +356,19 @@ def checkpoint(data: dict, n_params: int, expert_params: int, kept: int) -> Chec
     (under 0.1% of the parameters of every catalog model).
 
     - no ``quantization_config``: ``torch_dtype`` (or ``dtype``) for every parameter, None if absent;
-    - ``quant_method`` "fp8" with ``weight_block_size`` [a, b] (DeepSeek-V3, Kimi K2: [128, 128]):
-      one byte per weight and one fp32 scale per a x b block, on every linear layer of the blocks;
+    - ``quant_method`` "fp8" with ``weight_block_size`` [a, b]: one byte per weight and one fp32
+      scale per a x b block, on every linear layer of the blocks (DeepSeek-AI, "DeepSeek-V3
+      Technical Report", arXiv 2412.19437, 2024-12: 128 x 128 blocks; Kimi K2 the same);
     - "mxfp4" (gpt-oss): the routed experts' matrices in MXFP4, 4 bits per value and one 8-bit
-      scale per 32 values (OCP Microscaling Formats v1.0, 2023-09), 4.25 bits; the rest bf16
-      (``modules_to_not_convert``: attention, router, embeddings, head);
-    - "awq" and "gptq": ``bits`` per weight, and per ``group_size`` weights one fp16 scale and one
-      packed ``bits``-wide zero point (AutoAWQ's and AutoGPTQ's layouts), on the blocks' linear layers;
-    - "compressed-tensors": its first config group's ``num_bits`` and ``group_size``, a bf16 scale
-      per group, on the linear layers its ``ignore`` list does not name (llm-compressor's layout).
+      scale per 32 values, 4.25 bits (Open Compute Project, "OCP Microscaling Formats (MX)
+      Specification" v1.0, 2023-09); the rest bf16 (``modules_to_not_convert``: attention,
+      router, embeddings, head);
+    - "awq" and "gptq": ``bits`` per weight and, per ``group_size`` weights, one fp16 scale and
+      one packed ``bits``-wide zero point, on the blocks' linear layers (the layouts of AutoAWQ
+      and AutoGPTQ for Lin et al., arXiv 2306.00978, and Frantar et al., arXiv 2210.17323);
+    - "compressed-tensors": its first config group's ``num_bits`` and ``group_size`` with a bf16
+      scale per group, on the linear layers its ``ignore`` list does not name (the attention's
+      entry decides for every non-expert layer) (vLLM's llm-compressor format).
     """
     base_name = data.get("torch_dtype") or data.get("dtype")
     base = _BYTES.get(base_name, 2)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -97,11 +98,13 @@ class LLMConfig:
     mlp_bias: bool = False  # biases on the MLP projections (Llama's mlp_bias)
     qk_norm: bool = False  # an RMSNorm over head_dim on q and on k (Qwen3, Gemma 3)
     norms_per_block: int = 2  # Gemma 3: 4 (before and after attention and MLP)
-    layer_types: tuple[str, ...] = ()  # "full"/"sliding" per layer; () all sliding with a window
+    # "full" or "sliding" per layer; (): all sliding when there is a window, else all full
+    layer_types: tuple[str, ...] = ()
     layers: tuple[Layer, ...] = ()  # one per block, in order
     embedding_params: int | None = None  # input embedding (+ learned positions)
     head_params: int | None = None  # final norm + LM head (0 for the head when tied)
     checkpoint: Checkpoint | None = None  # the published checkpoint's precision
+    config_json: str | None = None  # the config.json it was read from, as JSON text
 
     def __post_init__(self):
         if self.family is not None:
@@ -122,12 +125,20 @@ class LLMConfig:
             active = (
                 self.embedding_params + sum(layer.active_params for layer in self.layers) + self.head_params
             )
-            object.__setattr__(self, "n_active_params", active if self.is_moe else None)
+            active = active if self.is_moe else None
+            if self.n_active_params not in (None, active):
+                raise ValueError(
+                    f"{self.name}: n_active_params={self.n_active_params!r} but its layers count {active}"
+                )
+            object.__setattr__(self, "n_active_params", active)
         elif self.n_params is None:
             raise ValueError(
                 f"{self.name}: give n_params, layers (llms.from_hf_config) "
                 f"or a family ({', '.join(FAMILIES)})"
             )
+
+    def __str__(self) -> str:
+        return self.name
 
     @property
     def head_dim(self) -> int | None:
@@ -175,7 +186,9 @@ def _family_parts(config: LLMConfig) -> tuple[tuple[Layer, ...], int, int]:
         embedding, final_norm = vocab * h, h
     kinds = config.layer_types or (("sliding" if config.sliding_window else "full"),) * config.n_layers
     if len(kinds) != config.n_layers:
-        raise ValueError(f"{config.name}: {len(kinds)} layer_types for n_layers={config.n_layers}")
+        raise ValueError(
+            f"{config.name}: {len(kinds)} layer_types for n_layers={config.n_layers}; give layer_types too"
+        )
     layers = tuple(
         Layer(
             Attention(
@@ -253,6 +266,7 @@ def from_hf_config(
         source=source or origin,
         source_date=source_date or "undated",
         note=note,
+        config_json=json.dumps(data, sort_keys=True),
         **fields,
     )
     experts = sum(layer.routed_expert_params for layer in config.layers)

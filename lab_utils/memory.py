@@ -30,11 +30,12 @@ import math
 from dataclasses import dataclass
 
 from lab_utils import assumptions, basics, checks, hardware, llms
+from lab_utils.basics import BYTES_PER_VALUE, weight_bytes  # owned by basics, named here too
 
 __all__ = [
     "ATTENTION",
     "BYTES_PER_VALUE",
-    "CUDA_CONTEXT_BYTES",
+    "CUDA_CONTEXT_BYTES",  # noqa: F822 - read when asked, by the module's __getattr__
     "JOB_METHODS",
     "LORA_TARGETS",
     "LOSS_IMPLS",
@@ -68,9 +69,6 @@ __all__ = [
     "weight_bytes",
 ]
 
-BYTES_PER_VALUE = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": 0.5}
-"""Bytes per stored value. 4-bit formats (NF4, GPTQ, AWQ) also store a scale per block of
-weights, a few percent more (QLoRA, arXiv 2305.14314: NF4 ~0.5 byte per parameter)."""
 
 TRAINING_PRECISIONS = ("mixed", "fp32", "bf16", "autocast")
 """The layouts of a training job's state, bytes per parameter with Adam:
@@ -99,11 +97,16 @@ OFFLOADS = ("optimizer", "optimizer+params")
 
 JOB_METHODS = assumptions.METHODS
 
-CUDA_CONTEXT_BYTES = (assumptions.value("cuda_context_low_bytes"), assumptions.value("cuda_context_bytes"))
-"""Memory a GPU process holds beyond its tensors (CUDA context, kernels, allocator slack):
-0.3 to 2.1 GB (300 MiB to 2 GiB as nvidia-smi counts) depending on the GPU and libraries
-(Hugging Face accelerate's estimate-memory documentation). :func:`fits` reserves the upper end by
-default (the ``cuda_context_bytes`` assumption)."""
+
+def __getattr__(name: str):
+    """``CUDA_CONTEXT_BYTES``: (low, high) bytes a GPU process holds beyond its tensors (CUDA
+    context, kernels, allocator slack), the ``cuda_context_low_bytes`` and ``cuda_context_bytes``
+    assumptions read when asked (an edit of assumptions.toml reaches it): 0.3 to 2.1 GB (300 MiB
+    to 2 GiB as nvidia-smi counts) depending on the GPU and libraries (Hugging Face accelerate's
+    estimate-memory documentation). :func:`fits` reserves the upper end by default."""
+    if name == "CUDA_CONTEXT_BYTES":
+        return (assumptions.value("cuda_context_low_bytes"), assumptions.value("cuda_context_bytes"))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --- training state ------------------------------------------------------------------------
@@ -132,7 +135,9 @@ def _state_bytes_per_param(precision: str, optimizer: str) -> tuple[float, float
     moments = OPTIMIZERS[optimizer]
     if precision == "mixed":
         return 2, 2, 4 + 4 * moments  # fp32 master copy + fp32 moments
-    value = 4 if precision == "autocast" else BYTES_PER_VALUE[precision]  # moments stored like the weights
+    value = (
+        4 if precision == "autocast" else basics.bytes_per_value(precision)
+    )  # moments stored like the weights
     return value, value, value * moments
 
 
@@ -336,7 +341,7 @@ def _layer_activation_bytes(
 
 
 def llm_activation_bytes(
-    model, *, seq_len, batch=1, recompute: str = "none", attention: str = "sdpa", bytes_per_value=2
+    model, *, seq_len, batch=1, recompute: str = "none", attention: str | None = None, bytes_per_value=2
 ) -> float:
     """Bytes autograd keeps for backward in one forward pass of a whole ``transformers`` model,
     from the embedding output to the loss, logits included.
@@ -347,13 +352,13 @@ def llm_activation_bytes(
     (5.x) writes these models, dropout off (the Llama
     family has none; GPT-2's 0.1 would add its masks). ``bytes_per_value``: 2 for bf16/fp16
     training, 4 for fp32; softmax statistics, RMSNorm's upcast and the loss stay fp32.
-    ``attention``: one of :data:`ATTENTION` (eager adds the s x s softmax per head and layer).
-    ``recompute`` (gradient checkpointing): "none"; "selective", the attention core recomputed
-    (no s x s term); "full", each block keeps only its input, plus one block's activations,
-    live while its backward runs. Beyond the blocks: the final norm, the LM head's input, and
-    the log-softmax of the logits in fp32 (batch x seq_len x vocab x 4 bytes: 2.1 GB for
-    Llama-3.1-8B at 4,096 tokens), the labels, and the positions. Checked within 10% of what
-    ``transformers`` models save (tests/test_llm_memory.py).
+    ``attention``: one of :data:`ATTENTION` (eager adds the s x s softmax per head and layer;
+    None: the ``attention`` assumption). ``recompute`` (gradient checkpointing): "none";
+    "selective", the attention core recomputed (no s x s term); "full", each block keeps only its
+    input, plus one block's activations, live while its backward runs. Beyond the blocks: the
+    final norm, the LM head's input, and the log-softmax of the logits in fp32 (batch x seq_len x
+    vocab x 4 bytes: 2.1 GB for Llama-3.1-8B at 4,096 tokens), the labels, and the positions.
+    Checked within 10% of what ``transformers`` models save (tests/test_llm_memory.py).
     """
     config = llms.as_config(model)
     if not config.layers:
@@ -362,6 +367,7 @@ def llm_activation_bytes(
         )
     seq_len, batch = checks.count("seq_len", seq_len), checks.count("batch", batch)
     checks.choice("recompute", recompute, RECOMPUTE)
+    attention = assumptions.resolve(attention=attention)[0]["attention"]
     checks.choice("attention", attention, ATTENTION)
     if isinstance(bytes_per_value, bool) or bytes_per_value not in (2, 4):
         raise ValueError(
@@ -459,13 +465,6 @@ def kv_cache_bytes(*, n_layers, n_kv_heads, head_dim, seq_len, batch=1, bytes_pe
     return float(2 * n_layers * n_kv_heads * head_dim * seq_len * batch * bytes_per_value)
 
 
-def weight_bytes(n_params, precision: str = "bf16") -> float:
-    """Bytes to hold ``n_params`` weights in ``precision`` (a key of :data:`BYTES_PER_VALUE`)."""
-    n_params = checks.number("n_params", n_params)
-    checks.choice("precision", precision, BYTES_PER_VALUE)
-    return float(n_params * BYTES_PER_VALUE[precision])
-
-
 LORA_TARGETS = ("attention", "all-linear")
 """Where :func:`lora_params` puts adapters: "attention", the attention projections (q, k, v
 and o; GPT-2's fused ``c_attn`` and its ``attn.c_proj``); "all-linear", peft's
@@ -520,9 +519,10 @@ def _mlp_adapter_params(config: llms.LLMConfig, layer, rank: int) -> int:
     return shared + gate
 
 
-def lora_params(model, rank: int = 16, targets: str = "attention") -> int:
+def lora_params(model, rank: int | None = None, targets: str | None = None) -> int:
     """Trainable LoRA parameters with rank-``rank`` adapters on the ``targets`` layers, as
-    ``peft`` counts them.
+    ``peft`` counts them (None: the ``lora_rank`` and ``lora_targets`` assumptions, rank 16 on
+    every linear layer).
 
     An adapter on a d_in x d_out weight adds r·(d_in + d_out) parameters (Hu et al., arXiv
     2106.09685), counted per layer as the model has it: one adapter on GPT-2's fused q/k/v
@@ -530,9 +530,11 @@ def lora_params(model, rank: int = 16, targets: str = "attention") -> int:
     (:func:`attention_linears`); "all-linear" adds the MLP's, a mixture of experts' as peft
     adapts them (:data:`PEFT_FUSED_EXPERT_TYPES`). ``model`` is an ``llms.LLMConfig`` or a name
     ``llms.get`` knows; ``targets`` one of :data:`LORA_TARGETS`. Llama-3.1-8B, rank 16 on q, k,
-    v and o: 32 layers x 16 x (2·(4096 + 4096) + 2·(4096 + 1024)).
+    v and o (``targets="attention"``): 32 layers x 16 x (2·(4096 + 4096) + 2·(4096 + 1024)).
     """
     model = llms.as_config(model)
+    values = assumptions.resolve(lora_rank=rank, lora_targets=targets)[0]
+    rank, targets = values["lora_rank"], values["lora_targets"]
     rank = checks.count("rank", rank)
     checks.choice("targets", targets, LORA_TARGETS)
     if model.family == "gpt2":
@@ -659,12 +661,11 @@ def checkpoint_weight_bytes(model) -> float:
     checkpoint = config.checkpoint
     if checkpoint is None:
         return weight_bytes(config.n_params, "bf16")
-    return basics.weight_bytes_read(
+    return basics.held_weight_bytes(
         config,
-        math.inf,
         weight_bytes_per_param=checkpoint.other_bytes_per_param,
         expert_bytes_per_param=checkpoint.expert_bytes_per_param,
-    )[0]
+    )
 
 
 def kv_layout(model) -> str:
@@ -856,10 +857,13 @@ def param_count_parts(n_params, method: str, precision: str | None = None) -> tu
     """What a bare parameter count tells of a job's memory, part by part (bytes): the weights in
     ``precision`` (default the method's), and for "full" the gradients and optimizer state
     (:func:`training_state_parts`). Adapters, activations and the KV cache need the model's shape
-    (:func:`job_estimate`): the total is a lower bound."""
+    (:func:`job_estimate`): the total is a lower bound. A bare count has no checkpoint to read:
+    "checkpoint" (the inference default) counts its weights in bf16, as most are published."""
     checks.choice("method", method, JOB_METHODS)
     precision = assumptions.resolve(**{f"precision__{method}": precision})[0][f"precision.{method}"]
     checks.choice("precision", precision, _precisions_for(method))
+    if precision == "checkpoint":
+        precision = "bf16"
     if method == "full":
         return tuple(training_state_parts(n_params, precision))
     return (("weights", weight_bytes(n_params, precision)),)
@@ -873,6 +877,7 @@ def _gpu(gpu) -> hardware.Spec:
 
 
 def _usable_bytes(spec: hardware.Spec, reserve_bytes) -> float:
+    reserve_bytes = assumptions.resolve(cuda_context_bytes=reserve_bytes)[0]["cuda_context_bytes"]
     reserve_bytes = checks.number("reserve_bytes", reserve_bytes, strict=False)
     usable = spec.memory_bytes - reserve_bytes
     if usable <= 0:
@@ -882,13 +887,14 @@ def _usable_bytes(spec: hardware.Spec, reserve_bytes) -> float:
     return usable
 
 
-def usable_bytes(gpu, reserve_bytes=CUDA_CONTEXT_BYTES[1]) -> float:
+def usable_bytes(gpu, reserve_bytes=None) -> float:
     """Bytes a job may use on one ``gpu`` (a name or Spec): the vendor's memory less ``reserve_bytes``
-    for the CUDA context (what :func:`fits` and :func:`gpus_needed` compare with)."""
+    for the CUDA context (None: the ``cuda_context_bytes`` assumption); what :func:`fits` and
+    :func:`gpus_needed` compare with."""
     return _usable_bytes(_gpu(gpu), reserve_bytes)
 
 
-def fits(n_bytes, gpu, reserve_bytes=CUDA_CONTEXT_BYTES[1]) -> bool:
+def fits(n_bytes, gpu, reserve_bytes=None) -> bool:
     """True when ``n_bytes`` fit in one ``gpu`` (a name or Spec) after ``reserve_bytes``.
 
     Compares with the vendor's nominal memory (``Spec.memory_bytes``) less the CUDA context;
@@ -898,7 +904,7 @@ def fits(n_bytes, gpu, reserve_bytes=CUDA_CONTEXT_BYTES[1]) -> bool:
     return n_bytes <= _usable_bytes(_gpu(gpu), reserve_bytes)
 
 
-def gpus_needed(n_bytes, gpu, reserve_bytes=CUDA_CONTEXT_BYTES[1]) -> int:
+def gpus_needed(n_bytes, gpu, reserve_bytes=None) -> int:
     """The fewest ``gpu`` s that could hold ``n_bytes`` if the job split evenly across them.
 
     A lower bound: ceil(n_bytes / (memory - reserve)). Real splits (tensor or pipeline
@@ -920,9 +926,7 @@ class LongestFit:
     estimate: JobEstimate | None
 
 
-def longest_seq_len(
-    model, gpu, *, method: str = "inference", reserve_bytes=CUDA_CONTEXT_BYTES[1], **job
-) -> LongestFit:
+def longest_seq_len(model, gpu, *, method: str = "inference", reserve_bytes=None, **job) -> LongestFit:
     """The longest ``seq_len`` at which :func:`job_estimate` of ``model`` and ``method`` fits one
     ``gpu`` (:func:`fits`, less ``reserve_bytes``), up to the model's context window (2**24
     tokens where the catalog has none). ``job``: the other keywords of :func:`job_estimate`

@@ -315,23 +315,46 @@ class TinyMoE(TinyGPT):
 
 def llm_config(config: GPTConfig):
     """``config`` as an ``llms.LLMConfig`` for the serving bounds (``lab_utils.serving``): its
-    parameters counted as the ones each token multiplies (the blocks' matrices and the tied
-    output layer; no position table, norms or biases), so the bound stays a lower bound."""
+    layers with the parameters each token multiplies (the blocks' matrices and the tied output
+    layer; no position table, norms or biases), so the bound stays a lower bound. A
+    :class:`MoEConfig` gives mixture-of-experts layers: the router and shared experts beside
+    ``n_experts`` routed ones, ``top_k`` per token."""
     from lab_utils import llms
 
-    h = config.hidden
+    h, heads = config.hidden, config.n_heads
+    attention = llms.Attention(
+        kind="full", n_heads=heads, n_kv_heads=heads, head_dim=h // heads, v_head_dim=h // heads
+    )
+    if isinstance(config, MoEConfig):
+        f = config.expert_hidden
+        mlp = llms.MLP(
+            kind="moe",
+            intermediate=f,
+            n_experts=config.n_experts,
+            top_k=config.top_k,
+            shared_intermediate=config.n_shared * f,
+        )
+        layer = llms.Layer(
+            attention, mlp, 4 * h * h, h * config.n_experts + config.n_shared * 2 * h * f, 2 * h * f
+        )
+        kind = f"tiny MoE ({config.n_layers} layers, {config.n_experts} experts, top {config.top_k})"
+    else:
+        layer = llms.Layer(attention, llms.MLP(kind="dense", intermediate=4 * h), 4 * h * h, 8 * h * h, 0)
+        kind = f"tiny GPT ({config.n_layers} layers, hidden {h})"
     return llms.LLMConfig(
-        name=f"tiny GPT ({config.n_layers} layers, hidden {h})",
+        name=kind,
         aliases=(),
         n_layers=config.n_layers,
         hidden=h,
-        n_params=config.n_layers * 12 * h * h + h * config.vocab_size,
-        source="lab_utils.models.GPTConfig",
-        source_date="2026",
-        n_heads=config.n_heads,
-        n_kv_heads=config.n_heads,
+        source="lab_utils.models",
+        source_date="2026-12",
+        n_heads=heads,
+        n_kv_heads=heads,
         ffn_hidden=4 * h,
         vocab_size=config.vocab_size,
+        layers=(layer,) * config.n_layers,
+        embedding_params=0,
+        head_params=h * config.vocab_size,
     )
 
 

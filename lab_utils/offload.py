@@ -69,15 +69,15 @@ _SERVED_AS = {"q4_0": "int4", "q4_k_m": "int4", "q8_0": "int8", "mxfp4": "int4"}
 
 def bytes_per_weight(precision: str) -> float:
     """Bytes per weight of a GGUF or MXFP4 ``precision`` (the ``weight_format_bits`` assumption / 8),
-    or of a plain dtype (``memory.BYTES_PER_VALUE``).
+    or of a plain dtype (``basics.bytes_per_value``).
 
     >>> bytes_per_weight("q4_0"), bytes_per_weight("bf16")
     (0.5625, 2)
     """
-    checks.choice("precision", precision, tuple(memory.BYTES_PER_VALUE) + GGUF_FORMATS)
+    checks.choice("precision", precision, tuple(basics.BYTES_PER_VALUE) + GGUF_FORMATS)
     if precision in GGUF_FORMATS:
         return assumptions.value("weight_format_bits")[precision] / 8
-    return memory.BYTES_PER_VALUE[precision]
+    return basics.bytes_per_value(precision)
 
 
 @dataclass(frozen=True)
@@ -405,7 +405,7 @@ def _decode_s(share, spec, served, batch, context_len, skew, stream=0.0) -> floa
     return basics.step_bound_s(
         flops=work.flops + flops,
         bytes_read=work.bytes_read + read - stream,
-        peak_flops=spec.peak_flops[served.compute_dtype],
+        peak_flops=basics.peak_flops(spec, served.compute_dtype)[1],
         bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s,
     )
 
@@ -434,7 +434,7 @@ def _prefill_s(shares, served, held, stream, link, prompt_len, batch, skew) -> t
             )[0]
         )
     (gpu_spec, gpu_precision), (host_spec, host_precision) = served["gpu"], served["host"]
-    gpu_peak = gpu_spec.peak_flops[gpu_precision.compute_dtype]
+    gpu_peak = basics.peak_flops(gpu_spec, gpu_precision.compute_dtype)[1]
     gpu_s = (stream / link if stream else 0.0) + basics.step_bound_s(
         flops=flops["gpu"],
         bytes_read=touched["gpu"] - stream,
@@ -447,7 +447,7 @@ def _prefill_s(shares, served, held, stream, link, prompt_len, batch, skew) -> t
     computed_s = basics.step_bound_s(
         flops=flops["host"],
         bytes_read=touched["host"],
-        peak_flops=host_spec.peak_flops[host_precision.compute_dtype],
+        peak_flops=basics.peak_flops(host_spec, host_precision.compute_dtype)[1],
         bandwidth_bytes_per_s=host_spec.bandwidth_bytes_per_s,
     )
     if copied_s <= computed_s:

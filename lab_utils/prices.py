@@ -151,7 +151,7 @@ def _prices() -> dict[str, tuple]:
     origin = f"lab_utils/data/{_DATA_FILE}"
     loaded = {}
     for key, cls in _TABLES.items():
-        records = catalogs.load(_DATA_FILE, key, date_key="date", allow_undated=True)
+        records = catalogs.load(_DATA_FILE, key, date_key="date")
         loaded[key] = tuple(
             _record(cls, table, f"{origin} [[{key}]] #{number}")
             for number, table in enumerate(records, start=1)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from lab_utils import (
     advisor,
     assumptions,
+    basics,
     catalogs,
     checks,
     economics,
@@ -38,6 +39,7 @@ from lab_utils import (
     memory,
     offload,
     prices,
+    replica,
     serverless,
     serving,
 )
@@ -51,6 +53,7 @@ __all__ = [
     "cold_start_s",
     "compare",
     "decode_tokens_per_s",
+    "distinct_figures",
     "get",
     "longest_sequence_tokens",
     "matmul_flops",
@@ -60,6 +63,8 @@ __all__ = [
     "offload_training_flops_per_s",
     "prefill_tokens_per_s",
     "recommender_training_s",
+    "replica_tpot_p50_s",
+    "replica_ttft_p50_s",
     "request_output_tokens_per_s",
     "request_prompt_tokens_per_s",
     "restored_start_s",
@@ -81,11 +86,9 @@ COURSE_KINDS = ("bound", "estimate")
 
 
 def matmul_flops(*, device, dtype):
-    """The dense peak of ``device`` in ``dtype`` (vendor specification): what no matmul beats."""
-    spec = hardware.as_spec(device)
-    if dtype not in spec.peak_flops:
-        raise ValueError(f"dtype={dtype!r}: {spec.name} has peaks for {tuple(spec.peak_flops)}")
-    return spec.peak_flops[dtype]
+    """The dense peak of ``device`` in ``dtype`` (vendor specification, ``basics.peak_flops``):
+    what no matmul beats."""
+    return basics.peak_flops(hardware.as_spec(device), dtype)[1]
 
 
 def samples_per_s(*, device, dtype, flops_per_sample, n_sockets=1):
@@ -144,11 +147,39 @@ def request_prompt_tokens_per_s(*, model, device, prompt_len, **options):
     )
 
 
+@functools.lru_cache(maxsize=32)
+def _closed_loop(model, device, n_devices, prompt_len, output_len, concurrency, options):
+    return replica.at_concurrency(
+        model,
+        device=device,
+        n_devices=n_devices,
+        concurrency=concurrency,
+        prompt_len=prompt_len,
+        output_len=output_len,
+        **dict(options),
+    )
+
+
+def replica_ttft_p50_s(*, model, device, prompt_len, output_len, concurrency, n_devices=1, **options):
+    """Median time to first token of requests of fixed lengths with ``concurrency`` in flight
+    (:func:`replica.at_concurrency`: a closed loop, the ``client_requests`` assumption's requests
+    per client) on one replica of ``n_devices`` x
+    ``device``: :func:`replica.simulate`; ``options`` (engine, precision, ...) go to it as they are."""
+    key = (model, device, n_devices, prompt_len, output_len, concurrency, tuple(sorted(options.items())))
+    return _closed_loop(*key).ttft.p50
+
+
+def replica_tpot_p50_s(*, model, device, prompt_len, output_len, concurrency, n_devices=1, **options):
+    """Median time per output token of the same closed loop as :func:`replica_ttft_p50_s`."""
+    key = (model, device, n_devices, prompt_len, output_len, concurrency, tuple(sorted(options.items())))
+    return _closed_loop(*key).tpot.p50
+
+
 def training_tokens_per_s(*, model, device, method="full", dtype="bf16", mfu=None):
     """Training tokens/s per device: peak[dtype] x MFU / training FLOPs per token
     (:func:`economics.training_flops`, :func:`economics.training_hours`); ``mfu`` None is the
     ``mfu`` assumption."""
-    n_params = llms.as_config(model).n_params
+    n_params = llms.as_config(model).params_per_token  # compute counts the active parameters
     mfu = assumptions.resolve(mfu=mfu)[0]["mfu"]
     tokens = 1e9
     hours = economics.training_hours(
@@ -306,6 +337,8 @@ QUESTIONS = {
     "offload_prefill_tokens_per_s": (offload_prefill_tokens_per_s, "tokens/s", "more"),
     "zero_offload_max_params": (zero_offload_max_params, "parameters", "more"),
     "offload_training_flops_per_s": (offload_training_flops_per_s, "FLOP/s", "more"),
+    "replica_ttft_p50_s": (replica_ttft_p50_s, "s", "less"),
+    "replica_tpot_p50_s": (replica_tpot_p50_s, "s", "less"),
 }
 """name -> (function, the unit it answers in, "more" or "less" is better)."""
 
@@ -319,7 +352,8 @@ class Measurement:
     ``source_date`` (YYYY-MM), ``url``, ``cite`` (its key in book/references.bib), ``setup``,
     ``area`` (compute, inference, training, memory, cold start), ``figure`` in ``unit``,
     ``question`` (a key of :data:`QUESTIONS`) with its ``inputs``, ``course`` ("bound" or
-    "estimate"), ``expected_miss`` (None, or why the course misses it for now) and ``note``."""
+    "estimate"), ``expected_miss`` (None, or why the course misses it for now), ``note`` and
+    ``measured`` (False for a figure reported without being timed, e.g. a recollection)."""
 
     name: str
     title: str
@@ -337,6 +371,7 @@ class Measurement:
     course: str
     expected_miss: str | None = None
     note: str | None = None
+    measured: bool = True
 
 
 @dataclass(frozen=True)
@@ -369,7 +404,7 @@ def _measurement(record: dict, origin: str) -> Measurement:
     unknown = (
         set(record)
         - set(_STR_FIELDS)
-        - {"name", "source", "source_date", "figure", "inputs", "expected_miss", "note"}
+        - {"name", "source", "source_date", "figure", "inputs", "expected_miss", "note", "measured"}
     )
     if unknown:
         raise ValueError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
@@ -388,6 +423,8 @@ def _measurement(record: dict, origin: str) -> Measurement:
             f"{where}: unit {record['unit']!r} is not the unit of question {record['question']!r} "
             f"({QUESTIONS[record['question']][1]!r})"
         )
+    if not isinstance(record.get("measured", True), bool):
+        raise ValueError(f"{where}: measured must be true or false, got {record['measured']!r}")
     figure = checks.number(f"{where}: figure", record["figure"])
     fields = {key: record[key] for key in _STR_FIELDS + ("name", "source", "source_date")}
     return Measurement(
@@ -396,6 +433,7 @@ def _measurement(record: dict, origin: str) -> Measurement:
         inputs=tuple(record["inputs"].items()),
         expected_miss=record.get("expected_miss"),
         note=record.get("note"),
+        measured=record.get("measured", True),
     )
 
 
@@ -444,3 +482,15 @@ def compare(measurement: Measurement) -> Comparison:
 def table() -> tuple[Comparison, ...]:
     """:func:`compare` for every measurement, in file order."""
     return tuple(compare(m) for m in measurements())
+
+
+def distinct_figures(rows) -> tuple[tuple[Comparison, ...], ...]:
+    """The published figures behind ``rows`` (:class:`Comparison`), each once, in order: the
+    rows that hold one figure of one source (the same figure, unit and setup as a bound and as
+    an estimate through an engine profile) grouped together, so a headline counts each published
+    figure once however many of the course's answers it is held against."""
+    groups = {}
+    for row in rows:
+        m = row.measurement
+        groups.setdefault((m.cite, m.setup, m.figure, m.unit), []).append(row)
+    return tuple(tuple(group) for group in groups.values())

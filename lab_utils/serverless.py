@@ -23,10 +23,13 @@ Active workers (Runpod's always-on workers, billed at their own lower rate) are 
 they are warm from time 0, never stop, count towards ``max_workers`` and are billed for the
 whole period, ``duration_s`` (by default until the last flex worker stops or the last job ends).
 
-A cold start is made of parts (:func:`cold_start`): pulling the container image, starting the
-container and its Python, downloading the model when no cache holds it, creating the CUDA
-context, loading the weights and starting the serving engine (vLLM compiles its graphs and
-captures CUDA graphs); each part is an assumption in ``lab_utils/data/assumptions.toml``
+A cold start is made of parts (:func:`cold_start`): starting the container and its Python,
+downloading the model when no cache holds it, creating the CUDA context, loading the weights and
+starting the serving engine (vLLM compiles its graphs and captures CUDA graphs), all billed, as
+Runpod bills from a worker's start to its stop; the image pull comes first only in the uncached
+case (``image_cached=False``): Runpod puts the image on the host when the endpoint's workers are
+initialised, before a worker starts and billing begins (Runpod's serverless pricing and worker
+pages, read 2026-12). Each part is an assumption in ``lab_utils/data/assumptions.toml``
 (notebook 04 measures the container start). A snapshot restore (Runpod's FlashBoot) replaces
 the whole start when the worker lands on a host that holds a snapshot, a share of starts
 given by a hit rate; give ``simulate`` the :class:`ColdStart` itself and its k-th worker
@@ -38,6 +41,7 @@ Pure Python: no torch.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import operator
 import random
@@ -88,25 +92,10 @@ class _Worker:
         self.concurrency = concurrency
         self.spare_slots = concurrency - 1  # slots of a booting worker beyond the request that started it
         self.ends_s: list[float] = []  # heap: end times of requests started, until a later start prunes them
-        self.free_at_s = ready_s  # when the next request given to it can start (kept by serve)
+        self.free_at_s = ready_s  # when the next request given to it can start (kept by simulate)
         self.last_end_s = ready_s
         self.jobs_s: list[tuple[float, float]] = []
         self.active = active
-
-    def serve(self, start_s: float, service_s) -> float:
-        """Start a request at ``start_s`` (not before it is free: ready, with a slot free), taking
-        ``service_s(n)`` seconds in a batch of n; return when it ends."""
-        while self.ends_s and self.ends_s[0] <= start_s:
-            heapq.heappop(self.ends_s)
-        end_s = start_s + service_s(len(self.ends_s) + 1)
-        heapq.heappush(self.ends_s, end_s)
-        if end_s > self.last_end_s:
-            self.last_end_s = end_s
-        self.jobs_s.append((start_s, end_s))
-        # Free again once ready with a slot free (fewer than `concurrency` in flight, else at the
-        # earliest end), and not before this request starts: requests start in the order given.
-        self.free_at_s = max(start_s, self.ready_s if len(self.ends_s) < self.concurrency else self.ends_s[0])
-        return end_s
 
     def stops_at(self, idle_timeout_s: float) -> float:
         return math.inf if self.active else self.last_end_s + idle_timeout_s
@@ -167,9 +156,10 @@ def simulate(
     retired_lifetimes_s, retired_busy_s, started, restored = [], 0.0, 0, 0
     latencies = [0.0] * len(arrivals)
     last_end_s = 0.0
+    heappush, heappop = heapq.heappush, heapq.heappop
     # Once per request, so written inline: a flex worker stops at last_end_s + idle_timeout_s
-    # (_Worker.stops_at).
-    for index in sorted(range(len(arrivals)), key=arrivals.__getitem__):  # the queue, first in first out
+    # (_Worker.stops_at), and a worker takes a request below (a method call per request costs).
+    for index in _arrival_order(arrivals):  # the queue, first in first out
         arrival = arrivals[index]
         # Workers whose idle window closed before this arrival have stopped: bill them.
         if len(workers) > active_workers:  # some flex workers run (active ones never stop)
@@ -191,7 +181,20 @@ def simulate(
                 workers.append(_Worker(arrival, arrival + seconds, active=False, concurrency=concurrency))
             worker = min(workers, key=_FREE_AT_S)  # the first with a warm, free slot (the earliest free)
             start = worker.free_at_s
-        end = worker.serve(start, service_s)
+        # The worker starts the request at `start` (not before it is free: ready, with a slot
+        # free), taking service_s(n) seconds in a batch of n. It is free again once ready with a
+        # slot free (fewer than `concurrency` in flight, else at the earliest end), and not before
+        # this request starts: requests start in the order given.
+        ends = worker.ends_s
+        while ends and ends[0] <= start:
+            heappop(ends)
+        end = start + service_s(len(ends) + 1)
+        heappush(ends, end)
+        if end > worker.last_end_s:
+            worker.last_end_s = end
+        worker.jobs_s.append((start, end))
+        free_at = worker.ready_s if len(ends) < worker.concurrency else ends[0]
+        worker.free_at_s = free_at if free_at > start else start
         latencies[index] = end - arrival
         if end > last_end_s:
             last_end_s = end
@@ -216,12 +219,26 @@ def simulate(
     )
 
 
+def _arrival_order(arrivals: list[float]):
+    """The indices of ``arrivals`` in order of time (ties in the order given): ``range`` when
+    they are in order already, as the generators below give them."""
+    if all(map(operator.le, arrivals, itertools.islice(arrivals, 1, None))):
+        return range(len(arrivals))
+    return sorted(range(len(arrivals)), key=arrivals.__getitem__)
+
+
 def _start_function(cold_start_s):
     """``cold_start_s`` checked, as a function of the index of a flex worker's start giving
     (seconds, whether a restore): a number (every start alike, none restored) or a
-    :class:`ColdStart`."""
+    :class:`ColdStart` (:meth:`ColdStart.start_s`, its plain start summed once)."""
     if isinstance(cold_start_s, ColdStart):
-        return lambda index: (cold_start_s.start_s(index), cold_start_s.restored(index))
+        plain_s, restore_s = cold_start_s.total_s, cold_start_s.restore_s
+
+        def start(index: int) -> tuple[float, bool]:
+            restored = cold_start_s.restored(index)
+            return (restore_s if restored else plain_s), restored
+
+        return start
     seconds = checks.number("cold_start_s", cold_start_s, strict=False)
     return lambda index: (seconds, False)
 
@@ -336,7 +353,7 @@ class ColdStart:
         return math.ceil(self.total_s) * checks.number("price_per_worker_s", price_per_worker_s, strict=False)
 
 
-_COLD_START_SECONDS = {
+_COLD_START_SECONDS = {  # the parts given in seconds
     "image_pull_s": "image pull",
     "container_start_s": "container start",
     "cuda_init_s": "CUDA init",
@@ -347,6 +364,7 @@ _COLD_START_SECONDS = {
 def cold_start(
     weight_bytes,
     *,
+    image_cached=None,
     image_pull_s=None,
     container_start_s=None,
     cuda_init_s=None,
@@ -359,7 +377,8 @@ def cold_start(
 ) -> ColdStart:
     """The cold start of a worker that serves ``weight_bytes`` of weights.
 
-    A plain start: image pull + container start + model download (``weight_bytes`` /
+    A plain start: image pull (only when not ``image_cached``: Runpod pulls the image onto the
+    host before the worker starts and billing begins) + container start + model download (``weight_bytes`` /
     ``download_bytes_per_s``, only when ``model_cached`` is False: no image or volume holds the
     weights) + CUDA initialisation + weight load (``weight_bytes`` / ``weight_load_bytes_per_s``)
     + engine start (``engine_start_s``: vLLM's graph compilation and CUDA graph capture; 0 for a
@@ -369,6 +388,7 @@ def cold_start(
     """
     weight_bytes = checks.number("weight_bytes", weight_bytes, strict=False)
     given = {
+        "image_cached": image_cached,
         "image_pull_s": image_pull_s,
         "container_start_s": container_start_s,
         "cuda_init_s": cuda_init_s,
@@ -381,9 +401,13 @@ def cold_start(
     resolved, taken = assumptions.resolve(**{f"cold_start__{name}": value for name, value in given.items()})
     values = {name: resolved[f"cold_start.{name}"] for name in given}
     seconds = {name: checks.number(name, values[name], strict=False) for name in _COLD_START_SECONDS}
-    if not isinstance(values["model_cached"], bool):
-        raise TypeError(f"model_cached must be True or False, got {values['model_cached']!r}")
-    parts = [(_COLD_START_SECONDS[name], seconds[name]) for name in ("image_pull_s", "container_start_s")]
+    for flag in ("image_cached", "model_cached"):
+        if not isinstance(values[flag], bool):
+            raise TypeError(f"{flag} must be True or False, got {values[flag]!r}")
+    if values["image_cached"]:
+        taken.pop("cold_start.image_pull_s", None)  # not part of this start
+    parts = [] if values["image_cached"] else [("image pull", seconds["image_pull_s"])]
+    parts.append(("container start", seconds["container_start_s"]))
     if not values["model_cached"]:
         download, downloaded = assumptions.resolve(cold_start__download_bytes_per_s=download_bytes_per_s)
         download_bytes_per_s = download["cold_start.download_bytes_per_s"]

@@ -11,7 +11,19 @@ from __future__ import annotations
 import functools
 from itertools import accumulate
 
-from lab_utils import advisor, assumptions, checks, economics, engines, hardware, llms, memory, plots, prices
+from lab_utils import (
+    advisor,
+    assumptions,
+    basics,
+    checks,
+    economics,
+    engines,
+    hardware,
+    llms,
+    memory,
+    plots,
+    prices,
+)
 from lab_utils.units import bytes_in, bytes_label, format_bytes
 
 _BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -209,7 +221,8 @@ def cost_curves(
     ``advisor.serve`` (the one engine, as ``lab-utils pick serve``) for ``gpu`` always on, its
     serverless class (cold starts, restores and idle time simulated) and the per-token prices,
     with the fine-tune (``economics.fine_tune_estimate`` of ``fine_tune_tokens`` by ``method``
-    on ``gpu``) spread over ``amortize_months`` added to the two ways that serve your own weights.
+    on ``gpu``) spread over ``amortize_months`` added to the two ways that serve your own weights
+    (``method="inference"``: the model as published, no fine-tune; "fine_tune" is then None).
 
     Returns {"lines": {label: [(requests_per_day, Option, usd_per_month), ...]}, "fine_tune":
     FineTuneEstimate, "fine_tune_per_month_usd", "assumptions" (those taken), "model", "gpu",
@@ -265,17 +278,20 @@ def _cost_curves(
         fine_tune_tokens=fine_tune_tokens,
     )
     fine_tune_tokens = values["fine_tune_tokens"]
-    config, spec = llms.get(values["default_model"]), hardware.get(values["default_gpu"])
+    config, spec = llms.resolve(values["default_model"]), hardware.get(values["default_gpu"])
     closed = prices.api_price(values["compare_api"])
     months = values["amortize_months"]
-    fine_tune = economics.fine_tune_estimate(
-        config, fine_tune_tokens, method=values["default_method"], gpu=spec, mfu=mfu
-    )
-    fixed = (fine_tune.cost_usd or 0.0) / months
+    if values["default_method"] == "inference":  # the model as published: no fine-tune to pay
+        fine_tune, fixed = None, 0.0
+    else:
+        fine_tune = economics.fine_tune_estimate(
+            config, fine_tune_tokens, method=values["default_method"], gpu=spec, mfu=mfu
+        )
+        fixed = basics.per_month_usd(fine_tune.cost_usd or 0.0, months)
     lines: dict[str, list] = {}
     for requests_per_day in requests_per_day_grid:
         advice = advisor.serve(
-            config.name,
+            config,
             requests_per_day,
             batch=batch,
             input_tokens=input_tokens,
@@ -291,10 +307,10 @@ def _cost_curves(
             f"API: {closed.name}": advice.option(f"API: {closed.name}"),
         }
         for label, option in chosen.items():
-            if option is None or option.cost_usd is None:
+            if option is None or option.cost_per_month_usd is None:
                 continue
             extra = fixed if option.kind in ("gpu", "serverless") else 0.0
-            lines.setdefault(label, []).append((requests_per_day, option, option.cost_usd + extra))
+            lines.setdefault(label, []).append((requests_per_day, option, option.cost_per_month_usd + extra))
     taken.update(advice.assumptions)
     shape, _ = assumptions.resolve(
         input_tokens=input_tokens, output_tokens=output_tokens, latency_target_s=None
@@ -383,17 +399,20 @@ def _cost_figure(
     ax.set_yscale("log")
     ax.legend(loc="upper left", fontsize=9)
     fine_tune = curves["fine_tune"]
+    own_weights = (
+        "Own weights: the model as published, no fine-tune."
+        if fine_tune is None
+        else f"Own weights include the {fine_tune.method} fine-tune of {curves['fine_tune_tokens']:.0e} "
+        f"tokens (${fine_tune.cost_usd or 0:,.2f}) spread over {curves['amortize_months']} months."
+    )
     fig.text(
         0.01,
         0.01,
         f"lab_utils.advisor.serve at each volume (as lab-utils pick serve): "
         f"{curves['input_tokens']} tokens in + {curves['output_tokens']} out per request, "
         f"p95 within {curves['latency_target_s']:g} s (x: misses it); "
-        f"serverless with cold starts, snapshot restores and idle time simulated. Own weights include the "
-        f"{fine_tune.method} fine-tune of {curves['fine_tune_tokens']:.0e} tokens "
-        f"(${fine_tune.cost_usd or 0:,.2f}) spread "
-        f"over {curves['amortize_months']} months. "
-        f"Estimates from vendor specifications and dated list prices, not measurements.",
+        f"serverless with cold starts, snapshot restores and idle time simulated. {own_weights} "
+        "Estimates from vendor specifications and dated list prices, not measurements.",
         fontsize=8,
         wrap=True,
     )
@@ -442,7 +461,7 @@ def cost_calculator(
         values[name]
         for name in ("default_model", "default_gpu", "compare_api", "default_method", "fine_tune_tokens")
     )
-    efficiency, amortize_months = 1.0 if efficiency is None else efficiency, values["amortize_months"]
+    efficiency, amortize_months = basics.engine_efficiency(efficiency), values["amortize_months"]
     if mfu is None:  # the MFU of the fine-tune's regime (economics.mfu_assumption)
         mfu = economics.fine_tune_estimate(model, fine_tune_tokens, method=method, gpu=gpu).mfu
     values = {
@@ -510,7 +529,7 @@ def _advisor_figure(job, model, method, n_tokens, requests_per_day, engine=None)
     else:
         advice = advisor.serve(model, requests_per_day, engine=engine)
     fig, _ = plots.advice_chart(advice)
-    fig.text(0.01, 0.01, advice.verdict, fontsize=8, wrap=True)
+    fig.text(0.01, 0.01, advice.verdict.text(), fontsize=8, wrap=True)
     fig.subplots_adjust(bottom=0.2)
     return fig
 
@@ -558,7 +577,7 @@ def job_advisor(
             value=llms.get(model).name,
             description="model",
         ),
-        "method": w.Dropdown(options=("full", "lora", "qlora"), value=method, description="method"),
+        "method": w.Dropdown(options=assumptions.FINE_TUNE_METHODS, value=method, description="method"),
         "n_tokens": w.SelectionSlider(
             options=sorted({*_JOB_TOKENS, n_tokens}), value=n_tokens, description="FT tokens"
         ),
@@ -575,4 +594,118 @@ def job_advisor(
     }
     return _live_panel(
         _advisor_figure, controls, [("job", "model"), ("method", "n_tokens", "requests_per_day"), ("engine",)]
+    )
+
+
+def latency_calculator(
+    model: str = "Llama-3.1-8B",
+    gpu: str = "H100 SXM",
+    prompt_len: int = 1000,
+    output_len: int = 200,
+    chunked_prefill: bool | None = None,
+    prefix_hit: float | None = None,
+    spec_acceptance: float | None = None,
+    static: bool = False,
+):
+    """What users wait on one replica against the request rate: ``replica.at_rate`` (its
+    assumptions) at rates from a quarter to twice the steady-state knee (``serving.estimate`` at
+    ``serving.max_batch``), drawn as TTFT p99 and TPOT p50/p99 with the SLA targets.
+
+    Controls: model, GPU, prompt and output tokens, chunked prefill, prefix hit rate, and the
+    acceptance rate of 3-token n-gram speculative decoding (None: none); ``chunked_prefill`` and
+    ``prefix_hit`` None: their assumptions. ``static=True`` returns the matplotlib figure for these
+    inputs; otherwise an ipywidgets panel.
+    """
+    from lab_utils import replica, serving
+
+    levers, _ = assumptions.resolve(chunked_prefill=chunked_prefill, prefix_hit=prefix_hit)
+    chunked_prefill, prefix_hit = levers["chunked_prefill"], levers["prefix_hit"]
+    if not isinstance(static, bool):
+        raise TypeError(f"static must be True or False, got {static!r}")
+    shares = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)
+
+    def draw(model, gpu, prompt_len, output_len, chunked_prefill, prefix_hit, spec_acceptance):
+        shape = dict(device=gpu, prompt_len=prompt_len, output_len=output_len)
+        room = serving.max_batch(model, device=gpu, context_len=prompt_len + output_len)
+        if room < 1:
+            raise ValueError(f"model={model!r} does not fit one {gpu}")
+        knee = serving.estimate(model, batch=room, **shape).requests_per_s
+        spec = dict(spec_tokens=3, spec_acceptance=spec_acceptance) if spec_acceptance is not None else {}
+        runs = [
+            replica.at_rate(
+                model,
+                rate_per_s=share * knee,
+                n_requests=200,
+                chunked_prefill=chunked_prefill,
+                prefix_hit=prefix_hit,
+                **spec,
+                **shape,
+            )
+            for share in shares
+        ]
+        fig, ax = plots.figure(
+            f"{llms.resolve(model).name} on one {hardware.as_spec(gpu).name} (simulated)",
+            "request rate (requests/s)",
+            "latency (ms)",
+        )
+        rates = [share * knee for share in shares]
+        ax.plot(rates, [r.ttft.p99 * 1e3 for r in runs], marker="o", label="TTFT p99")
+        ax.plot(rates, [r.tpot.p50 * 1e3 for r in runs], marker="s", label="TPOT p50")
+        ax.plot(rates, [r.tpot.p99 * 1e3 for r in runs], marker="^", label="TPOT p99")
+        ax.axvline(knee, color="grey", linestyle="--", label="steady-state knee")
+        ax.axhline(runs[0].slo_ttft_s * 1e3, color="red", linestyle=":", label="TTFT target")
+        ax.axhline(runs[0].slo_tpot_s * 1e3, color="orange", linestyle=":", label="TPOT target")
+        ax.set_yscale("log")
+        ax.legend(fontsize="small")
+        return fig
+
+    values = dict(
+        model=model,
+        gpu=gpu,
+        prompt_len=prompt_len,
+        output_len=output_len,
+        chunked_prefill=chunked_prefill,
+        prefix_hit=prefix_hit,
+        spec_acceptance=spec_acceptance,
+    )
+    if static:
+        return draw(**values)
+
+    import ipywidgets as w
+    import matplotlib.pyplot as plt
+
+    plt.close(draw(**values))  # bad starting values fail here, naming the parameter
+    controls = {
+        "model": w.Dropdown(
+            options=[c.name for c in llms.catalog()], value=llms.resolve(model).name, description="model"
+        ),
+        "gpu": w.Dropdown(
+            options=[s.name for s in hardware.catalog("gpu") if s.bandwidth_bytes_per_s and s.memory_bytes],
+            value=hardware.as_spec(gpu).name,
+            description="GPU",
+        ),
+        "prompt_len": w.SelectionSlider(
+            options=sorted({250, 500, 1000, 2000, 4000, 8000, prompt_len}),
+            value=prompt_len,
+            description="prompt",
+        ),
+        "output_len": w.SelectionSlider(
+            options=sorted({50, 100, 200, 500, 1000, output_len}), value=output_len, description="output"
+        ),
+        "chunked_prefill": w.Checkbox(value=chunked_prefill, description="chunked prefill"),
+        "prefix_hit": w.FloatSlider(value=prefix_hit, min=0.0, max=0.95, step=0.05, description="prefix hit"),
+        "spec_acceptance": w.Dropdown(
+            options=[("no speculation", None), *((f"{a:.0%}", a) for a in (0.3, 0.5, 0.7, 0.9))],
+            value=spec_acceptance,
+            description="spec. accept",
+        ),
+    }
+    return _live_panel(
+        draw,
+        controls,
+        [
+            ("model", "gpu"),
+            ("prompt_len", "output_len"),
+            ("chunked_prefill", "prefix_hit", "spec_acceptance"),
+        ],
     )

@@ -69,7 +69,7 @@ def test_the_cli_the_advisor_and_the_widgets_agree_on_one_job(method, capsys):
     from lab_utils.units import format_bytes
 
     advice = advisor.fine_tune("llama-3.1-8b", 1e8, method=method, include_cpus=False)
-    option = next(o for o in advice.options if o.name.split(" x ")[-1] == "H100 SXM")
+    option = next(o for o in advice.options if o.device == "H100 SXM" and o.kind == "gpu")
 
     cost = _cli_out(
         [
@@ -86,7 +86,7 @@ def test_the_cli_the_advisor_and_the_widgets_agree_on_one_job(method, capsys):
         ],
         capsys,
     )
-    assert _dollars(cost, "cost") == round(option.cost_usd, 2)
+    assert _dollars(cost, "cost") == round(option.cost_per_job_usd, 2)
     assert f"{option.n_devices} x H100 SXM" in cost
 
     shown = _cli_out(["memory", "--model", "llama-3.1-8b", "--method", method], capsys)
@@ -101,31 +101,118 @@ def test_the_cli_the_advisor_and_the_widgets_agree_on_one_job(method, capsys):
         "llama-3.1-8b", gpu="H100 SXM", method=method, fine_tune_tokens=1e8, static=True
     )
     note = " ".join(text.get_text() for text in calculator.texts)
-    assert f"${option.cost_usd:,.2f}" in note
+    assert f"${option.cost_per_job_usd:,.2f}" in note
     plt.close(calculator)
 
 
-def test_every_assumption_has_a_source_and_a_date(monkeypatch):
-    """A record without a source or a YYYY-MM date fails to load: every default says where it
-    comes from (a citation or "course choice") and when."""
+def test_every_assumption_has_a_source_its_date_and_when_it_was_checked(monkeypatch):
+    """A record without a source, a YYYY-MM source_date and a YYYY-MM checked (not before the
+    source) fails to load: every default says where it comes from, how old that is, and when
+    the course last compared the two."""
     from lab_utils import catalogs
 
     for entry in assumptions.catalog():
-        assert entry.source.strip() and len(entry.date) == 7, entry.name
-    undated = {"mfu": {"value": 0.4, "why": "a reason", "source": "course choice"}}
-    monkeypatch.setattr(catalogs, "read", lambda name: undated)
-    assumptions._load.cache_clear()
-    try:
-        with pytest.raises(ValueError, match="date"):
-            assumptions.catalog()
-        undated["mfu"]["date"] = "2026"
-        with pytest.raises(ValueError, match="YYYY-MM"):
-            assumptions.catalog()
-    finally:
+        assert entry.source.strip() and len(entry.source_date) == len(entry.checked) == 7, entry.name
+        assert entry.source_date <= entry.checked, entry.name
+    # the source's own date, not the day the course read it (torchtitan's runs of 2024-12)
+    assert assumptions.get("mfu_multi_gpu").source_date == "2024-12"
+    record = {"value": 0.4, "why": "a reason", "source": "course choice"}
+    monkeypatch.setattr(catalogs, "read", lambda name: {"mfu": record})
+    for given, match in [
+        ({}, "source_date and checked"),
+        ({"date": "2026-12"}, "source_date and checked"),  # the old, ambiguous key
+        ({"source_date": "2026", "checked": "2026-12"}, "source_date must be YYYY-MM"),
+        ({"source_date": "2026-12", "checked": "2026-11"}, "before source_date"),
+    ]:
+        record.update(given)
         assumptions._load.cache_clear()
+        try:
+            with pytest.raises(ValueError, match=match):
+                assumptions.catalog()
+        finally:
+            for key in given:
+                record.pop(key)
+            assumptions._load.cache_clear()
 
 
 def test_resolve_takes_the_assumption_for_none_and_records_it():
     values, taken = assumptions.resolve(mfu=None, seq_len=2048, precision__inference=None)
     assert values == {"mfu": 0.4, "seq_len": 2048, "precision.inference": "checkpoint"}
     assert taken == {"mfu": 0.4, "precision.inference": "checkpoint"}
+
+
+def test_the_price_rule_honours_the_callers_max_devices(monkeypatch):
+    """Beyond one server of the caller's max_devices GPUs, whole servers of that size: 4 GPUs on
+    servers of 2 rent two 2-GPU servers (the assumption's 8 GPUs per server would have priced
+    them as four 1-GPU pods)."""
+    from dataclasses import replace
+
+    h100 = hardware.get("H100 SXM")
+    pod = prices.hourly_price("Runpod H100 SXM pod")
+    pair = replace(pod, name="a 2-GPU H100 server", n_gpus=2, usd_per_hour=2 * pod.usd_per_hour + 0.5)
+    offers = prices.hourly_prices()
+    monkeypatch.setattr(prices, "hourly_prices", lambda: (*offers, pair))
+    assert assumptions.device_price(h100, n_gpus=4).offer == pod.name  # within one server of 8
+    two = assumptions.device_price(h100, n_gpus=4, max_devices=2)
+    assert (two.offer, two.usd_per_hour) == ("a 2-GPU H100 server, per GPU", pair.usd_per_gpu_hour)
+    assert assumptions.device_price(h100, n_gpus=2, max_devices=2).offer == pod.name  # one server
+    # no offer of a 4-GPU server in the data: the cheapest per GPU, and the label says so
+    four = assumptions.device_price(h100, n_gpus=8, max_devices=4)
+    assert four.offer == f"{pod.name}, per GPU (no offer of one 4-GPU server in the data)"
+    with pytest.raises(ValueError, match="max_devices"):
+        assumptions.device_price(h100, n_gpus=4, max_devices=0)
+    # the fine-tune's price follows: economics passes its max_devices on
+    from lab_utils import economics
+
+    job = economics.fine_tune_estimate(
+        "llama-3.1-8b", 1e8, method="lora", gpu="H100 SXM", n_gpus=4, max_devices=2
+    )
+    assert (job.n_gpus, job.n_nodes, job.usd_per_gpu_hour) == (4, 2, pair.usd_per_gpu_hour)
+
+
+def test_an_edit_of_the_cuda_context_reaches_memory_when_asked(monkeypatch):
+    """memory reads the cuda_context_* assumptions at call time, not once at import."""
+    from lab_utils import catalogs
+
+    h100 = hardware.get("H100 SXM")
+    before = memory.usable_bytes(h100)
+    data = {name: dict(entry) for name, entry in catalogs.read("assumptions.toml").items()}
+    data["cuda_context_bytes"]["value"] = 1e9
+    monkeypatch.setattr(catalogs, "read", lambda name: data)
+    assumptions._load.cache_clear()
+    try:
+        assert memory.CUDA_CONTEXT_BYTES[1] == 1e9
+        assert memory.usable_bytes(h100) == h100.memory_bytes - 1e9 > before
+    finally:
+        assumptions._load.cache_clear()
+
+
+def test_lora_params_defaults_to_the_lora_assumptions():
+    rank, targets = assumptions.value("lora_rank"), assumptions.value("lora_targets")
+    assert targets == "all-linear"
+    assert memory.lora_params("llama-3.1-8b") == memory.lora_params("llama-3.1-8b", rank, targets)
+    assert memory.lora_params("llama-3.1-8b") > memory.lora_params("llama-3.1-8b", targets="attention")
+
+
+def test_the_blended_api_price_takes_the_typical_requests_share():
+    """No output_share assumption of its own: the share written is the typical request's
+    (output_tokens of input_tokens + output_tokens), as the advisor and notebook 08 count it."""
+    from lab_utils import economics
+
+    share = assumptions.value("output_tokens") / (
+        assumptions.value("input_tokens") + assumptions.value("output_tokens")
+    )
+    assert economics.blended_price_per_million(1.0, 5.0) == pytest.approx(1.0 + 4.0 * share)
+    assert "output_share" not in {a.name for a in assumptions.catalog()}
+
+
+def test_every_price_has_a_date_and_an_undated_one_is_refused():
+    from lab_utils import catalogs
+
+    for record in (*prices.api_prices(), *prices.hourly_prices(), *prices.serverless_prices()):
+        assert catalogs.DATE.match(record.date), (record.name, record.date)
+    row = '[[hourly]]\nname = "x"\nprovider = "p"\nkind = "gpu pod"\nusd_per_hour = 1.0\nsource = "s"\n'
+    for date in ('date = "undated"\n', ""):
+        with pytest.raises(ValueError, match="date"):
+            catalogs.parse(row + date, "hourly", "test", date_key="date")
+    assert catalogs.parse(row + 'date = "2026-12"\n', "hourly", "test", date_key="date")

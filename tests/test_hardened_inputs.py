@@ -91,7 +91,11 @@ POSITIVE_INPUTS = {
     "memory.training_state_bytes": (lambda v: memory.training_state_bytes(v), "n_params"),
     "memory.fits n_bytes": (lambda v: memory.fits(v, "T4"), "n_bytes"),
     "memory.gpus_needed n_bytes": (lambda v: memory.gpus_needed(v, "T4"), "n_bytes"),
-    "memory.fits reserve": (lambda v: memory.fits(1e9, "T4", reserve_bytes=v), "reserve_bytes"),
+    # None is the cuda_context_bytes assumption (read when asked), so another bad value stands in
+    "memory.fits reserve": (
+        lambda v: memory.fits(1e9, "T4", reserve_bytes=-1.0 if v is None else v),
+        "reserve_bytes",
+    ),
     "memory.kv_cache bytes_per_value": (
         lambda v: memory.kv_cache_bytes(n_layers=2, n_kv_heads=2, head_dim=8, seq_len=4, bytes_per_value=v),
         "bytes_per_value",

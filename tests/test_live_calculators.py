@@ -2,6 +2,9 @@
 this tree, and the commands the page runs need nothing beyond the standard library and those
 wheels (what Pyodide's core offers). The browser test is tests/site/test_live_calculators.py."""
 
+import base64
+import hashlib
+import json
 import subprocess
 import sys
 import zipfile
@@ -31,7 +34,7 @@ sys.exit(cli.main(sys.argv[1:]))
 COMMANDS = [
     ["memory", "--model", "Llama-3.1-8B", "--method", "qlora", "--seq-len", "2048"],
     ["cost", "fine-tune", "--model", "Llama-3.1-8B", "--tokens", "1e8", "--method", "lora", "--gpu", "T4"],
-    ["cost", "serve", "--model", "Qwen2.5-7B", "--gpu", "RTX 4090"],
+    ["cost", "serve", "--model", "Qwen2.5-7B", "--gpu", "RTX 4090", "--curve"],
     ["pick", "serve", "--model", "Llama-3.1-8B", "--requests-per-day", "1000", "--json"],
     ["pick", "fine-tune", "--model", "Llama-3.2-1B", "--tokens", "1e8", "--method", "full"],
 ]
@@ -87,5 +90,51 @@ def test_the_form_offers_every_catalog_model_and_gpu():
     form = live_calculators.form_html(ROOT)
     for name in [m.name for m in llms.catalog()] + [s.name for s in hardware.catalog("gpu")]:
         assert f'<option value="{name}"' in form or f'<option value="{name}" selected' in form
-    assert form.count("<select") == 3 and form.count("<input") == 3
+    assert (
+        form.count("<select") == 3
+        and form.count("<input") == 3
+        and form.count('<textarea name="config"') == 1
+    )
     assert 'data-state="loading"' in form
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["memory", "--model", "Llama-3.1-8B", "--method", "lora"],
+        ["cost", "fine-tune", "--model", "Llama-3.2-1B", "--tokens", "1e8", "--method", "lora"],
+        ["pick", "serve", "--model", "Llama-3.1-8B", "--requests-per-day", "1000"],
+    ],
+    ids=lambda a: " ".join(a[:2]),
+)
+def test_one_run_gives_the_text_and_the_json_the_page_shows(argv, monkeypatch, capsys):
+    """The page runs each command once: cli.main(json_answer=...) prints the text of a plain run
+    and hands on the text --json prints, asking the calculators once (advisor.serve here)."""
+    from lab_utils import advisor, cli
+
+    assert cli.main([*argv, "--json"]) == 0
+    alone = capsys.readouterr().out
+    assert cli.main(argv) == 0
+    text = capsys.readouterr().out
+    calls, answers = [], []
+    serve = advisor.serve
+    monkeypatch.setattr(advisor, "serve", lambda *a, **k: calls.append(a) or serve(*a, **k))
+    assert cli.main(argv, json_answer=answers.append) == 0
+    assert capsys.readouterr().out == text
+    assert answers == [alone.rstrip("\n")]
+    assert len(calls) == (1 if argv[:2] == ["pick", "serve"] else 0)
+
+
+def test_the_service_worker_pins_every_file_it_keeps_by_its_hash(tmp_path):
+    wheel = tmp_path / "a.whl"
+    wheel.write_bytes(b"wheel bytes")
+    pinned = {"live/a.whl": live_calculators._sha256(wheel)}
+    worker = live_calculators.write_service_worker(tmp_path / "root", pinned).read_text(encoding="utf-8")
+    assert (
+        pinned["live/a.whl"] == "sha256-" + base64.b64encode(hashlib.sha256(b"wheel bytes").digest()).decode()
+    )
+    assert json.dumps(pinned, indent=1) in worker and "__PINNED__" not in worker
+    version = worker.split('const CACHE = "live-calculators-', 1)[1].split('"', 1)[0]
+    pinned["live/a.whl"] = "sha256-other"
+    again = live_calculators.write_service_worker(tmp_path / "again", pinned).read_text(encoding="utf-8")
+    assert len(version) == 16 and f"live-calculators-{version}" not in again  # other files, another cache

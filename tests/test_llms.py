@@ -5,6 +5,8 @@ These tests check invariants and one model worked out by hand, not a copy of the
 """
 
 import dataclasses
+import json
+import sys
 
 import pytest
 
@@ -138,3 +140,79 @@ def test_a_count_that_disagrees_with_the_shapes_is_refused():
         dataclasses.replace(moe, n_layers=2)
     with pytest.raises(ValueError, match="max_positions"):
         dataclasses.replace(llms.get("gpt2"), max_positions=None, n_params=None)
+
+
+QWEN3 = {
+    "model_type": "qwen3",
+    "hidden_size": 64,
+    "intermediate_size": 96,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 24,
+    "vocab_size": 100,
+}
+
+
+def test_a_config_json_file_a_folder_or_a_dict(tmp_path):
+    folder = tmp_path / "my-qwen"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(QWEN3))
+    from_file, from_folder = llms.resolve(str(folder / "config.json")), llms.resolve(folder)
+    assert from_file.n_params == from_folder.n_params == llms.from_hf_config(QWEN3).n_params
+    assert from_folder.name == "my-qwen" and from_folder.source.endswith("config.json")
+    assert llms.resolve(QWEN3).head_dim == 24
+    assert llms.resolve("Qwen3-8B") is llms.get("Qwen3-8B")
+
+
+@pytest.mark.parametrize("key", ["hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"])
+def test_a_missing_key_is_named(key):
+    broken = {k: v for k, v in QWEN3.items() if k != key}
+    with pytest.raises(ValueError, match=f"lacks {key}"):
+        llms.from_hf_config(broken)
+
+
+def test_an_unknown_model_type_lists_the_supported_ones(tmp_path):
+    with pytest.raises(ValueError, match=r"model_type='mamba' is not supported; supported: gpt2, llama"):
+        llms.from_hf_config(dict(QWEN3, model_type="mamba"))
+    bad = tmp_path / "config.json"
+    bad.write_text("{not json")
+    with pytest.raises(ValueError, match="not a readable JSON config"):
+        llms.resolve(str(bad))
+    with pytest.raises(ValueError, match="no such config.json"):
+        llms.resolve(str(tmp_path / "missing.json"))
+    with pytest.raises(ValueError, match="write hf:org/model"):
+        llms.resolve("org/model")
+    with pytest.raises(TypeError, match="model must be"):
+        llms.resolve(8)
+
+
+def test_hf_repo_ids_say_how_to_pass_a_file_when_the_hub_is_out_of_reach(monkeypatch):
+    # no network in the tests: the download is made to fail as it does offline
+    huggingface_hub = pytest.importorskip("huggingface_hub")
+
+    def offline(*args, **kwargs):
+        raise OSError("offline")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", offline)
+    with pytest.raises(ValueError, match="download its config.json and pass its path") as error:
+        llms.resolve("hf:Qwen/Qwen3-8B")
+    assert "\n" not in str(error.value)
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # not installed
+    with pytest.raises(ValueError, match="huggingface_hub is not installed"):
+        llms.resolve("hf:Qwen/Qwen3-8B")
+
+
+def test_a_layer_that_cannot_be_is_refused():
+    with pytest.raises(ValueError, match="attention kinds are full, sliding, mla"):
+        llms.Attention("linear", 4, 4, 16, 16)
+    with pytest.raises(ValueError, match="window"):
+        llms.Attention("sliding", 4, 4, 16, 16)
+    with pytest.raises(ValueError, match="kv_lora_rank"):
+        llms.Attention("mla", 4, 4, 16, 16)
+    with pytest.raises(ValueError, match="top_k=9 must be 1 to n_experts=8"):
+        llms.MLP("moe", 32, n_experts=8, top_k=9)
+    # a MoE layer: router + shared 100, 8 experts of 10, 2 per token
+    layer = llms.Layer(llms.Attention("full", 4, 2, 16, 16), llms.MLP("moe", 4, 8, 2), 50, 100, 10)
+    assert (layer.routed_expert_params, layer.params, layer.active_params) == (80, 230, 170)
+    assert layer.attention.kv_values_per_token == 2 * (16 + 16)

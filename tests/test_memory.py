@@ -94,7 +94,7 @@ def test_weights_lora_and_job_estimates():
     llama = llms.get("Llama-3.1-8B")
     assert memory.weight_bytes(llama.n_params, "bf16") == 2 * 8_030_261_248
     # q, o: 4096 x 4096; k, v: 4096 x 1024; rank 16 in 32 layers
-    assert memory.lora_params(llama, rank=16) == 32 * 16 * (2 * 8192 + 2 * 5120)
+    assert memory.lora_params(llama, rank=16, targets="attention") == 32 * 16 * (2 * 8192 + 2 * 5120)
     inference = memory.job_estimate(llama, "inference", "bf16", batch=1, seq_len=8192)
     assert [label for label, _ in inference.parts] == ["weights", "KV cache"]
     assert inference.part("KV cache") == 8192 * 128 * 1024

@@ -252,3 +252,26 @@ def test_llamacpp_beats_the_capped_formula_but_not_the_experts_touched_bound():
             min(config.n_params, tokens * config.params_per_token) * 0.5625 / spec.bandwidth_bytes_per_s
         )
         assert tokens / capped_s < row.measurement.figure < row.course_value  # min(N, B x active) is beaten
+
+
+def test_one_owner_for_attention_flops_and_the_decode_bound():
+    # issue 36: prefill's attention and economics' attention term are one formula (sliding windows
+    # included: Mistral-7B-v0.1 at 8k tokens), and the decode bound counts the KV cache as serving does
+    from lab_utils import basics
+
+    mistral, spec = llms.get("Mistral-7B-v0.1"), hardware.get("H100 SXM")
+    per_token = economics.attention_flops_per_token(mistral, 8192)
+    assert per_token == basics.attention_flops_per_token(mistral.layers, 8192)
+    compute_s = serving.prefill_s(mistral, device=spec, prompt_len=8192, precision="bf16")
+    expected_s = 8192 * (2 * mistral.params_per_token + per_token) / spec.peak_flops["bf16"]
+    assert compute_s == pytest.approx(expected_s)
+    step_s = serving.decode_step_s(mistral, device=spec, batch=16, context_len=8192, precision="bf16")
+    bound = economics.decode_tokens_per_s_bound(
+        mistral,
+        bytes_per_param=2,
+        bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s,
+        batch=16,
+        context_len=8192,
+        peak_flops=spec.peak_flops["bf16"],
+    )
+    assert bound == pytest.approx(16 / step_s)

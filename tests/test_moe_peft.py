@@ -107,4 +107,6 @@ def test_a_mixture_of_experts_adapts_its_experts_where_peft_does():
     experts = sum(layer.mlp.n_experts for layer in config.layers)
     assert everything - attention > experts * 8 * H  # every expert has an adapter
     gpt_oss = _ours(_config("gpt_oss"))  # peft leaves its experts alone
-    assert memory.lora_params(gpt_oss, rank=8, targets="all-linear") == memory.lora_params(gpt_oss, rank=8)
+    assert memory.lora_params(gpt_oss, rank=8, targets="all-linear") == memory.lora_params(
+        gpt_oss, rank=8, targets="attention"
+    )

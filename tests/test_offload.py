@@ -134,9 +134,10 @@ def test_prefill_takes_the_faster_path_for_the_hosts_weights():
     """A long prompt: copying the host layers' weights to the 4090 (31.5 GB/s) costs less than the
     desktop CPU's 2.3 TFLOP/s would take, so llama.cpp copies them; either way prefill is slower
     than the whole model on the GPU."""
-    desktop = offload.estimate("Llama-3.1-8B", gpu=GPU, host=HOST, gpu_layers=16, prompt_len=4000)
+    common = dict(gpu=GPU, host=HOST, prompt_len=4000, engine="bound")
+    desktop = offload.estimate("Llama-3.1-8B", gpu_layers=16, **common)
     assert desktop.prefill_host_path == "copied to the GPU"
-    whole = offload.estimate("Llama-3.1-8B", gpu=GPU, host=HOST, prompt_len=4000)
+    whole = offload.estimate("Llama-3.1-8B", **common)
     assert desktop.prefill_tokens_per_s < whole.prefill_tokens_per_s
 
 

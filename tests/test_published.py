@@ -153,3 +153,67 @@ def test_a_records_options_reach_the_calculator_as_they_are():
         published.server_output_tokens_per_s(
             model="Llama-3.1-8B", device="H100 SXM", prompt_len=128, output_len=128, colour="red"
         )
+
+
+def test_the_headline_counts_each_measured_figure_once():
+    rows = published.table()
+    groups = published.distinct_figures(rows)
+    assert sum(len(group) for group in groups) == len(rows)
+    # a bound and its estimate through an engine profile hold one published figure
+    pair = next(
+        g for g in groups if {r.measurement.name for r in g} >= {"trtllm-llama31-8b-fp8-h100-2048-128"}
+    )
+    assert {r.measurement.name for r in pair} == {
+        "trtllm-llama31-8b-fp8-h100-2048-128",
+        "trtllm-llama31-8b-fp8-h100-2048-128-estimate",
+    }
+    measured = [g for g in groups if g[0].measurement.measured]
+    met = sum(any(r.within for r in g) for g in measured)
+    assert f"meets {met} of the {len(measured)} distinct published figures" in published_page.headline(rows)
+    # planted: one figure held twice, one report; the headline says 1 of 1, not 2 of 3
+    row = rows[0]
+    twice = (row, dataclasses.replace(row, measurement=dataclasses.replace(row.measurement, name="y")))
+    report = dataclasses.replace(
+        row, measurement=dataclasses.replace(row.measurement, name="z", figure=1.0, measured=False)
+    )
+    text = published_page.headline((*twice, report))
+    assert f"meets {int(row.within)} of the 1 distinct" in text and "1 row being a report" in text
+
+
+def test_a_report_nobody_timed_is_marked_and_not_a_measurement():
+    report = published.get("worker-vllm-flashboot-llama31-8b")
+    assert not report.measured and "nothing was timed" in report.setup
+    assert sum(not m.measured for m in published.measurements()) == 1
+    with pytest.raises(ValueError, match="measured must be true or false"):
+        published._measurement(
+            {
+                **{k: "x" for k in published._STR_FIELDS},
+                "name": "x",
+                "source": "s",
+                "source_date": "2025-01",
+                "area": "training",
+                "device_kind": "gpu",
+                "unit": "tokens/s",
+                "question": "training_tokens_per_s",
+                "course": "estimate",
+                "figure": 1.0,
+                "inputs": {},
+                "measured": "no",
+            },
+            "published.toml",
+        )
+
+
+def test_figures_are_the_sources_own():
+    # Unsloth's table, not its rounded prose; the Float8 run against the FP8 peak
+    assert published.get("unsloth-llama31-8b-qlora-hf-80gb").figure == 28454
+    fp8 = published.compare(published.get("torchtitan-llama31-8b-fsdp-compile-fp8-8xh100"))
+    bf16_inputs = {**dict(fp8.measurement.inputs), "dtype": "bf16"}
+    assert fp8.course_value == pytest.approx(2 * published.training_tokens_per_s(**bf16_inputs), rel=0.01)
+    # MLPerf's score: of the five runs, the fastest and the slowest dropped, the mean of the rest
+    dlrm = published.get("mlperf-train21-dlrm-2xspr")
+    runs = sorted(float(t.replace(",", "")) for t in re.findall(r"\d,\d{3}\.\d", dlrm.setup)[:5])
+    assert len(runs) == 5 and dlrm.figure == pytest.approx(sum(runs[1:4]) / 3, abs=0.2)
+    # TensorRT-LLM's page moves between versions: its rows cite the v1.0 page at a commit
+    trtllm = [m for m in published.measurements() if "TensorRT-LLM" in m.url]
+    assert trtllm and all(re.search(r"/blob/[0-9a-f]{40}/", m.url) for m in trtllm)

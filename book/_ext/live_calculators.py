@@ -9,15 +9,23 @@ browser by Pyodide (Python compiled to WebAssembly), offline.
 - Pyodide itself is vendored by web_assets.py (npm package ``pyodide``, pinned, checksum-checked).
 - The directive ``{live-calculators}`` writes the form: the catalog's models and GPUs (read
   from ``lab_utils`` at build time, so the form works before Python has loaded in the page),
-  a method, a sequence length, training tokens and requests per day. ``live/calculators.js``
-  runs ``lab-utils memory``, ``cost`` and ``pick`` with those options through
-  ``lab_utils.cli.main`` and shows their answers, assumptions included, as the CLI prints them.
+  a method, a sequence length, training tokens, requests per day and a box for the reader's
+  own ``config.json``. ``live-calculators.js`` starts Python in a Web Worker
+  (``live-worker.js``) as the page opens, runs ``lab-utils memory``, ``cost`` and ``pick``
+  with those options through ``lab_utils.cli.main`` there, and shows their answers as the CLI
+  prints them, each beside a figure drawn from the command's ``--json`` answer.
+- A service worker (``live-calculators-sw.js``, written at the site's root so that its scope
+  holds the page) keeps Pyodide and the wheels in the browser's cache under a name made of
+  their SHA-256 hashes (``packages.json`` lists them; the files are fetched with those hashes
+  as Subresource Integrity), and the page itself, so a second visit answers at once, offline.
 
 Loaded by course_site.py's setup.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import importlib.metadata
 import importlib.util
@@ -39,6 +47,15 @@ logger = logging.getLogger(__name__)
 
 HERE = Path(__file__).parent
 GENERATED = Path("book") / "_generated" / "live-static"  # served as _static/ (live/ inside)
+GENERATED_ROOT = Path("book") / "_generated" / "live-root"  # copied to the site's root (the service worker)
+SERVICE_WORKER = "live-calculators-sw.js"
+PYODIDE_FILES = (
+    "pyodide.mjs",
+    "pyodide.asm.mjs",
+    "pyodide.asm.wasm",
+    "python_stdlib.zip",
+    "pyodide-lock.json",
+)
 PURE_DEPENDENCIES = (
     "tabulate",
 )  # what lab_utils.cli needs beyond the standard library, for memory/cost/pick
@@ -123,29 +140,67 @@ def installed_wheel(name: str, destination: Path) -> Path:
     return target
 
 
+def _sha256(path: Path) -> str:
+    """The file's SHA-256 as Subresource Integrity writes it (``sha256-`` and base64)."""
+    return "sha256-" + base64.b64encode(hashlib.sha256(path.read_bytes()).digest()).decode()
+
+
 def build_packages(app: Sphinx) -> None:
-    """Write _static/live/: the course's wheel, its pure dependencies and packages.json."""
+    """Write _static/live/ (the course's wheel, its pure dependencies, packages.json naming them
+    and Pyodide's files with their hashes) and the service worker that caches them."""
     root = Path(app.srcdir)
     live = root / GENERATED / "live"
     if live.exists():
         shutil.rmtree(live)
     wheels = [course_wheel(root, live)] + [installed_wheel(name, live) for name in PURE_DEPENDENCIES]
+    pinned = {f"live/{w.name}": _sha256(w) for w in wheels}
+    pyodide = pyodide_folder()
+    if pyodide is not None:
+        pinned.update({f"vendor/pyodide/{name}": _sha256(pyodide / name) for name in PYODIDE_FILES})
     manifest = {
         "pyodide": "vendor/pyodide/pyodide.mjs",
         "wheels": [w.name for w in wheels],
         "bytes": {w.name: w.stat().st_size for w in wheels},
+        "integrity": pinned,  # _static-relative path -> sha256 (the service worker's cache key)
     }
     (live / "packages.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    write_service_worker(root / GENERATED_ROOT, pinned)
     logger.info(
         f"live_calculators: {', '.join(f'{w.name} ({w.stat().st_size / 1e3:.0f} kB)' for w in wheels)}"
     )
 
 
+def write_service_worker(folder: Path, pinned: dict[str, str]) -> Path:
+    """The service worker from live_static/, given its cache's name (a hash of every pinned file's
+    hash: a new build with other files gets a new cache) and the pinned files."""
+    version = hashlib.sha256(json.dumps(pinned, sort_keys=True).encode()).hexdigest()[:16]
+    template = (HERE / "live-calculators-sw.template.js").read_text(encoding="utf-8")
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / SERVICE_WORKER
+    target.write_text(
+        template.replace("__VERSION__", version).replace("__PINNED__", json.dumps(pinned, indent=1)),
+        encoding="utf-8",
+    )
+    return target
+
+
+def pyodide_folder() -> Path | None:
+    """The vendored Pyodide's folder (web_assets.py), or None when it is not there."""
+    import web_assets
+
+    destination, packages = web_assets.read_lock()
+    package = next(p for p in packages if p.name == "pyodide")
+    return destination / package.into if web_assets.installed(package, destination) else None
+
+
 def add_static_path(app: Sphinx, config) -> None:
-    """Serve the page's script and the generated wheels from _static/."""
-    generated = Path(app.srcdir) / GENERATED
-    generated.mkdir(parents=True, exist_ok=True)  # Sphinx drops a static path that does not exist yet
+    """Serve the page's scripts and the generated wheels from _static/, the service worker from
+    the site's root."""
+    generated, at_root = Path(app.srcdir) / GENERATED, Path(app.srcdir) / GENERATED_ROOT
+    for folder in (generated, at_root):
+        folder.mkdir(parents=True, exist_ok=True)  # Sphinx drops a static path that does not exist yet
     config.html_static_path += [str(HERE / "live_static"), str(generated)]
+    config.html_extra_path += [str(at_root)]
 
 
 def download_bytes(root: Path) -> int:
@@ -176,6 +231,8 @@ def form_html(root: Path) -> str:
         f'<section class="live-answer" data-command="{name}"><h3>{title}</h3>'
         f'<p class="live-uses">{uses}</p>'
         f'<pre class="live-command"></pre><p class="live-headline"></p>'
+        '<figure class="live-figure" hidden><div class="live-svg"></div>'
+        '<figcaption class="live-alt"></figcaption></figure>'
         f'<pre class="live-output">Computed here when Python has loaded.</pre></section>'
         for name, title, uses in (
             (
@@ -209,7 +266,11 @@ def form_html(root: Path) -> str:
         f'value="{START["tokens"]}"></label>'
         '<label>Requests per day <input name="requests_per_day" type="number" min="1" '
         f'value="{START["requests_per_day"]}">'
-        "</label></form>"
+        "</label>"
+        '<label class="live-own-model">Your own model: paste its <code>config.json</code> (Hugging Face) '
+        "or drop the file here; every answer is then for it (empty: the model chosen above)"
+        '<textarea name="config" rows="3" spellcheck="false" placeholder="{&quot;model_type&quot;: ...}">'
+        "</textarea></label></form>"
         '<p class="live-status" role="status">Loading Python in this page '
         f"({download_bytes(root) / 1e6:.0f} MB, "
         "once; nothing is sent anywhere). The commands below follow your choices already; "
@@ -232,6 +293,7 @@ class LiveCalculators(SphinxDirective):
 def add_page_script(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
     """Load the calculators' script and style on the pages that show them."""
     if 'class="live-calculators"' in context.get("body", ""):
+        app.add_js_file("live-figures.js", loading_method="defer")
         app.add_js_file("live-calculators.js", loading_method="defer")
         app.add_css_file("live-calculators.css")
 

@@ -69,6 +69,7 @@ COMMANDS = (
     "memory",
     "cost",
     "pick",
+    "latency",
     "split",
     "offload",
 )
@@ -91,11 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, json_answer=None) -> int:
     """Run one sub-command; returns the exit status. Bad usage or input: one line on stderr,
-    status 2. Anything else is a bug: its traceback, a line saying so, status 1."""
+    status 2. Anything else is a bug: its traceback, a line saying so, status 1.
+    ``json_answer``: a function given the text ``--json`` would print, called by ``memory``,
+    ``cost`` and ``pick`` as they print their tables (one run, both answers: the website)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.json_answer = json_answer
     command = " ".join(
         str(part)
         for part in (args.command, getattr(args, "cost", None) or getattr(args, "job", None))

@@ -6,6 +6,7 @@ assumptions.
 from __future__ import annotations
 
 import argparse
+import json
 
 
 class UsageError(Exception):
@@ -122,10 +123,22 @@ def device_name(text: str) -> str:
     return catalog_name(hardware.get, "device")(text)
 
 
-def model_name(text: str) -> str:
+MODEL_HELP = 'a catalog model (e.g. llama-3.1-8b), a config.json path or folder, or "hf:<repo id>" (online)'
+
+
+def model_name(text: str):
+    """An argparse type for every --model: the ``llms.LLMConfig`` of a catalog name, a
+    config.json path, a folder holding one, or hf:<repo id>, through ``llms.resolve`` (it prints
+    as its name). A missing key or an unknown model_type is a usage error that names it."""
     from lab_utils import llms
 
-    return catalog_name(llms.get, "model")(text)
+    try:
+        return llms.resolve(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error).replace(f"name={text!r}", repr(text), 1)) from None
+
+
+model_name.__name__ = "model"  # argparse names the type in its messages
 
 
 def gpu_name(text: str) -> str:
@@ -158,6 +171,19 @@ def print_assumptions(taken, args: argparse.Namespace) -> None:
         flags = (assumptions.get(name).option or "").split(" | ")
         flag = next((f for f in flags if f and hasattr(args, f.lstrip("-").replace("-", "_"))), None)
         print(f"  {line}" + (f" [{flag}]" if flag else ""))
+
+
+def answer_json(args: argparse.Namespace, data: dict) -> bool:
+    """A command's ``--json`` answer, ``data``: printed alone on stdout with --json (True: the
+    command is done); else handed as that same text to ``args.json_answer`` when the caller of
+    ``main`` asked for it (the website shows the text and draws from the JSON of one run), False."""
+    text = json.dumps(data, indent=2, default=str)
+    if args.json:
+        print(text)
+        return True
+    if getattr(args, "json_answer", None) is not None:
+        args.json_answer(text)
+    return False
 
 
 def text_table(rows, headers=(), colalign=None) -> str:

@@ -8,8 +8,10 @@ import json
 
 from lab_utils.cli.common import (
     ENGINE_HELP,
+    MODEL_HELP,
     UsageError,
     add_command,
+    answer_json,
     engine_name,
     fmt_money,
     fraction,
@@ -29,7 +31,7 @@ def run_fine_tune(args: argparse.Namespace) -> int:
     from lab_utils import assumptions, economics, hardware
     from lab_utils.units import format_bytes
 
-    spec = hardware.get(args.gpu or assumptions.value("default_gpu"))
+    spec = hardware.get(assumptions.resolve(default_gpu=args.gpu)[0]["default_gpu"])
     if args.dtype is not None and args.dtype not in spec.peak_flops:
         raise UsageError(
             f"argument --dtype: {spec.name} has no {args.dtype} peak in the catalog; "
@@ -50,19 +52,13 @@ def run_fine_tune(args: argparse.Namespace) -> int:
         )
     except economics.DoesNotFit as why:  # a GPU too small at any count: an answer, in one line
         raise UsageError(str(why)) from None
-    if args.json:
-        print(
-            json.dumps(
-                {
-                    **dataclasses.asdict(estimate),
-                    "gpu_hours": estimate.gpu_hours,
-                    "cost_usd": estimate.cost_usd,
-                    "assumptions": dict(estimate.assumptions),
-                },
-                indent=2,
-                default=str,
-            )
-        )
+    data = {
+        **dataclasses.asdict(estimate),
+        "gpu_hours": estimate.gpu_hours,
+        "cost_usd": estimate.cost_usd,
+        "assumptions": dict(estimate.assumptions),
+    }
+    if answer_json(args, data):
         return 0
     cost = (
         "no price for this GPU in the data: give --price-per-gpu-hour"
@@ -120,7 +116,7 @@ def run_serve(args: argparse.Namespace) -> int:
             prompt_len=prompt_len,
             output_len=output_len,
             precision=precision,
-            efficiency=1.0 if args.efficiency is None else args.efficiency,
+            efficiency=args.efficiency,  # None: 1, the engine's profile alone (basics.engine_efficiency)
             usd_per_hour=price,
             engine=args.engine,
         )
@@ -136,7 +132,8 @@ def run_serve(args: argparse.Namespace) -> int:
                 )
             ]
             hint = (
-                f"; it fits in {' or '.join(fitting)} (--precision {fitting[-1]}), the way such models are "
+                f"; it fits in {' or '.join(fitting)} (--precision {fitting[0]}, the best of them), "
+                "the way such models are "
                 "served on small cards"
                 if fitting
                 else "; no precision fits: use a larger GPU"
@@ -169,6 +166,8 @@ def run_serve(args: argparse.Namespace) -> int:
             + ("" if args.efficiency is None else f" x efficiency {args.efficiency:g}")
             + f", limited by {estimate.limit}",
             *(f"  ({note})" for note in estimate.engine_notes),
+            f"  KV cache: {estimate.kv_layout}",
+            *([f"  routing: {estimate.routing}"] if estimate.routing else []),
             text_table(
                 [
                     ("time to first token", f"{estimate.ttft_s * 1e3:,.1f} ms"),
@@ -191,10 +190,12 @@ def run_serve(args: argparse.Namespace) -> int:
         f"  {fmt_money(result['usd_per_million_tokens'])} per 1M tokens (fully busy; idle time costs extra)"
     )
     advice = _at_load(args) if args.requests_per_day is not None else None
-    if args.json:
-        if advice is not None:
-            result["at_load"] = advice.to_dict()
-        print(json.dumps({**result, "assumptions": taken}, indent=2, default=str))
+    if advice is not None:
+        result["at_load"] = advice.to_dict()
+    if args.curve:
+        result["curve"] = _curve(args)
+        lines.append(_curve_table(result["curve"]))
+    if answer_json(args, {**result, "assumptions": taken}):
         return 0
     print("\n".join(lines))
     print_assumptions(taken, args)
@@ -205,14 +206,62 @@ def run_serve(args: argparse.Namespace) -> int:
             "(lab_utils.advisor, as `lab-utils pick serve`):"
         )
         for option in advice.options:
-            if option.kind == "gpu" and option.name.split(" x ")[-1] == f"{gpu} always on":
-                cost = "no price" if option.cost_usd is None else fmt_money(option.cost_usd)
+            if option.kind == "gpu" and option.device == gpu:
+                cost = (
+                    "no price" if option.cost_per_month_usd is None else fmt_money(option.cost_per_month_usd)
+                )
                 print(
                     f"  {option.name} ({option.precision}): {cost} per month"
                     + (f"; cannot: {option.why}" if option.why else "")
                 )
         print(f"  {advice.verdict}")
     return 0
+
+
+def _curve(args: argparse.Namespace) -> dict:
+    """``--curve``: the month on ``--gpu`` at 10 to 10^6 requests a day, a decade apart (and at
+    ``--requests-per-day``), always on, serverless and per token (``widgets.cost_curves``, the
+    notebooks' cost calculator, through the advisor), as {"gpu", "requests_per_day", "lines":
+    {way: [[requests per day, dollars per month], ...]}}."""
+    from lab_utils import widgets
+
+    if args.model is None:
+        raise UsageError("argument --curve needs --model")
+    grid = widgets.REQUESTS_PER_DAY_GRID[::2] + ((args.requests_per_day,) if args.requests_per_day else ())
+    curves = widgets.cost_curves(
+        args.model,
+        args.gpu,
+        method="inference",
+        batch=args.batch,
+        input_tokens=args.input_tokens,
+        output_tokens=args.output_tokens,
+        efficiency=args.efficiency,
+        requests_per_day_grid=grid,
+    )
+    return {
+        "gpu": curves["gpu"],
+        "requests_per_day": args.requests_per_day,
+        "lines": {
+            way: [[volume, usd] for volume, _, usd in points] for way, points in curves["lines"].items()
+        },
+    }
+
+
+def _curve_table(curve: dict) -> str:
+    """The curve as text: one row per volume, one column of dollars per month per way."""
+    ways = list(curve["lines"])
+    volumes = sorted({volume for points in curve["lines"].values() for volume, _ in points})
+    month = {(way, volume): usd for way in ways for volume, usd in curve["lines"][way]}
+    rows = [
+        (
+            f"{volume:,.0f}",
+            *(fmt_money(month[way, volume]) if (way, volume) in month else "-" for way in ways),
+        )
+        for volume in volumes
+    ]
+    return f"\nA month on {curve['gpu']} by requests a day (lab_utils.widgets.cost_curves):\n" + text_table(
+        rows, ("requests/day", *ways), ("right",) * (len(ways) + 1)
+    )
 
 
 def _at_load(args: argparse.Namespace):
@@ -305,7 +354,7 @@ def register(commands) -> None:
         "  lab-utils cost fine-tune --model llama-3.1-8b --tokens 1e9 --method full "
         "--gpu 'H100 SXM' --price-per-gpu-hour 3",
     )
-    fine.add_argument("--model", type=model_name, required=True, help="a public model, e.g. llama-3.1-8b")
+    fine.add_argument("--model", type=model_name, required=True, help=MODEL_HELP)
     fine.add_argument("--tokens", type=positive_float, required=True, help="training tokens, e.g. 1e8")
     fine.add_argument("--method", choices=assumptions.FINE_TUNE_METHODS, help="default: the assumption")
     fine.add_argument("--gpu", type=gpu_name, help="a catalog GPU (default: the assumption)")
@@ -358,6 +407,12 @@ def register(commands) -> None:
         "--requests-per-day",
         type=positive_float,
         help="also price a month at this load, with the advisor's verdict (as pick serve)",
+    )
+    serve.add_argument(
+        "--curve",
+        action="store_true",
+        help="with --model: also the month at 10 to 10^6 requests a day (and --requests-per-day), "
+        "the GPU always on, its serverless class and per token",
     )
     serve.add_argument("--json", action="store_true", help="print JSON instead of a table")
     serve.add_argument(

@@ -6,8 +6,10 @@ import argparse
 import json
 
 from lab_utils.cli.common import (
+    MODEL_HELP,
     UsageError,
     add_command,
+    answer_json,
     gpu_name,
     host_name,
     model_name,
@@ -22,13 +24,13 @@ def run(args: argparse.Namespace) -> int:
     from lab_utils import assumptions, hardware, memory
     from lab_utils.units import bytes_label, format_bytes
 
-    precision = args.precision or assumptions.precision_for(args.method)
+    values, taken = assumptions.resolve(**{f"precision__{args.method}": args.precision})
+    precision = values[f"precision.{args.method}"]
     if precision not in memory.precisions_for(args.method):
         raise UsageError(
             f"argument --precision: {precision!r} is not allowed with --method {args.method}; "
             f"use one of {', '.join(memory.precisions_for(args.method))}"
         )
-    taken = {} if args.precision else {f"precision.{args.method}": precision}
     job = dict(
         method=args.method,
         precision=precision,
@@ -67,19 +69,14 @@ def run(args: argparse.Namespace) -> int:
             "and activations)"
         )
     gpus = [(spec, memory.gpus_needed(total, spec)) for spec in hardware.catalog("gpu") if spec.memory_bytes]
-    if args.json:
-        print(
-            json.dumps(
-                {
-                    "parts_bytes": dict(parts),
-                    "total_bytes": total,
-                    "assumptions": dict(taken),
-                    "gpus_needed": {spec.name: n for spec, n in gpus},
-                },
-                indent=2,
-                default=str,
-            )
-        )
+    data = {
+        "parts_bytes": dict(parts),
+        "total_bytes": total,
+        "assumptions": dict(taken),
+        "gpus_needed": {spec.name: n for spec, n in gpus},
+        "usable_bytes": {spec.name: memory.usable_bytes(spec) for spec, _ in gpus},
+    }
+    if answer_json(args, data):
         return 0
     print(
         text_table(
@@ -234,9 +231,7 @@ def register(commands) -> None:
     )
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--params", type=positive_float, help="parameter count, e.g. 8e9")
-    which.add_argument(
-        "--model", type=model_name, help="a public model from the course catalog, e.g. llama-3.1-8b"
-    )
+    which.add_argument("--model", type=model_name, help=MODEL_HELP)
     parser.add_argument("--method", default="inference", choices=memory.JOB_METHODS)
     parser.add_argument(
         "--precision",

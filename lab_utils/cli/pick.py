@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from lab_utils.cli.common import (
     ENGINE_HELP,
+    MODEL_HELP,
     UsageError,
     add_command,
+    answer_json,
     engine_name,
     fraction,
     model_name,
@@ -73,23 +74,10 @@ def run(args: argparse.Namespace) -> int:
             mfu=args.mfu,
         )
     advice = advice.ranked(args.rank_by)
-    if args.json:
-        print(json.dumps(advice.to_dict(), indent=2, default=str))
-    else:
+    if not answer_json(args, advice.to_dict()):
         print(advice.table(limit=args.limit))
-        print(advice.verdict)
-        given = {
-            "mfu": args.mfu,
-            "seq_len": args.seq_len,
-            "batch": args.batch,
-            "input_tokens": args.input_tokens,
-            "output_tokens": args.output_tokens,
-            "latency_target_s": args.latency_s,
-            "serve_precisions": args.precision,
-        }
-        print_assumptions(
-            {name: value for name, value in advice.assumptions if given.get(name) is None}, args
-        )
+        print(advice.verdict.text())
+        print_assumptions(advice.assumptions, args)  # the assumptions taken: values given are not among them
     return 0
 
 
@@ -107,7 +95,7 @@ def register(commands) -> None:
         "  lab-utils pick train --params 2e7 --examples 1e9 --embedding-params 2e11 --lookups 40",
     )
     parser.add_argument("job", choices=("fine-tune", "serve", "train"))
-    parser.add_argument("--model", type=model_name, help="a public model, e.g. llama-3.1-8b")
+    parser.add_argument("--model", type=model_name, help=MODEL_HELP)
     parser.add_argument(
         "--params", type=positive_float, help="parameters (fine-tune without --model; train: dense)"
     )

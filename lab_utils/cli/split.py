@@ -6,6 +6,7 @@ import argparse
 import json
 
 from lab_utils.cli.common import (
+    MODEL_HELP,
     add_command,
     gpu_name,
     model_name,
@@ -93,7 +94,7 @@ def register(commands) -> None:
         examples="  lab-utils split --model llama-3.1-70b --gpu h100 --gpus-per-node 8 --nodes 4\n"
         "  lab-utils split --model llama-3.1-8b --gpu a100-80gb --nodes 1 --json",
     )
-    parser.add_argument("--model", required=True, type=model_name, help="a public model, e.g. llama-3.1-70b")
+    parser.add_argument("--model", required=True, type=model_name, help=MODEL_HELP)
     parser.add_argument("--gpu", required=True, type=gpu_name, help="a catalog GPU, e.g. h100")
     parser.add_argument("--gpus-per-node", type=positive_int, help="GPUs per node (default: the assumption)")
     parser.add_argument("--nodes", type=positive_int, help="nodes (default: the assumption)")

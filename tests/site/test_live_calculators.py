@@ -1,11 +1,15 @@
-"""The live calculators page (book/calculators.md) in headless Chromium with no network: the form
-works while Python loads, then each answer equals what the `lab-utils` command prints for the
-same options, for several inputs. The page's download size and its time to the first answer
-are written to _build/site-test/live-calculators.json, a screenshot of the answered page beside it."""
+"""The live calculators page (book/calculators.md) in headless Chromium with no network, as a reader
+uses it: the form works while Python loads (in a Web Worker), then each answer equals what the
+`lab-utils` command prints for the same options, and each figure's data equals the command's
+--json, for several inputs; a pasted config.json of a mixture of experts and a bad one (the CLI's
+one-line error); the page again with the server stopped (the service worker's cache); the page at
+a phone's width. The page's download size and its time to the first answer are written to
+_build/site-test/live-calculators.json, screenshots (the page, each figure, the phone) beside it."""
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import re
 import subprocess
@@ -28,9 +32,8 @@ INPUTS = [
     {"method": "inference", "model": "Qwen2.5-7B", "gpu": "RTX 4090", "requests_per_day": "5000"},
     {"method": "qlora", "model": "Llama-3.1-70B", "gpu": "A100 80GB SXM", "seq_len": "2048", "tokens": "5e7"},
     {"method": "full", "model": "Llama-3.2-1B", "gpu": "T4", "seq_len": "1024", "tokens": "2e8"},
-    {"method": "inference", "model": "Llama-3.1-70B", "gpu": "L4", "requests_per_day": "100000"},
-    {"method": "lora", "model": "Mistral-7B-v0.1", "gpu": "RTX 3090", "seq_len": "8192", "tokens": "1e8"},
 ]
+FIGURES = ARTEFACTS / "live-figures"  # a screenshot of each figure
 
 SET_INPUTS_JS = """
 (async (values) => {
@@ -45,6 +48,10 @@ SET_INPUTS_JS = """
     output: s.querySelector(".live-output").textContent, json: s.dataset.json || null,
     headline: s.querySelector(".live-headline").textContent,
     command: s.querySelector(".live-command").textContent, gpu: form.elements.gpu.value,
+    figure: s.dataset.figure ? JSON.parse(s.dataset.figure) : null,
+    figureShown: !s.querySelector(".live-figure").hidden,
+    alt: s.querySelector(".live-alt").textContent,
+    label: (s.querySelector(".live-svg svg") || {getAttribute: () => null}).getAttribute("aria-label"),
   }));
 })(%s)
 """
@@ -63,23 +70,44 @@ WAIT_READY_JS = """
           pythonReadyMs: api.pythonReadyMs, firstAnswerMs: api.firstAnswerMs,
           transferBytes: resources.reduce((sum, r) => sum + (r.transferSize || 0), 0),
           bodyBytes: resources.reduce((sum, r) => sum + (r.encodedBodySize || 0), 0),
-          files: resources.length};
+          files: resources.length, worker: api.workerTimings || null};
 })()
 """.replace("%d", str(PYTHON_TIMEOUT_S * 1000))
 
 
-def lab_utils_cli(argv: list[str]) -> subprocess.CompletedProcess:
-    """The `lab-utils` command of this environment, run with ``argv``."""
+def lab_utils_cli(argv: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """The `lab-utils` command of this environment, run with ``argv`` (in ``cwd``)."""
     return subprocess.run(
-        [sys.executable, "-m", "lab_utils.cli", *argv], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "lab_utils.cli", *argv], capture_output=True, text=True, timeout=120, cwd=cwd
     )
+
+
+def screenshot(browser, tab, path: Path, selector: str | None = None) -> None:
+    """A PNG of the page (its viewport) or of the element ``selector`` (scrolled into view)."""
+    params = {"format": "png"}
+    if selector:
+        box = sitecheck._evaluate(
+            browser,
+            tab,
+            f"""(() => {{ const e = document.querySelector({json.dumps(selector)}); e.scrollIntoView();
+              const r = e.getBoundingClientRect();
+              return {{x: r.x + scrollX, y: r.y + scrollY, width: r.width, height: r.height}}; }})()""",
+            10,
+        )
+        params["clip"] = dict(box, scale=1)
+        params["captureBeyondViewport"] = True
+    shot = browser.call("Page.captureScreenshot", params, session_id=tab, timeout_s=30)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(base64.b64decode(shot["data"]))
 
 
 @pytest.fixture(scope="module")
 def opened(browser, tab):
-    """The page opened once; what it showed at its load event, and when Python answered."""
+    """The page opened once; what it showed at its load event, when Python answered, and a
+    function that stops the page's server (the network cut)."""
     assert (HTML / PAGE).is_file(), f"no {PAGE} in {SITE_HTML}"
-    with sitecheck.serve(HTML) as base:
+    with contextlib.ExitStack() as server:
+        base = server.enter_context(sitecheck.serve(HTML))
         browser.events.clear()
         started = time.monotonic()
         browser.call("Page.navigate", {"url": sitecheck.page_url(base, PAGE)}, session_id=tab)
@@ -95,7 +123,8 @@ def opened(browser, tab):
           form.elements.seq_len.value = form.elements.seq_len.defaultValue;
           form.elements.seq_len.dispatchEvent(new Event("change", {bubbles: true}));
           return {state: window.liveCalculators.state, disabled: [...form.elements].some((e) => e.disabled),
-                  status: document.querySelector(".live-status").textContent, memory};
+                  status: document.querySelector(".live-status").textContent, memory,
+                  inWorker: window.liveCalculators.worker instanceof Worker};
         })()""",
             30,
         )
@@ -108,12 +137,13 @@ def opened(browser, tab):
         browser.call("Emulation.setDeviceMetricsOverride", sitecheck.VIEWPORT, session_id=tab)
         ARTEFACTS.mkdir(parents=True, exist_ok=True)  # beside screenshots/, which test_site.py empties
         (ARTEFACTS / "live-calculators-answered.png").write_bytes(base64.b64decode(shot["data"]))
-        yield browser, tab, at_load, ready
+        yield browser, tab, at_load, ready, server.close
 
 
 def test_the_form_works_before_python_and_the_answers_follow(opened):
-    browser, tab, at_load, ready = opened
+    browser, tab, at_load, ready, _ = opened
     assert not at_load["disabled"]
+    assert at_load["inWorker"], "Python runs in a Web Worker: the page's own thread stays free"
     assert "--seq-len 1234" in at_load["memory"], "the command line follows the form before Python loads"
     assert ready["state"] == "ready", f"the calculators did not answer: {ready['error']}"
     states = [entry["state"] for entry in ready["timeline"]]
@@ -132,20 +162,41 @@ def test_the_form_works_before_python_and_the_answers_follow(opened):
             "bodyBytes",
             "files",
             "wallSeconds",
+            "worker",
         )
     }
     (ARTEFACTS / "live-calculators.json").write_text(json.dumps(measured, indent=1) + "\n", encoding="utf-8")
     print(
         f"\nlive calculators: first answer {ready['firstAnswerMs'] / 1e3:.1f} s after navigation, "
-        f"{ready['bodyBytes'] / 1e6:.1f} MB in {ready['files']} files"
+        f"{(ready['bodyBytes'] + (ready['worker'] or {}).get('bodyBytes', 0)) / 1e6:.1f} MB"
     )
+
+
+def figure_matches(name: str, figure: dict, answer: dict, gpu: str) -> None:
+    """The values a figure drew are the command's --json values, none computed by the page."""
+    if name == "memory":
+        positive = {label: value for label, value in answer["parts_bytes"].items() if value > 0}
+        assert figure["parts_bytes"] == positive and figure["total_bytes"] == answer["total_bytes"]
+        assert figure["usable_bytes"] == answer["usable_bytes"][gpu]
+        assert figure["gpus_needed"] == answer["gpus_needed"][gpu]
+    elif name == "pick":
+        options = {o["name"]: o for o in answer["options"]}
+        assert figure, "the ranking figure drew no option"
+        for point in figure:
+            option = options[point["name"]]
+            assert option["works"]
+            assert point["cost_usd"] == option.get("cost_usd", option.get(f"cost_per_{answer['period']}_usd"))
+            time_key = "latency_s" if "latency_s" in point else "hours"
+            assert point[time_key] == option[time_key]
+    else:
+        assert figure == answer["curve"]
 
 
 @pytest.mark.parametrize(
     "values", INPUTS, ids=lambda v: ",".join(f"{k}={x}" for k, x in v.items()) or "start"
 )
-def test_each_answer_is_what_the_cli_prints(opened, values):
-    browser, tab, _, ready = opened
+def test_each_answer_is_what_the_cli_prints_and_each_figure_its_json(opened, values):
+    browser, tab, _, ready, _ = opened
     assert ready["state"] == "ready", f"the calculators did not answer: {ready['error']}"
     shown = sitecheck._evaluate(browser, tab, SET_INPUTS_JS % json.dumps(values), 120)
     assert [s["name"] for s in shown] == ["memory", "cost", "pick"]
@@ -164,7 +215,133 @@ def test_each_answer_is_what_the_cli_prints(opened, values):
             row = next(line for line in cli.stdout.splitlines() if line.startswith(gpu + "  "))
             vendor, usable, verdict = re.split(r"\s{2,}", row[len(gpu) :].strip())
             assert section["headline"] == f"{gpu}: {verdict}; usable {usable} of the vendor's {vendor}"
-        if section["name"] == "pick" and cli.returncode == 0:
-            expected = json.loads(lab_utils_cli([*argv, "--json"]).stdout)
-            assert json.loads(section["json"]) == expected
+        if cli.returncode != 0:
+            continue
+        expected = json.loads(lab_utils_cli([*argv, "--json"]).stdout)
+        assert json.loads(section["json"]) == expected, f"{section['name']}: the page's JSON is the CLI's"
+        if section["name"] == "pick":
             assert section["headline"] == expected["verdict"]
+        if section["name"] == "cost" and "curve" not in expected:
+            assert not section["figureShown"]  # a fine-tune's cost has no curve of requests a day
+            continue
+        assert section["figureShown"] and section["alt"] and section["label"], f"{section['name']}: no figure"
+        assert re.search(r"\d", section["alt"]), "the text alternative states the figure's numbers"
+        figure_matches(section["name"], section["figure"], expected, section["gpu"])
+        slug = "-".join(values.get(k, "start") for k in ("method",)) + "-" + section["name"]
+        screenshot(browser, tab, FIGURES / f"{slug}.png", f'[data-command="{section["name"]}"] .live-figure')
+
+
+def own_model(browser, tab, text: str) -> dict:
+    """The answers with ``text`` in the config.json box."""
+    return {
+        s["name"]: s
+        for s in sitecheck._evaluate(
+            browser, tab, SET_INPUTS_JS % json.dumps({"method": "inference", "config": text}), 120
+        )
+    }
+
+
+def cli_in(folder: Path, text: str, argv: list[str]) -> subprocess.CompletedProcess:
+    """The CLI run where ``config.json`` holds ``text``, as the page writes it."""
+    (folder / "config.json").write_text(text, encoding="utf-8")
+    return lab_utils_cli(argv, cwd=folder)
+
+
+def test_a_pasted_config_of_a_mixture_of_experts_answers_as_the_cli(opened, tmp_path):
+    browser, tab, _, ready, _ = opened
+    moe = json.dumps(
+        {
+            "model_type": "mixtral",  # a small one: it fits the form's GPU, so every answer is one
+            "architectures": ["MixtralForCausalLM"],
+            "hidden_size": 1024,
+            "intermediate_size": 3584,
+            "num_hidden_layers": 16,
+            "num_attention_heads": 16,
+            "num_key_value_heads": 4,
+            "num_local_experts": 8,
+            "num_experts_per_tok": 2,
+            "vocab_size": 32000,
+            "max_position_embeddings": 32768,
+            "tie_word_embeddings": False,
+        },
+        indent=1,
+    )
+    from lab_utils import llms
+
+    config = llms.from_hf_config(json.loads(moe))
+    assert config.params_per_token < config.n_params, "a mixture of experts: a token skips experts"
+    shown = own_model(browser, tab, moe)
+    for name, section in shown.items():
+        assert section["argv"][section["argv"].index("--model") + 1] == "config.json"
+        cli = cli_in(tmp_path, moe, section["argv"])
+        assert section["status"] == cli.returncode == 0, (name, cli.stderr)
+        assert section["output"] == cli.stdout, name
+
+
+def test_a_config_it_cannot_read_gets_the_clis_one_line_error(opened, tmp_path):
+    browser, tab, _, ready, _ = opened
+    bad = '{"model_type": "llama", "hidden_size": '
+    shown = own_model(browser, tab, bad)
+    for name, section in shown.items():
+        cli = cli_in(tmp_path, bad, section["argv"])
+        assert section["status"] == cli.returncode == 2, (name, cli.stderr)
+        assert section["output"] == cli.stderr and cli.stderr.count("\n") == 1, name
+    own_model(browser, tab, "")  # back to the catalog's models
+
+
+def test_the_page_fits_a_phone(opened):
+    browser, tab, _, ready, _ = opened
+    phone = {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True}
+    browser.call("Emulation.setDeviceMetricsOverride", phone, session_id=tab)
+    try:
+        sitecheck._evaluate(browser, tab, SET_INPUTS_JS % json.dumps({"method": "inference"}), 120)
+        widths = sitecheck._evaluate(
+            browser,
+            tab,
+            """(() => ({page: document.documentElement.scrollWidth, viewport: innerWidth,
+                wide: [...document.querySelectorAll(".live-calculators *")]
+                  .filter((e) => e.getBoundingClientRect().right > innerWidth + 1 && !e.closest("pre"))
+                  .map((e) => e.tagName + "." + e.className).slice(0, 5)}))()""",
+            10,
+        )
+        screenshot(browser, tab, FIGURES / "phone-390px.png", ".live-calculators")
+    finally:
+        browser.call("Emulation.setDeviceMetricsOverride", sitecheck.VIEWPORT, session_id=tab)
+    assert widths["viewport"] == 390
+    assert widths["page"] <= 390, f"the page scrolls sideways at 390 px: {widths}"
+    assert not widths["wide"], widths
+
+
+def test_the_page_works_offline_after_the_first_visit(opened):
+    """The service worker kept Pyodide, the wheels and the page: with the server stopped, the
+    page opens again and answers. Last in this file: it stops the server."""
+    browser, tab, _, ready, stop_server = opened
+    kept = sitecheck._evaluate(
+        browser,
+        tab,
+        """(async () => {
+          const deadline = Date.now() + 120000;
+          while (Date.now() < deadline) {
+            const names = (await caches.keys()).filter((n) => n.startsWith("live-calculators-"));
+            if (names.length === 1) {
+              const cache = await caches.open(names[0]);
+              const page = location.href.split("#")[0];
+              if (navigator.serviceWorker.controller && (await cache.match(page))) {
+                return {page: true, files: (await cache.keys()).length};
+              }
+            }
+            await new Promise((r) => setTimeout(r, 200));
+          }
+          return {page: false};
+        })()""",
+        130,
+    )
+    assert kept["page"], f"the service worker did not keep the page: {kept}"
+    stop_server()
+    browser.events.clear()
+    browser.call("Page.reload", session_id=tab)  # not ignoreCache: that bypasses the service worker
+    assert browser.wait_for_event("Page.loadEventFired", tab, 60), "the page did not load offline"
+    again = sitecheck._evaluate(browser, tab, WAIT_READY_JS, PYTHON_TIMEOUT_S + 10)
+    assert again["state"] == "ready", f"offline, the calculators did not answer: {again['error']}"
+    memory = sitecheck._evaluate(browser, tab, SET_INPUTS_JS % "{}", 120)[0]
+    assert memory["status"] == 0 and memory["output"] == lab_utils_cli(memory["argv"]).stdout

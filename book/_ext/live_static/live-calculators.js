@@ -1,7 +1,10 @@
 // The live calculators (book/_ext/live_calculators.py writes the form): the course's own
-// `lab-utils` commands run by Pyodide in this page, from the wheel built with the website.
-// The form and the command lines work at once; each answer appears when Python has loaded.
-// window.liveCalculators exposes the state and timings to the browser test (tests/site).
+// `lab-utils` commands, run by Pyodide in a Web Worker (live-worker.js) started as the page opens,
+// so the page scrolls and takes typing while Python computes. The form and the command lines work
+// at once; each answer appears when it is computed, beside its figure (live-figures.js), drawn
+// from the command's --json answer. A service worker keeps Python for later visits, offline too.
+// window.liveCalculators exposes the state and timings to the browser test (tests/site) and to
+// scripts/bench_live_calculators.py.
 (() => {
   const box = document.querySelector(".live-calculators");
   if (!box) return;
@@ -11,7 +14,8 @@
   const staticUrl = new URL("_static/", root);
   const api = (window.liveCalculators = {
     state: "loading", formReadyMs: performance.now(), pythonReadyMs: null, firstAnswerMs: null,
-    runs: 0, error: null, pending: Promise.resolve(), timeline: [],
+    allAnswersMs: null, runs: 0, error: null, pending: Promise.resolve("loading"), timeline: [],
+    answerMs: {}, worker: null,
   });
   function setState(state) {
     box.dataset.state = api.state = state;
@@ -19,14 +23,41 @@
   }
   setState("loading");
 
+  // Python first: the worker starts loading before anything else happens on the page.
+  // Started from a blob that imports live-worker.js: a blob worker's requests go through the
+  // page's service worker (a worker at its own address would need a scope of its own), so the
+  // cached Python answers offline.
+  const workerSource = `import ${JSON.stringify(new URL("live-worker.js", staticUrl).href)};`;
+  const worker = (api.worker = new Worker(
+    URL.createObjectURL(new Blob([workerSource], { type: "text/javascript" })), { type: "module" }));
+  let nextId = 0;
+  const waiting = new Map();
+  const workerReady = new Promise((resolve, reject) => {
+    worker.addEventListener("message", (event) => {
+      const message = event.data;
+      if ("ready" in message) return message.ready ? resolve(message.timings) : reject(new Error(message.error));
+      const settle = waiting.get(message.id);
+      waiting.delete(message.id);
+      if (settle) settle(message);
+    });
+    worker.addEventListener("error", (event) => reject(new Error(event.message || "the worker failed")));
+  });
+  const ask = (message) => new Promise((resolve) => {
+    const id = ++nextId;
+    waiting.set(id, resolve);
+    worker.postMessage({ id, ...message });
+  });
+
   const value = (name) => form.elements[name].value.trim();
+  const ownModel = () => value("config") !== "";
   function commands() {
-    const model = value("model"), gpu = value("gpu"), method = value("method");
+    const model = ownModel() ? "config.json" : value("model");
+    const gpu = value("gpu"), method = value("method");
     const seqLen = value("seq_len"), tokens = value("tokens"), perDay = value("requests_per_day");
     const inference = method === "inference";
     return {
       memory: ["memory", "--model", model, "--method", method, "--seq-len", seqLen],
-      cost: inference ? ["cost", "serve", "--model", model, "--gpu", gpu]
+      cost: inference ? ["cost", "serve", "--model", model, "--gpu", gpu, "--curve"]
         : ["cost", "fine-tune", "--model", model, "--tokens", tokens, "--method", method, "--gpu", gpu,
            "--seq-len", seqLen],
       pick: inference ? ["pick", "serve", "--model", model, "--requests-per-day", perDay]
@@ -41,92 +72,125 @@
     }
   }
 
-  let python = null;
-  async function load() {
-    const manifest = await (await fetch(new URL("live/packages.json", staticUrl))).json();
-    const { loadPyodide } = await import(new URL(manifest.pyodide, staticUrl).href);
-    const indexURL = new URL(manifest.pyodide, staticUrl).href.replace(/[^/]*$/, "");
-    const pyodide = await loadPyodide({ indexURL, fullStdLib: false });
-    for (const wheel of manifest.wheels) {
-      const data = await (await fetch(new URL("live/" + wheel, staticUrl))).arrayBuffer();
-      pyodide.unpackArchive(data, "wheel");
-    }
-    pyodide.runPython(`
-import contextlib, io, json
-from lab_utils import cli
-
-def _run_lab_utils(argv_json):
-    """Run one lab-utils command; its exit status, output and error output as JSON."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            status = cli.main(json.loads(argv_json))
-        except SystemExit as stop:
-            status = stop.code
-    return json.dumps({"status": status, "stdout": out.getvalue(), "stderr": err.getvalue()})
-`);
-    const run = pyodide.globals.get("_run_lab_utils");
-    return (argv) => JSON.parse(run(JSON.stringify(argv)));
-  }
-
-  function answer() {
-    api.runs += 1;
-    for (const [name, argv] of Object.entries(commands())) {
-      const section = box.querySelector(`[data-command="${name}"]`);
-      const result = python(argv);
-      const text = result.status === 0 ? result.stdout : result.stderr;
-      section.dataset.argv = JSON.stringify(argv);
-      section.dataset.status = String(result.status);
-      section.querySelector(".live-output").textContent = text;
-      const headline = section.querySelector(".live-headline");
-      headline.textContent = "";
-      delete section.dataset.json;
-      if (name === "memory" && result.status === 0) {
-        // the chosen GPU's row of the command's own table: "T4   16.0 GB   13.9 GB  needs at least 2 ..."
-        // (vendor memory, usable memory less the CUDA context reserve, verdict)
-        const gpu = value("gpu");
-        const row = result.stdout.split("\n").find((line) => line.startsWith(gpu + "  "));
-        if (row) {
-          const [vendor, usable, verdict] = row.slice(gpu.length).trim().split(/\s{2,}/);
-          headline.textContent = `${gpu}: ${verdict}; usable ${usable} of the vendor's ${vendor}`;
-        }
-      }
-      if (name === "pick" && result.status === 0) {
-        const json = python([...argv, "--json"]);
-        section.dataset.json = json.stdout;
-        headline.textContent = JSON.parse(json.stdout).verdict;
+  function show(name, argv, result) {
+    const section = box.querySelector(`[data-command="${name}"]`);
+    const text = result.status === 0 ? result.stdout : result.stderr;
+    section.dataset.argv = JSON.stringify(argv);
+    section.dataset.status = String(result.status);
+    section.querySelector(".live-output").textContent = text;
+    const headline = section.querySelector(".live-headline");
+    headline.textContent = "";
+    delete section.dataset.json;
+    if (result.status === 0 && result.json) section.dataset.json = result.json;
+    const data = result.status === 0 && result.json ? JSON.parse(result.json) : null;
+    if (name === "memory" && result.status === 0) {
+      // the chosen GPU's row of the command's own table: "T4   16.0 GB   13.9 GB  needs at least 2 ..."
+      // (vendor memory, usable memory less the CUDA context reserve, verdict)
+      const gpu = value("gpu");
+      const row = result.stdout.split("\n").find((line) => line.startsWith(gpu + "  "));
+      if (row) {
+        const [vendor, usable, verdict] = row.slice(gpu.length).trim().split(/\s{2,}/);
+        headline.textContent = `${gpu}: ${verdict}; usable ${usable} of the vendor's ${vendor}`;
       }
     }
+    if (name === "pick" && data) headline.textContent = data.verdict;
+    const figure = section.querySelector(".live-figure");
+    const context = { gpu: value("gpu"), requestsPerDay: Number(value("requests_per_day")) };
+    const drawn = data && window.liveFigures ? window.liveFigures.draw(name, data, context) : null;
+    figure.hidden = !drawn;
+    section.querySelector(".live-svg").innerHTML = drawn ? drawn.svg : "";
+    section.querySelector(".live-alt").textContent = drawn ? drawn.alt : "";
+    if (drawn) section.dataset.figure = JSON.stringify(drawn.data); else delete section.dataset.figure;
   }
 
+  // One round at a time: a round answers the three commands for the form as it is; inputs changed
+  // meanwhile start a new round as soon as the command in flight returns (nothing stale is shown).
+  let python = false, dirty = false, running = false, configSent = null;
+  async function round() {
+    running = true;
+    setState("computing");
+    do {
+      dirty = false;
+      api.runs += 1;
+      const config = ownModel() ? form.elements.config.value : "";  // the file as pasted, untrimmed
+      if (config !== configSent) {
+        await ask({ config });
+        configSent = config;
+      }
+      const asked = commands();
+      // a serving month's curve takes longest: the ranking first (a fine-tune's cost is quick)
+      const order = value("method") === "inference" ? ["memory", "pick", "cost"] : ["memory", "cost", "pick"];
+      for (const name of order) {
+        const argv = asked[name];
+        if (dirty) break;
+        const started = performance.now();
+        const result = await ask({ argv });
+        if (result.error) throw new Error(result.error);
+        if (dirty) break;
+        show(name, argv, result);
+        api.answerMs[name] = performance.now() - started;
+        if (!api.firstAnswerMs) api.firstAnswerMs = performance.now();
+      }
+    } while (dirty);
+    running = false;
+    if (!api.allAnswersMs) api.allAnswersMs = performance.now();
+    setState("ready");
+    return api.state;
+  }
   function update() {
     showCommands();
     if (!python) return;
-    setState("computing");
-    // let the browser paint "computing" before Python holds the page's thread
-    api.pending = new Promise((resolve) => setTimeout(() => {
-      try {
-        answer();
-        setState("ready");
-      } catch (error) {
-        setState("error");
-        api.error = String(error);
-        status.textContent = "The calculators stopped: " + error;
-      }
-      resolve(api.state);
-    }, 0));
+    if (running) { dirty = true; return; }
+    api.pending = round().catch((error) => {
+      running = false;
+      setState("error");
+      api.error = String(error);
+      status.textContent = "The calculators stopped: " + error;
+      return api.state;
+    });
   }
 
   form.addEventListener("input", update);
   form.addEventListener("change", update);
+  const drop = form.elements.config;
+  drop.addEventListener("dragover", (event) => event.preventDefault());
+  drop.addEventListener("drop", async (event) => {
+    event.preventDefault();
+    const file = event.dataTransfer.files[0];
+    if (!file) return;
+    drop.value = await file.text();
+    update();
+  });
+  // The service worker: scope the page itself (its script sits at the site's root). Registered
+  // once the first answers are shown: its first install fetches Pyodide again to keep it, which
+  // would compete with Python's own loading.
+  function keepForLater() {
+    if (!("serviceWorker" in navigator)) return;
+    const page = location.href.split("#")[0].split("?")[0];
+    navigator.serviceWorker.register(new URL("live-calculators-sw.js", root), { scope: page })
+      .then(() => navigator.serviceWorker.ready)
+      .then((registration) => {
+        const keep = () => registration.active && registration.active.postMessage({
+          keep: [page, new URL("live-worker.js", staticUrl).href, new URL("live/packages.json", staticUrl).href,
+                 ...performance.getEntriesByType("resource").map((r) => r.name.split("#")[0])],
+        });
+        if (document.readyState === "complete") keep(); else addEventListener("load", keep);
+        api.serviceWorker = "ready";
+      })
+      .catch((error) => { api.serviceWorker = "unavailable: " + error; });
+  }
+
+
   showCommands();
-  load().then((run) => {
-    python = run;
+  workerReady.then((timings) => {
+    python = true;
     api.pythonReadyMs = performance.now();
+    api.workerTimings = timings;
     update();
     return api.pending;
   }).then(() => {
-    api.firstAnswerMs = performance.now();
+    keepForLater();
+    if (api.state !== "ready") return;
     const seconds = (api.firstAnswerMs / 1000).toFixed(1);
     status.textContent = `Computed in this page by lab_utils (first answer ${seconds} s after the page opened). ` +
       "Change any input: the answers follow.";

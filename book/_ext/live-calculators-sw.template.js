@@ -1,0 +1,68 @@
+// The live calculators' service worker (written by book/_ext/live_calculators.py at the site's
+// root, its scope the calculators page). It keeps, in a cache named by their hashes:
+// - Pyodide and the course's wheels, fetched once with their SHA-256 as Subresource Integrity
+//   and then always answered from the cache (a new build with other files has another cache);
+// - the page and whatever it loaded (the page sends the list), answered from the network when
+//   there is one, else from the cache: the page works offline after its first visit.
+const CACHE = "live-calculators-__VERSION__";
+const PINNED = __PINNED__;  // _static-relative path -> sha256
+const STATIC = new URL("_static/", self.location).href;
+const pinned = new Map(Object.entries(PINNED).map(([path, hash]) => [STATIC + path, hash]));
+
+async function fetchPinned(cache, url) {
+  const response = await fetch(new Request(url, { integrity: pinned.get(url), cache: "no-cache" }));
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+  await cache.put(url, response.clone());
+  return response;
+}
+
+self.addEventListener("install", (event) => {
+  event.waitUntil((async () => {
+    const cache = await caches.open(CACHE);
+    for (const url of pinned.keys()) {
+      if (!(await cache.match(url))) await fetchPinned(cache, url);
+    }
+    await self.skipWaiting();
+  })());
+});
+
+self.addEventListener("activate", (event) => {
+  event.waitUntil((async () => {
+    for (const name of await caches.keys()) {
+      if (name.startsWith("live-calculators-") && name !== CACHE) await caches.delete(name);
+    }
+    await self.clients.claim();
+  })());
+});
+
+// The page's own files (its HTML, style, scripts): kept for offline visits.
+self.addEventListener("message", (event) => {
+  if (!event.data || !Array.isArray(event.data.keep)) return;
+  const sameOrigin = event.data.keep.filter((url) => new URL(url).origin === self.location.origin);
+  event.waitUntil(caches.open(CACHE).then((cache) => Promise.all(sameOrigin.map(async (url) => {
+    if (pinned.has(url) || (await cache.match(url))) return;
+    try {
+      const response = await fetch(url);
+      if (response.ok) await cache.put(url, response);
+    } catch (error) { /* offline already: nothing to keep */ }
+  }))));
+});
+
+self.addEventListener("fetch", (event) => {
+  const request = event.request;
+  if (request.method !== "GET" || new URL(request.url).origin !== self.location.origin) return;
+  const url = request.url.split("#")[0];
+  event.respondWith((async () => {
+    const cache = await caches.open(CACHE);
+    if (pinned.has(url)) return (await cache.match(url)) || fetchPinned(cache, url);
+    try {
+      const response = await fetch(request);
+      if (response.ok) await cache.put(url, response.clone());
+      return response;
+    } catch (offline) {
+      const kept = await cache.match(url, { ignoreSearch: true });
+      if (kept) return kept;
+      throw offline;
+    }
+  })());
+});
