@@ -353,3 +353,22 @@ def test_prefill_of_a_split_worked_on_paper():
         "DeepSeek-V3", gpu=GPU, host="2 x Intel Xeon Gold 6454S", experts_on_host=True, prompt_len=500
     )
     assert amx.prefill_host_path == "computed on the host"  # 144 TFLOP/s of AMX beat copying 600 GB
+
+
+def test_pick_serve_ranks_a_gpu_with_the_experts_in_its_hosts_ram():
+    """gpt-oss-120b does not fit one 24 GB card; the advisor ranks the RTX 4090 with the experts
+    that do not fit in its host's RAM, timed by offload (one request at a time)."""
+    from lab_utils import advisor, assumptions
+
+    advice = advisor.serve("gpt-oss-120b", 1000)
+    host = assumptions.value("offload_host")
+    hybrid = next(o for o in advice.options if o.name.startswith(f"RTX 4090 + {host} host"))
+    (best, *_) = [
+        p
+        for p in offload.fitting_placements(
+            "gpt-oss-120b", gpu=GPU, host=host, prompt_len=500, context_len=700
+        )
+        if p.cpu_moe_layers
+    ]
+    assert best.placement in hybrid.name and hybrid.fits and hybrid.why is None
+    assert hybrid.latency_s == pytest.approx(500 / best.prefill_tokens_per_s + 200 / best.decode_tokens_per_s)
