@@ -331,22 +331,17 @@ def test_every_catalog_gpu_and_method_answers(method, capsys):
     from lab_utils import hardware
 
     for spec in hardware.catalog("gpu"):
-        status = cli.main(
-            [
-                "cost",
-                "fine-tune",
-                "--model",
-                "llama-3.1-8b",
-                "--tokens",
-                "1e8",
-                "--method",
-                method,
-                "--gpu",
-                spec.name,
-            ]
-        )
-        assert status == 0, (spec.name, method, capsys.readouterr())
-        assert spec.name in capsys.readouterr().out
+        argv = ["cost", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--method", method]
+        try:
+            status = cli.main([*argv, "--gpu", spec.name])
+        except SystemExit as exit_:  # a usage error: one line, status 2
+            status = exit_.code
+        shown = capsys.readouterr()
+        if status == 2:  # too small at any count (an 8 GB card): said in one line
+            assert "no number of GPUs holds the job" in shown.err and len(shown.err.splitlines()) == 1
+            continue
+        assert status == 0, (spec.name, method, shown)
+        assert spec.name in shown.out
     for model in ("gpt2", "llama-3.1-8b", "llama-3.1-70b"):
         assert cli.main(["memory", "--model", model, "--method", method]) == 0
         assert (
