@@ -9,6 +9,8 @@
 - Each self-check (a Markdown cell starting ``**Self-check``, its code cell next) says "Not yet"
   as the learner finds it, and "Self-check passed." once its folded solution replaces the blank:
   the check can fail, and its solution is right by the engine's figures.
+- The figures the words of a solution state (:data:`PROSE`: notebooks 01, 03 and 10 so far; 05's
+  and 08's are in tests/test_pages_ask_the_engine.py) are the engine's.
 """
 
 from __future__ import annotations
@@ -159,3 +161,83 @@ def test_a_self_check_fails_blank_and_passes_with_its_folded_solution(path, prom
     imports = "\n".join(line for line in learner_part.splitlines() if line.startswith(("from ", "import ")))
     solved = _run(f"{imports}\n{solution}\n{marker}{the_check}", {})
     assert solved.strip() == "Self-check passed.", solved
+
+
+# --- the words of a solution state what the engine gives ---------------------------------------
+
+
+def _amdahl() -> dict:
+    """Exercises 1 and 2 of notebook 01: p fitted to a speed-up of 1.6 on two threads, and p = 0.95."""
+    from lab_utils import parallel
+
+    p = parallel.fit_parallel_fraction([1, 2], [1.0, 1.6]).parallel_fraction
+    return {
+        "p": p,
+        "limit": parallel.amdahl_limit(p),
+        "at 64": parallel.amdahl_speedup(p, 64),
+        "at 16": parallel.amdahl_speedup(p, 16),
+        "gustafson": parallel.gustafson_speedup(0.95, 64),
+        "amdahl": parallel.amdahl_speedup(0.95, 64),
+    }
+
+
+def _llama_70b_long_context() -> dict:
+    """Exercise 1 of notebook 03: Llama-3.1-70B in bf16 with 131,072 tokens of KV cache."""
+    from lab_utils import llms, memory
+
+    model = llms.get("Llama-3.1-70B")
+    shape = {"n_layers": model.n_layers, "n_kv_heads": model.n_kv_heads, "head_dim": model.head_dim}
+    job = memory.job_estimate(model, "inference", "bf16", batch=1, seq_len=131072)
+    return {
+        "per token": memory.kv_cache_bytes(**shape, seq_len=1),
+        "kv": memory.kv_cache_bytes(**shape, seq_len=131072),
+        "weights": memory.weight_bytes(model.n_params, "bf16"),
+        "total": job.total_bytes,
+        "h100s": {2: "two", 3: "three", 4: "four"}[memory.gpus_needed(job.total_bytes, "H100 SXM")],
+    }
+
+
+def _fewest_microbatches() -> tuple[int, float]:
+    """Exercise 2 of notebook 10: the fewest micro-batches that keep 4 stages' bubble under 10%."""
+    from lab_utils import splits
+
+    m = next(m for m in range(1, 1000) if splits.bubble_fraction(4, m) < 0.10)
+    return m, splits.bubble_fraction(4, m)
+
+
+PROSE = {
+    ("01", 1): [
+        lambda: f"= {_amdahl()['p']:g}$. The limit is $1/(1 - p) = {_amdahl()['limit']:g}$",
+        lambda: f"\\approx {_amdahl()['at 64']:.1f}$; already 16 threads give about {_amdahl()['at 16']:.1f}",
+    ],
+    ("01", 2): [
+        lambda: f"Gustafson's {_amdahl()['gustafson']:.2f}x",
+        lambda: f"Amdahl's {_amdahl()['amdahl']:.1f}x",
+    ],
+    ("03", 1): [
+        lambda: f"= {_llama_70b_long_context()['per token']:,.0f} bytes",
+        lambda: f"{_llama_70b_long_context()['kv'] / 1e9:.0f} GB for 131,072 tokens",
+        lambda: (
+            f"with {_llama_70b_long_context()['weights'] / 1e9:.0f} GB of weights that is some "
+            f"{_llama_70b_long_context()['total'] / 1e9:.0f} GB: {_llama_70b_long_context()['h100s']} H100s"
+        ),
+    ],
+    ("10", 2): [
+        lambda: f"{_fewest_microbatches()[0]} micro-batches: 3 / 31 = {_fewest_microbatches()[1]:.1%}",
+        lambda: f"{_fewest_microbatches()[0]} micro-batches for 4 stages",
+    ],
+}
+"""(notebook, exercise) -> fragments of its solution's words, written from the engine."""
+
+
+@pytest.mark.parametrize(
+    "notebook, number, index",
+    [(nb, n, i) for (nb, n), fragments in PROSE.items() for i in range(len(fragments))],
+)
+def test_a_solutions_words_state_the_engines_figures(notebook, number, index):
+    path = next(p for p in NOTEBOOKS if p.name.startswith(notebook))
+    (exercise,) = [e for e in course.read_exercises(path) if e.number == number]
+    fragment = PROSE[(notebook, number)][index]()
+    assert fragment in " ".join(exercise.solution.split()), (
+        f"{path.name}, exercise {number} should say {fragment!r}"
+    )
