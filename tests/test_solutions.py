@@ -145,7 +145,9 @@ def test_every_notebook_has_a_self_check_before_its_exercises():
     late = []
     for path in NOTEBOOKS:
         cells = course.read_cells(path)
-        exercises = next(i for i, c in enumerate(cells) if re.search(r"^## Exercises", c["source"], re.M))
+        exercises = next(
+            (i for i, c in enumerate(cells) if re.search(r"^## Exercises", c["source"], re.M)), len(cells)
+        )
         if not any(c["source"].startswith("**Self-check") for c in cells[:exercises]):
             late.append(path.name)
     assert not late, f"no self-check before the exercises: {late}"
