@@ -7,6 +7,8 @@ step, and which backend a rank uses. Pure arithmetic (no torch), bytes and secon
   IJHPCA 19(1), 2005).
 - :func:`ring_all_reduce_seconds`: the alpha-beta model of the same algorithm,
   t = 2(N-1)·α + 2(N-1)/N · n/β, with α the latency of one step and β the link bandwidth.
+- :func:`all_to_all_bytes`: an all-to-all (a mixture of experts' dispatch and combine) sends
+  (N-1)/N · n bytes per rank, n spread evenly over the ranks.
 - :func:`bus_bandwidth_bytes_per_s`: nccl-tests' "bus bandwidth", (n/t) · 2(N-1)/N, which is
   comparable with a link's bandwidth whatever N is; :func:`fit_all_reduce` fits α and β to
   measured times.
@@ -31,6 +33,7 @@ __all__ = [
     "choose_backend",
     "data_parallel_step",
     "fit_all_reduce",
+    "all_to_all_bytes",
     "ring_all_reduce_bytes",
     "ring_all_reduce_seconds",
 ]
@@ -45,6 +48,15 @@ def ring_all_reduce_bytes(message_bytes, n_ranks: int) -> float:
     message_bytes = checks.number("message_bytes", message_bytes, strict=False)
     n_ranks = checks.count("n_ranks", n_ranks)
     return 2 * (n_ranks - 1) / n_ranks * message_bytes
+
+
+def all_to_all_bytes(message_bytes, n_ranks: int) -> float:
+    """Bytes each rank sends (and receives) in an all-to-all of ``message_bytes`` spread evenly
+    over the ``n_ranks`` ranks: all but its own share, (N-1)/N · n (a mixture of experts'
+    dispatch of tokens to the ranks holding their experts, and their return)."""
+    message_bytes = checks.number("message_bytes", message_bytes, strict=False)
+    n_ranks = checks.count("n_ranks", n_ranks)
+    return (n_ranks - 1) / n_ranks * message_bytes
 
 
 def ring_all_reduce_seconds(message_bytes, n_ranks: int, *, bandwidth_bytes_per_s, latency_s=0.0) -> float:

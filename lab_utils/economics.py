@@ -10,9 +10,10 @@ Formulas (sources in each docstring):
   Chowdhery et al., PaLM, arXiv 2204.02311), the MFU by regime (:func:`mfu_assumption`);
 - serving: decode at batch 1 is bandwidth bound, tokens/s <= bandwidth / bytes of weights
   (batches, prefill and the KV cache: ``lab_utils.serving``);
-  self-hosted $ per 1M tokens = $/h / (tokens/s x 3600) x 1e6;
-- break-even: the monthly token volume at which self-hosting (fine-tune cost included) costs
-  what the API costs.
+  the monthly bills, API against self-hosting, and their break-even: ``lab_utils.bills``
+  (named here too: ``economics.serving_costs``, ``economics.api_cost``, ...);
+- any run's hours and dollars, CPU or GPU: :func:`run_estimate`; a fine-tune of a catalog LLM:
+  :func:`fine_tune_estimate`.
 
 Prices live in ``lab_utils/data/prices.toml``, each with its date and source, read by
 ``lab_utils.prices`` (import it where a cell reads a price). Money in US dollars, time in
@@ -21,10 +22,18 @@ seconds or hours as the names say. Pure Python: no torch.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from lab_utils import assumptions, checks, energy, hardware, llms, memory, prices, serving
+from lab_utils import assumptions, basics, checks, energy, hardware, llms, memory
+from lab_utils.basics import FLOPS_PER_PARAM_PER_TOKEN, HOURS_PER_MONTH
+from lab_utils.bills import (  # the serving bills, named here too
+    ServingCosts,
+    api_cost,
+    blended_price_per_million,
+    breakeven_tokens_per_month,
+    cost_per_million_tokens,
+    serving_costs,
+)
 from lab_utils.prices import SECONDS_PER_HOUR
 
 __all__ = [
@@ -33,6 +42,7 @@ __all__ = [
     "HOURS_PER_MONTH",
     "DoesNotFit",
     "FineTuneEstimate",
+    "RunEstimate",
     "ServingCosts",
     "api_cost",
     "attention_flops_per_token",
@@ -43,18 +53,11 @@ __all__ = [
     "fine_tune_estimate",
     "mfu_assumption",
     "range_verdict",
+    "run_estimate",
     "serving_costs",
     "training_flops",
     "training_hours",
 ]
-
-HOURS_PER_MONTH = 730.0
-"""Hours in an average month: 365 x 24 / 12, the month cloud providers bill."""
-
-FLOPS_PER_PARAM_PER_TOKEN = {"full": 6, "lora": 4, "qlora": 4, "inference": 2}
-"""FLOPs per parameter per token: training forward 2 + backward 4 (2 for the input gradients,
-2 for the weight gradients, which LoRA and QLoRA skip for the frozen weights); inference 2.
-QLoRA also dequantizes its 4-bit weights on the fly: more time at the same FLOP count."""
 
 ATTENTION_TERMS = ("causal", "non_causal", "none")
 """How :func:`training_flops` counts the attention scores and their weighted sum, FLOPs that no
@@ -74,27 +77,20 @@ scores' operands (2 forward passes' worth) whatever is frozen, since attention h
 
 def attention_flops_per_token(model, seq_len, *, causal: bool = True) -> float:
     """Forward FLOPs per token of the attention scores (Q·Kᵀ) and their weighted sum (·V) of
-    ``model`` (an ``llms`` name or LLMConfig) over sequences of ``seq_len`` tokens:
-    4 x layers x heads x head_dim x the keys a query sees: ``seq_len`` (``causal`` False), half
-    of it causal; with a sliding window w below seq_len, w - w²/(2·seq_len) causal.
+    ``model`` (an ``llms`` name or LLMConfig) over sequences of ``seq_len`` tokens, layer by
+    layer (its owner: ``basics.attention_flops_per_token``): 2 x heads x (head_dim + v_head_dim)
+    x the keys a query sees: ``seq_len`` (``causal`` False), half of it causal; in a
+    sliding-window layer of w below seq_len, w - w²/(2·seq_len) causal.
 
     Llama-3.1-8B at 8,192 tokens, causal: 4 x 32 x 4,096 x 4,096 = 2.1e9, against 2·N = 1.6e10.
     """
     config = llms.as_config(model)
-    if config.n_heads is None:
+    if not config.layers:
         raise ValueError(
-            f"model={config.name!r}: its attention shape (n_heads) is not in "
-            f"lab_utils/data/llm_configs.toml; give attention_term='none'"
+            f"model={config.name!r}: its layers are not in lab_utils/data/llm_configs.toml; "
+            f"give attention_term='none'"
         )
-    seq_len = checks.count("seq_len", seq_len)
-    window = config.sliding_window or seq_len
-    if not causal:
-        keys = min(seq_len, window)
-    elif window >= seq_len:
-        keys = seq_len / 2
-    else:
-        keys = window - window * window / (2 * seq_len)
-    return 4.0 * config.n_layers * config.n_heads * config.head_dim * keys
+    return basics.attention_flops_per_token(config.layers, seq_len, causal=causal)
 
 
 def training_flops(
@@ -112,8 +108,7 @@ def training_flops(
     """
     n_params = checks.number("n_params", n_params)
     n_tokens = checks.number("n_tokens", n_tokens)
-    if method not in FLOPS_PER_PARAM_PER_TOKEN:
-        raise ValueError(f"method={method!r} is not allowed; use one of {tuple(FLOPS_PER_PARAM_PER_TOKEN)}")
+    method = checks.choice("method", method, assumptions.METHODS)
     flops = FLOPS_PER_PARAM_PER_TOKEN[method] * n_params * n_tokens
     if model is None:
         if attention_term not in (None, "none"):
@@ -162,192 +157,160 @@ def training_hours(flops, *, peak_flops, mfu, n_devices: int = 1) -> float:
 # --- serving ---------------------------------------------------------------------------------
 
 
-def cost_per_million_tokens(usd_per_hour, tokens_per_s) -> float:
-    """Dollars per 1M tokens on a machine rented at ``usd_per_hour`` that produces
-    ``tokens_per_s`` (the formula: ``prices.usd_per_million_tokens``)."""
-    return prices.usd_per_million_tokens(usd_per_hour, tokens_per_s)
-
-
-def api_cost(input_tokens, output_tokens, *, price_in_per_million, price_out_per_million) -> float:
-    """Dollars an API charges for ``input_tokens`` read and ``output_tokens`` written."""
-    input_tokens = checks.number("input_tokens", input_tokens, strict=False)
-    output_tokens = checks.number("output_tokens", output_tokens, strict=False)
-    price_in = checks.number("price_in_per_million", price_in_per_million, strict=False)
-    price_out = checks.number("price_out_per_million", price_out_per_million, strict=False)
-    return (input_tokens * price_in + output_tokens * price_out) / 1e6
-
-
-def blended_price_per_million(price_in_per_million, price_out_per_million, output_share=None) -> float:
-    """Dollars per 1M tokens of traffic in which ``output_share`` (0 to 1) of the tokens are
-    written and the rest read: the API price a workload actually pays per token. None: the share
-    of the typical request, ``output_tokens`` / (``input_tokens`` + ``output_tokens``)."""
-    if output_share is None:
-        request = assumptions.resolve(input_tokens=None, output_tokens=None)[0]
-        output_share = request["output_tokens"] / (request["input_tokens"] + request["output_tokens"])
-    output_share = checks.number("output_share", output_share, strict=False, maximum=1.0)
-    return api_cost(
-        1e6 * (1 - output_share),
-        1e6 * output_share,
-        price_in_per_million=price_in_per_million,
-        price_out_per_million=price_out_per_million,
-    )
-
-
 def decode_tokens_per_s_bound(
-    n_params, *, bytes_per_param, bandwidth_bytes_per_s, batch: int = 1, peak_flops=None
+    n_params,
+    *,
+    bytes_per_param,
+    bandwidth_bytes_per_s,
+    batch: int = 1,
+    peak_flops=None,
+    context_len=None,
+    kv_bytes_per_value=None,
 ) -> float:
-    """Upper bound on generated tokens/s: each decode step reads every weight once and makes
-    one token per sequence of the batch, so tokens/s <= batch x bandwidth / (N x bytes per
-    parameter). With ``peak_flops``, also <= peak / (2·N) (compute bound at large batch).
-
-    KV-cache reads are left out (they add bytes per step that grow with context and batch), so
-    the bound is optimistic at long contexts. Measured: an RTX 4090 decodes a 7B 4-bit model
-    at 191 tokens/s (mlc-ai/llm-perf-bench) against a bound of about 280.
+    """Upper bound on generated tokens/s: each decode step reads the weights once and makes one
+    token per sequence of the batch: tokens/s <= batch / step, the step the roofline
+    (``basics.step_bound_s``) of ``basics.decode_work``'s FLOPs and bytes. ``n_params``: a
+    parameter count (every weight read, 2·N FLOPs per token; no KV cache: give the model for
+    that), or a model (an ``llms`` name or LLMConfig): a mixture of experts reads the experts
+    the batch touches, and each sequence's KV cache at ``context_len`` tokens (required then;
+    ``kv_bytes_per_value`` default the assumption) is read too. ``peak_flops`` None: bandwidth
+    only. Measured: an RTX 4090 decodes a 7B 4-bit model at 191 tokens/s
+    (mlc-ai/llm-perf-bench) against a bound of about 280.
     """
-    n_params = checks.number("n_params", n_params)
     bytes_per_param = checks.number("bytes_per_param", bytes_per_param)
     batch = checks.count("batch", batch)
-    step_s = serving.step_bound_s(
-        flops=FLOPS_PER_PARAM_PER_TOKEN["inference"] * n_params * batch,
-        bytes_read=n_params * bytes_per_param,
-        peak_flops=peak_flops,
-        bandwidth_bytes_per_s=bandwidth_bytes_per_s,
+    if isinstance(n_params, (str, llms.LLMConfig)):
+        if context_len is None:
+            raise ValueError("context_len: give the tokens in each KV cache to bound a model's decode")
+        kv = assumptions.resolve(kv_bytes_per_value=kv_bytes_per_value)[0]["kv_bytes_per_value"]
+        work = basics.decode_work(
+            llms.as_config(n_params),
+            batch=batch,
+            context_len=context_len,
+            weight_bytes_per_param=bytes_per_param,
+            kv_bytes_per_value=kv,
+        )
+        flops, bytes_read = work.flops, work.bytes_read
+    else:
+        n_params = checks.number("n_params", n_params)
+        flops = FLOPS_PER_PARAM_PER_TOKEN["inference"] * n_params * batch
+        bytes_read = n_params * bytes_per_param
+    step_s = basics.step_bound_s(
+        flops=flops, bytes_read=bytes_read, peak_flops=peak_flops, bandwidth_bytes_per_s=bandwidth_bytes_per_s
     )
     return batch / step_s
 
 
-def _peak_flops(spec: hardware.Spec, dtype) -> tuple[str, float]:
-    """(dtype, dense peak FLOP/s) of ``spec``: ``dtype`` when given, else the one it computes in."""
-    dtype = assumptions.compute_dtype(spec) if dtype is None else dtype
-    if dtype not in spec.peak_flops:
-        raise ValueError(f"dtype={dtype!r}: {spec.name} has peaks for {tuple(spec.peak_flops)}")
-    return dtype, spec.peak_flops[dtype]
+# --- one job on one device type: the price of any run, CPU or GPU ---------------------------------
 
 
 @dataclass(frozen=True)
-class ServingCosts:
-    """Dollars per month to serve ``tokens_per_month`` three ways (fine-tune cost amortised
-    into both self-hosted ways): the API; a GPU billed only while it works at ``tokens_per_s``
-    (pay per use, fully busy: no cold start, no idle second, a full batch: the floor of any
-    serverless bill); enough GPUs kept on all month (always on). For real traffic, cold starts
-    and idle time included, ask ``advisor.serve`` (``lab-utils pick serve``)."""
+class RunEstimate:
+    """Hours and dollars of one job on ``n_devices`` of the catalog ``device`` (a CPU server or
+    a GPU): ``hours`` wall clock, the larger of the compute time (FLOPs at ``mfu`` of the
+    ``dtype`` peak) and the memory time (bytes moved at a share of the bandwidth), ``bound``
+    saying which. ``n_servers``: servers rented (beyond one, whole servers: ``n_devices`` is
+    then what they hold). ``price``: the price that stands for one device-hour
+    (``assumptions.device_price``), or the one given; its ``usd_per_hour`` None when the data has
+    none. ``assumptions``: (name, value) of each default taken."""
 
-    tokens_per_month: float
-    api_per_month_usd: float
-    pay_per_use_per_month_usd: float
-    always_on_per_month_usd: float
-    always_on_gpus: int
-    gpu_hours_per_month: float
+    device: str
+    kind: str
+    n_devices: int
+    n_servers: int
+    dtype: str
+    mfu: float
+    hours: float
+    bound: str
+    price: assumptions.DevicePrice
+    assumptions: tuple[tuple[str, object], ...] = ()
 
     @property
-    def cheapest(self) -> str:
-        """'api', 'pay per use' or 'always on'."""
-        costs = {
-            "api": self.api_per_month_usd,
-            "pay per use": self.pay_per_use_per_month_usd,
-            "always on": self.always_on_per_month_usd,
-        }
-        return min(costs, key=costs.get)
+    def device_hours(self) -> float:
+        """Device-hours billed: every device for the whole job."""
+        return self.hours * self.n_devices
+
+    @property
+    def cost_per_job_usd(self) -> float | None:
+        """Dollars for the job: device-hours x price per device-hour (None without a price)."""
+        usd = self.price.usd_per_hour
+        return None if usd is None else self.device_hours * usd
+
+    @property
+    def energy_per_job_kwh(self) -> float | None:
+        """kWh the devices draw over the job at ``power_share_of_tdp`` of their TDP
+        (``energy.job_energy_kwh``); None without a TDP in the catalog."""
+        tdp_watts = hardware.as_spec(self.device).tdp_watts
+        return energy.job_energy_kwh(self.hours, self.n_devices, tdp_watts) if tdp_watts else None
 
 
-def _serving_inputs(
-    api_cost_per_million, usd_per_hour, tokens_per_s, fine_tune_cost, amortize_months, always_on_usd_per_hour
-):
-    amortize_months = assumptions.resolve(amortize_months=amortize_months)[0]["amortize_months"]
-    api = checks.number("api_cost_per_million", api_cost_per_million, strict=False)
-    price = checks.number("usd_per_hour", usd_per_hour, strict=False)
-    tokens_per_s = checks.number("tokens_per_s", tokens_per_s)
-    fixed = checks.number("fine_tune_cost", fine_tune_cost, strict=False) / checks.number(
-        "amortize_months", amortize_months
-    )
-    always_price = (
-        price
-        if always_on_usd_per_hour is None
-        else checks.number("always_on_usd_per_hour", always_on_usd_per_hour, strict=False)
-    )
-    return api, price, tokens_per_s, fixed, always_price
-
-
-def serving_costs(
-    tokens_per_month,
+def run_estimate(
+    device,
+    flops,
     *,
-    api_cost_per_million,
-    usd_per_hour,
-    tokens_per_s,
-    fine_tune_cost=0.0,
-    amortize_months=None,
-    always_on_usd_per_hour=None,
-) -> ServingCosts:
-    """Monthly cost of ``tokens_per_month`` on an API at ``api_cost_per_million`` (blended:
-    :func:`blended_price_per_million`) and self-hosted on GPUs making ``tokens_per_s`` each
-    (``serving.estimate``). Pay per use bills the GPU-seconds used at ``usd_per_hour``;
-    always on bills whole GPUs for :data:`HOURS_PER_MONTH` at ``always_on_usd_per_hour``
-    (default ``usd_per_hour``). ``fine_tune_cost`` is spread over ``amortize_months`` (default:
-    the assumption)."""
-    tokens = checks.number("tokens_per_month", tokens_per_month, strict=False)
-    api, price, tokens_per_s, fixed, always_price = _serving_inputs(
-        api_cost_per_million,
-        usd_per_hour,
-        tokens_per_s,
-        fine_tune_cost,
-        amortize_months,
-        always_on_usd_per_hour,
-    )
-    gpu_hours = tokens / tokens_per_s / SECONDS_PER_HOUR
-    gpus = max(1, math.ceil(gpu_hours / HOURS_PER_MONTH))
-    return ServingCosts(
-        tokens_per_month=tokens,
-        api_per_month_usd=tokens / 1e6 * api,
-        pay_per_use_per_month_usd=fixed + gpu_hours * price,
-        always_on_per_month_usd=fixed + gpus * HOURS_PER_MONTH * always_price,
-        always_on_gpus=gpus,
-        gpu_hours_per_month=gpu_hours,
-    )
+    n_devices=1,
+    mfu=None,
+    dtype=None,
+    bytes_moved=0.0,
+    bandwidth_efficiency=1.0,
+    usd_per_hour=None,
+    max_devices=None,
+    cpu_offer=None,
+) -> RunEstimate:
+    """Price one job of ``flops`` (moving ``bytes_moved`` at ``bandwidth_efficiency`` of the
+    memory bandwidth) on ``n_devices`` of ``device``, CPU or GPU: the one place a run's hours
+    and dollars are computed (``fine_tune_estimate`` and every option of ``advisor`` ask it).
 
-
-def breakeven_tokens_per_month(
-    *,
-    api_cost_per_million,
-    usd_per_hour,
-    tokens_per_s,
-    fine_tune_cost=0.0,
-    amortize_months=None,
-    always_on=False,
-    always_on_usd_per_hour=None,
-) -> float:
-    """The fewest tokens per month at which self-hosting costs no more than the API
-    (same inputs as :func:`serving_costs`: a GPU fully busy whenever billed, so pay per use is
-    a floor, no cold start or idle time; ``advisor.serve`` prices real traffic); ``math.inf``
-    when it never does.
-
-    Pay per use: both costs grow linearly, so break-even = monthly fine-tune share /
-    (API $ per token - self-hosted $ per token). Always on: the first volume at which the API
-    bill reaches the cost of the GPUs needed for that volume.
-    """
-    api, price, tokens_per_s, fixed, always_price = _serving_inputs(
-        api_cost_per_million,
-        usd_per_hour,
-        tokens_per_s,
-        fine_tune_cost,
-        amortize_months,
-        always_on_usd_per_hour,
+    Beyond one server of ``max_devices`` (None: the assumption) whole servers are rented
+    (``basics.whole_servers``) and priced as such; hours by :func:`training_hours` at the dense
+    peak in ``dtype`` (``basics.peak_flops``; None: the dtype the device computes in); ``mfu``
+    None is the regime's assumption: ``cpu_mfu`` on a CPU, :func:`mfu_assumption` on GPUs;
+    ``usd_per_hour`` None is the price that stands for the device (``assumptions.device_price``,
+    a CPU's from ``cpu_offer``). ValueError when the catalog lacks the peak, or the bandwidth a
+    job moving bytes needs."""
+    spec = hardware.as_spec(device)
+    flops = checks.number("flops", flops)
+    bytes_moved = checks.number("bytes_moved", bytes_moved, strict=False)
+    values, taken = assumptions.resolve(max_devices=max_devices)
+    n_servers, n_devices = basics.whole_servers(n_devices, values["max_devices"])
+    if n_servers == 1:
+        taken.pop("max_devices", None)
+    if dtype is None:
+        dtype = taken["compute_dtypes"] = basics.peak_flops(spec)[0]
+    dtype, peak = basics.peak_flops(spec, dtype)
+    if mfu is None:
+        regime = "cpu_mfu" if spec.kind == "cpu" else mfu_assumption(n_devices, dtype)
+        mfu = taken[regime] = assumptions.value(regime)
+    if usd_per_hour is None:
+        price = assumptions.device_price(
+            spec, cpu_offer=cpu_offer, n_gpus=n_devices, max_devices=values["max_devices"]
+        )
+        taken["price_rule"] = price.offer
+    else:
+        price = assumptions.DevicePrice(
+            checks.number("usd_per_hour", usd_per_hour, strict=False), "given", "given", "given"
+        )
+    compute_h = training_hours(flops, peak_flops=peak, mfu=mfu, n_devices=n_devices)
+    memory_h = 0.0
+    if bytes_moved:
+        if not spec.bandwidth_bytes_per_s:
+            raise ValueError(
+                f"device={spec.name!r}: the catalog has no memory bandwidth to time the bytes moved"
+            )
+        efficiency = checks.number("bandwidth_efficiency", bandwidth_efficiency, maximum=1.0)
+        memory_h = bytes_moved / (spec.bandwidth_bytes_per_s * efficiency * n_devices) / SECONDS_PER_HOUR
+    return RunEstimate(
+        device=spec.name,
+        kind=spec.kind,
+        n_devices=n_devices,
+        n_servers=n_servers,
+        dtype=dtype,
+        mfu=checks.number("mfu", mfu, maximum=1.0),
+        hours=max(compute_h, memory_h),
+        bound="bandwidth" if memory_h > compute_h else "compute",
+        price=price,
+        assumptions=tuple(taken.items()),
     )
-    if not always_on:
-        self_hosted = cost_per_million_tokens(price, tokens_per_s)
-        if fixed == 0:
-            return 0.0 if self_hosted <= api else math.inf
-        return fixed / (api - self_hosted) * 1e6 if api > self_hosted else math.inf
-    capacity = tokens_per_s * SECONDS_PER_HOUR * HOURS_PER_MONTH  # tokens per GPU-month
-    per_gpu = always_price * HOURS_PER_MONTH
-    if api == 0 or capacity / 1e6 * api <= per_gpu:
-        return math.inf  # a fully used GPU costs more than the API for the same tokens
-    # with k GPUs (up to k x capacity tokens) the bills meet at (fixed + k x per_gpu) / api;
-    # the fewest k for which that volume fits in k GPUs: k >= fixed / (api x capacity - per_gpu)
-    api_per_token = api / 1e6
-    gpus = max(1, math.ceil(fixed / (api_per_token * capacity - per_gpu)))
-    if (fixed + gpus * per_gpu) / api_per_token > gpus * capacity:  # rounding at the boundary
-        gpus += 1
-    return (fixed + gpus * per_gpu) / api_per_token
 
 
 # --- fine-tuning a real model ----------------------------------------------------------------
@@ -386,6 +349,7 @@ class FineTuneEstimate:
     n_nodes: int = 1  # servers of max_devices GPUs rented (jobs beyond one server take whole ones)
     attention_flops: float = 0.0  # the attention term, included in flops
     price_date: str = "given"  # the date of the price (YYYY-MM or YYYY), "given" when passed in
+    run: RunEstimate | None = None  # the run's hours and dollars as run_estimate priced them
 
     @property
     def gpu_hours(self) -> float:
@@ -399,17 +363,15 @@ class FineTuneEstimate:
 
     @property
     def cost_usd(self) -> float | None:
-        """Dollars: GPU-hours x price per GPU-hour (None without a price)."""
-        if self.usd_per_gpu_hour is None:
-            return None
-        return self.gpu_hours * self.usd_per_gpu_hour
+        """Dollars for the job: GPU-hours x price per GPU-hour (``RunEstimate.cost_per_job_usd``;
+        None without a price)."""
+        return self.run.cost_per_job_usd
 
     @property
     def energy_kwh(self) -> float | None:
-        """kWh the GPUs draw over the job (TDP x ``power_share_of_tdp``, lab_utils.energy; the
-        building's share, PUE, not counted); None without a TDP in the catalog."""
-        tdp_watts = hardware.as_spec(self.gpu).tdp_watts
-        return energy.job_energy_kwh(self.hours, self.n_gpus, tdp_watts) if tdp_watts else None
+        """kWh the GPUs draw over the job (``RunEstimate.energy_per_job_kwh``: TDP x
+        ``power_share_of_tdp``; the building's share, PUE, not counted); None without a TDP."""
+        return self.run.energy_per_job_kwh
 
     @property
     def joules_per_token(self) -> float | None:
@@ -457,20 +419,9 @@ def fine_tune_estimate(
         batch=batch,
         recompute_fine_tune=recompute,
         lora_rank=lora_rank,
-        max_devices=max_devices,
     )
     method = checks.choice("method", values["default_method"], assumptions.FINE_TUNE_METHODS)
     spec = hardware.as_spec(values["default_gpu"])
-    if dtype is None:
-        taken["compute_dtypes"] = assumptions.compute_dtype(spec)
-    dtype, peak = _peak_flops(spec, dtype)
-    if usd_per_gpu_hour is None:
-        price = assumptions.device_price(spec)
-        price_usd, price_source = price.usd_per_hour, f"{price.offer} ({price.source}, {price.date})"
-        taken["price_rule"], price_date = price.offer, price.date
-    else:
-        price_usd = checks.number("usd_per_gpu_hour", usd_per_gpu_hour, strict=False)
-        price_source, price_date = "given", "given"
     estimate = memory.job_estimate(
         config,
         method=method,
@@ -480,55 +431,58 @@ def fine_tune_estimate(
         lora_rank=values["lora_rank"],
     )
     taken[f"precision.{method}"] = estimate.precision
-    n_gpus = _gpus_for(config, estimate, spec) if n_gpus is None else checks.count("n_gpus", n_gpus)
-    per_node = checks.count("max_devices", values["max_devices"])
-    n_nodes = math.ceil(n_gpus / per_node)
-    if n_nodes == 1:
-        taken.pop("max_devices", None)
-    else:  # beyond one server: whole servers, priced as such where the data has one
-        n_gpus = n_nodes * per_node
-        if usd_per_gpu_hour is None:
-            price = assumptions.device_price(spec, n_gpus=n_gpus, max_devices=per_node)
-            price_usd, price_source = price.usd_per_hour, f"{price.offer} ({price.source}, {price.date})"
-            taken["price_rule"], price_date = price.offer, price.date
-    if mfu is None:
-        regime = mfu_assumption(n_gpus, dtype)
-        taken[regime] = mfu = assumptions.value(regime)
-    mfu = checks.number("mfu", mfu, maximum=1.0)
+    needed = _gpus_for(config, estimate, spec) if n_gpus is None else checks.count("n_gpus", n_gpus)
+    if usd_per_gpu_hour is not None:
+        usd_per_gpu_hour = checks.number("usd_per_gpu_hour", usd_per_gpu_hour, strict=False)
     shape = {}
     if (
         config.n_heads is not None or attention_term is not None
     ):  # a term given for a model without a shape: an error
-        if attention_term is None:
-            taken["attention_term"] = attention_term = assumptions.value("attention_term")
-        shape = dict(model=config, seq_len=estimate.seq_len, attention_term=attention_term)
+        term = assumptions.resolve(attention_term=attention_term)
+        taken.update(term[1])
+        shape = dict(model=config, seq_len=estimate.seq_len, attention_term=term[0]["attention_term"])
     parameters_only = training_flops(config.params_per_token, n_tokens, method)
     flops = training_flops(config.params_per_token, n_tokens, method, **shape)
+    run = run_estimate(
+        spec,
+        flops,
+        n_devices=needed,
+        mfu=mfu,
+        dtype=dtype,
+        usd_per_hour=usd_per_gpu_hour,
+        max_devices=max_devices,
+    )
+    taken.update(run.assumptions)
     recomputed = (
         training_flops(config.params_per_token, n_tokens, "inference", **shape)
         if estimate.recompute == "full"
         else 0.0
     )
-    if mfu * (flops + recomputed) / flops > 1:
-        raise ValueError(f"mfu={mfu}: with full recomputation the GPUs would execute more than their peak")
+    if run.mfu * (flops + recomputed) / flops > 1:
+        raise ValueError(
+            f"mfu={run.mfu}: with full recomputation the GPUs would execute more than their peak"
+        )
+    price = run.price
+    given = usd_per_gpu_hour is not None
     return FineTuneEstimate(
         model=config.name,
         method=method,
         gpu=spec.name,
-        n_gpus=n_gpus,
+        n_gpus=run.n_devices,
         n_tokens=float(n_tokens),
-        mfu=mfu,
-        dtype=dtype,
+        mfu=run.mfu,
+        dtype=run.dtype,
         flops=flops,
         memory_bytes=estimate.total_bytes,
-        hours=training_hours(flops, peak_flops=peak, mfu=mfu, n_devices=n_gpus),
-        usd_per_gpu_hour=price_usd,
-        price_source=price_source,
+        hours=run.hours,
+        usd_per_gpu_hour=price.usd_per_hour,
+        price_source="given" if given else f"{price.offer} ({price.source}, {price.date})",
         assumptions=tuple(taken.items()),
         hardware_flops=flops + recomputed,
-        n_nodes=n_nodes,
-        price_date=price_date,
+        n_nodes=run.n_servers,
+        price_date="given" if given else price.date,
         attention_flops=flops - parameters_only,
+        run=run,
     )
 
 
@@ -546,7 +500,7 @@ def _gpus_for(config: llms.LLMConfig, estimate, spec: hardware.Spec) -> int:
     parameter over the GPUs plus the largest module gathered), beside what each GPU holds besides
     the model state (its activations and the loss at its peak)."""
     n_gpus = memory.gpus_needed(estimate.total_bytes, spec)
-    if estimate.method != "full" or n_gpus == 1 or config.family is None:
+    if estimate.method != "full" or n_gpus == 1 or not config.layers:
         return n_gpus
     state = sum(estimate.part(label) for label in ("weights", "gradients", "optimizer states"))
     per_gpu = estimate.total_bytes - state
@@ -568,8 +522,8 @@ def range_verdict(claimed, low, high, tolerance=None) -> str:
     """Compare a claimed figure with the range [low, high] that sourced figures give.
 
     'consistent' inside the range widened by ``tolerance`` (default: the ``range_tolerance``
-    assumption); otherwise 'wrong: Nx too low' or 'wrong: Nx too high', N measured from the nearer
-    end of the range.
+    assumption); otherwise 'wrong: Nx too low' or
+    'wrong: Nx too high', N measured from the nearer end of the range.
     """
     claimed = checks.number("claimed", claimed)
     low = checks.number("low", low)

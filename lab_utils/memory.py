@@ -29,7 +29,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from lab_utils import assumptions, checks, hardware, llms
+from lab_utils import assumptions, basics, checks, hardware, llms
+from lab_utils.basics import BYTES_PER_VALUE, weight_bytes  # owned by basics, named here too
 
 __all__ = [
     "ATTENTION",
@@ -49,9 +50,13 @@ __all__ = [
     "fits",
     "gpus_needed",
     "job_estimate",
+    "checkpoint_weight_bytes",
     "kv_cache_bytes",
+    "kv_layout",
     "llm_activation_bytes",
     "longest_seq_len",
+    "PEFT_FUSED_EXPERT_TYPES",
+    "attention_linears",
     "lora_params",
     "loss_bytes",
     "param_count_parts",
@@ -63,9 +68,6 @@ __all__ = [
     "weight_bytes",
 ]
 
-BYTES_PER_VALUE = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": 0.5}
-"""Bytes per stored value. 4-bit formats (NF4, GPTQ, AWQ) also store a scale per block of
-weights, a few percent more (QLoRA, arXiv 2305.14314: NF4 ~0.5 byte per parameter)."""
 
 TRAINING_PRECISIONS = ("mixed", "fp32", "bf16", "autocast")
 """The layouts of a training job's state, bytes per parameter with Adam:
@@ -122,7 +124,9 @@ def _state_bytes_per_param(precision: str, optimizer: str) -> tuple[float, float
     moments = OPTIMIZERS[optimizer]
     if precision == "mixed":
         return 2, 2, 4 + 4 * moments  # fp32 master copy + fp32 moments
-    value = 4 if precision == "autocast" else BYTES_PER_VALUE[precision]  # moments stored like the weights
+    value = (
+        4 if precision == "autocast" else basics.bytes_per_value(precision)
+    )  # moments stored like the weights
     return value, value, value * moments
 
 
@@ -289,13 +293,15 @@ softmax is recomputed in backward from the output and one log-sum-exp per row, n
 
 
 def _layer_activation_bytes(
-    config: llms.LLMConfig, tokens: int, batch: int, seq_len: int, attention: str, value: int
+    config: llms.LLMConfig, layer, tokens: int, batch: int, seq_len: int, attention: str, value: int
 ) -> float:
-    """Bytes one block of ``config`` saves for backward over ``tokens`` = batch x seq_len."""
-    h, f, heads = config.hidden, config.ffn_hidden, config.n_heads
-    q, kv = heads * config.head_dim, config.n_kv_heads * config.head_dim
+    """Bytes one block (``layer``, an ``llms.Layer``) of ``config`` saves for backward over
+    ``tokens`` = batch x seq_len."""
+    h, heads = config.hidden, layer.attention.n_heads
+    q, kv = heads * layer.attention.head_dim, layer.attention.n_kv_heads * layer.attention.head_dim
     scores = batch * heads * seq_len * seq_len
     if config.family == "gpt2":
+        f = config.ffn_hidden
         # two LayerNorms (input, and mean and rstd in fp32 as on CUDA), the inputs of c_attn,
         # attn.c_proj and c_fc, and the GELU (tanh form: its input, tanh, 0.5x, 1 + tanh, output)
         kept = value * tokens * (2 * h + 3 * h + 5 * f) + 2 * 2 * 4 * tokens
@@ -303,9 +309,16 @@ def _layer_activation_bytes(
             return kept + value * tokens * 3 * h + 4 * batch * heads * seq_len
         return kept + value * tokens * 3 * q + value * scores  # q, k, v copies; the softmax output
     # Llama: two RMSNorms (fp32 upcast of the input, the normalised value, 1/rms per token),
-    # the inputs of q/k/v, o_proj and gate/up, and SwiGLU's gate, SiLU(gate), up and product
+    # the inputs of q/k/v, o_proj and gate/up, and SwiGLU's gate, SiLU(gate), up and product;
+    # a mixture of experts: each token's top_k copies of its input to the experts it goes to,
+    # their SwiGLU values, and the shared experts'
+    mlp = layer.mlp
+    if mlp.kind == "moe":
+        gathered, width = mlp.top_k * h, mlp.top_k * mlp.intermediate + mlp.shared_intermediate
+    else:
+        gathered, width = 0, mlp.intermediate
     norms = 2 * ((max(4, value) + value) * tokens * h + 4 * tokens)
-    kept = norms + value * tokens * (2 * h + q + 4 * f)
+    kept = norms + value * tokens * (2 * h + q + gathered + 4 * width)
     if attention == "sdpa":  # rotated q and k, v (grouped: kv heads), log-sum-exp
         return kept + value * tokens * (q + 2 * kv) + 4 * batch * heads * seq_len
     # eager: q, and k and v repeated to every query head; softmax in fp32 and its cast back
@@ -318,8 +331,10 @@ def llm_activation_bytes(
     """Bytes autograd keeps for backward in one forward pass of a whole ``transformers`` model,
     from the embedding output to the loss, logits included.
 
-    ``model``: a catalog name or an ``llms.LLMConfig`` of family "gpt2" or "llama" (Llama,
-    Mistral, Qwen2), as ``transformers`` (5.x) writes these models, dropout off (the Llama
+    ``model``: a catalog name or an ``llms.LLMConfig`` with its layers (GPT-2; Llama, Mistral,
+    Qwen2 and Qwen3 checked; a mixture of experts' or MLA's layers counted alike with their own
+    widths, each token's expert inputs and SwiGLU values top_k times), as ``transformers``
+    (5.x) writes these models, dropout off (the Llama
     family has none; GPT-2's 0.1 would add its masks). ``bytes_per_value``: 2 for bf16/fp16
     training, 4 for fp32; softmax statistics, RMSNorm's upcast and the loss stay fp32.
     ``attention``: one of :data:`ATTENTION` (eager adds the s x s softmax per head and layer;
@@ -331,7 +346,7 @@ def llm_activation_bytes(
     Checked within 10% of what ``transformers`` models save (tests/test_llm_memory.py).
     """
     config = llms.as_config(model)
-    if config.family is None:
+    if not config.layers:
         raise ValueError(
             f"model={config.name!r}: its layer shapes are not in lab_utils/data/llm_configs.toml"
         )
@@ -345,12 +360,14 @@ def llm_activation_bytes(
         )
     value = int(bytes_per_value)
     tokens = batch * seq_len
-    layer = _layer_activation_bytes(config, tokens, batch, seq_len, attention, value)
-    if recompute == "selective" and attention == "eager":
-        layer = _layer_activation_bytes(config, tokens, batch, seq_len, "sdpa", value)
-    blocks = config.n_layers * layer
+    kernel = "sdpa" if recompute == "selective" else attention
+    layers = [
+        _layer_activation_bytes(config, layer, tokens, batch, seq_len, kernel, value)
+        for layer in config.layers
+    ]
+    blocks = sum(layers)
     if recompute == "full":
-        blocks = config.n_layers * value * tokens * config.hidden + layer
+        blocks = config.n_layers * value * tokens * config.hidden + max(layers)
     if config.family == "gpt2":
         norm = value * tokens * config.hidden + 2 * 4 * tokens
     else:
@@ -433,47 +450,99 @@ def kv_cache_bytes(*, n_layers, n_kv_heads, head_dim, seq_len, batch=1, bytes_pe
     return float(2 * n_layers * n_kv_heads * head_dim * seq_len * batch * bytes_per_value)
 
 
-def weight_bytes(n_params, precision: str = "bf16") -> float:
-    """Bytes to hold ``n_params`` weights in ``precision`` (a key of :data:`BYTES_PER_VALUE`)."""
-    n_params = checks.number("n_params", n_params)
-    checks.choice("precision", precision, BYTES_PER_VALUE)
-    return float(n_params * BYTES_PER_VALUE[precision])
-
-
 LORA_TARGETS = ("attention", "all-linear")
 """Where :func:`lora_params` puts adapters: "attention", the attention projections (q, k, v
 and o; GPT-2's fused ``c_attn`` and its ``attn.c_proj``); "all-linear", peft's
 ``target_modules="all-linear"``: every linear layer of every block, the LM head excepted."""
 
 
+PEFT_FUSED_EXPERT_TYPES = ("mixtral", "qwen3_moe", "olmoe", "deepseek_v2", "deepseek_v3", "glm4_moe")
+"""model_types whose routed experts peft (0.21, on transformers 5's fused expert tensors) adapts
+under "all-linear": it maps the names of transformers 4's expert linears onto the fused
+parameters, so the router gets one adapter, each expert's gate and up projections one of rank
+2r together and its down projection one of rank r, while linears of those names outside the
+experts (dense MLP layers, shared experts) get none. Other types (qwen2_moe, gpt_oss) adapt
+their nn.Linear layers only: attention and shared experts, no routed expert."""
+
+
+def attention_linears(attention, hidden: int) -> tuple[tuple[str, int, int], ...]:
+    """(name, in_features, out_features) of one block's attention projections, as
+    ``transformers`` names them: q, k, v and o; for MLA q (or q_a and q_b through
+    q_lora_rank), kv_a (to the latent and the rotary key), kv_b (latent to keys and values) and o."""
+    a = attention
+    if a.kind == "mla":
+        nope = a.head_dim - a.qk_rope_head_dim
+        if a.q_lora_rank is None:
+            query = (("q_proj", hidden, a.n_heads * a.head_dim),)
+        else:
+            query = (("q_a_proj", hidden, a.q_lora_rank), ("q_b_proj", a.q_lora_rank, a.n_heads * a.head_dim))
+        return query + (
+            ("kv_a_proj_with_mqa", hidden, a.kv_lora_rank + a.qk_rope_head_dim),
+            ("kv_b_proj", a.kv_lora_rank, a.n_heads * (nope + a.v_head_dim)),
+            ("o_proj", a.n_heads * a.v_head_dim, hidden),
+        )
+    return (
+        ("q_proj", hidden, a.n_heads * a.head_dim),
+        ("k_proj", hidden, a.n_kv_heads * a.head_dim),
+        ("v_proj", hidden, a.n_kv_heads * a.v_head_dim),
+        ("o_proj", a.n_heads * a.v_head_dim, hidden),
+    )
+
+
+def _mlp_adapter_params(config: llms.LLMConfig, layer, rank: int) -> int:
+    """LoRA parameters peft puts on one block's MLP under "all-linear" (see
+    :data:`PEFT_FUSED_EXPERT_TYPES`)."""
+    h, mlp = config.hidden, layer.mlp
+    fused = config.model_type in PEFT_FUSED_EXPERT_TYPES
+    if mlp.kind == "dense":
+        return 0 if fused else rank * 3 * (h + mlp.intermediate)  # gate and up h -> f, down f -> h
+    if fused:
+        e, f = mlp.n_experts, mlp.intermediate
+        return rank * (h + e) + e * 2 * rank * (h + 2 * f) + e * rank * (f + h)
+    shared = rank * 3 * (h + mlp.shared_intermediate) if mlp.shared_intermediate else 0
+    gate = rank * (h + 1) if config.model_type == "qwen2_moe" and mlp.shared_intermediate else 0
+    return shared + gate
+
+
 def lora_params(model, rank: int | None = None, targets: str | None = None) -> int:
-    """Trainable LoRA parameters with rank-``rank`` adapters on the ``targets`` layers (None: the
-    ``lora_rank`` and ``lora_targets`` assumptions, rank 16 on every linear layer).
+    """Trainable LoRA parameters with rank-``rank`` adapters on the ``targets`` layers, as
+    ``peft`` counts them (None: the ``lora_rank`` and ``lora_targets`` assumptions, rank 16 on
+    every linear layer).
 
     An adapter on a d_in x d_out weight adds r·(d_in + d_out) parameters (Hu et al., arXiv
     2106.09685), counted per layer as the model has it: one adapter on GPT-2's fused q/k/v
-    matrix (h x 3h), three on Llama's separate q, k and v. ``model`` is an ``llms.LLMConfig``
-    or a name ``llms.get`` knows; ``targets`` one of :data:`LORA_TARGETS`. Llama-3.1-8B,
-    rank 16 on q, k, v and o (``targets="attention"``): 32 layers x 16 x (2·(4096 + 4096) +
-    2·(4096 + 1024)).
+    matrix (h x 3h), three on Llama's separate q, k and v, five on MLA's projections
+    (:func:`attention_linears`); "all-linear" adds the MLP's, a mixture of experts' as peft
+    adapts them (:data:`PEFT_FUSED_EXPERT_TYPES`). ``model`` is an ``llms.LLMConfig`` or a name
+    ``llms.get`` knows; ``targets`` one of :data:`LORA_TARGETS`. Llama-3.1-8B, rank 16 on q, k,
+    v and o (``targets="attention"``): 32 layers x 16 x (2·(4096 + 4096) + 2·(4096 + 1024)).
     """
     model = llms.as_config(model)
     values = assumptions.resolve(lora_rank=rank, lora_targets=targets)[0]
     rank, targets = values["lora_rank"], values["lora_targets"]
     rank = checks.count("rank", rank)
     checks.choice("targets", targets, LORA_TARGETS)
-    if model.family is None:
-        raise ValueError(
-            f"model={model.name!r}: its layer shapes (family, n_heads, ffn_hidden) are not "
-            f"in lab_utils/data/llm_configs.toml, so its adapters cannot be counted"
+    if model.family == "gpt2":
+        attention = {"c_attn", "attn.c_proj"}
+        per_layer = sum(
+            rank * (n_in + n_out)
+            for name, n_in, n_out, _ in llms.linear_shapes(model)
+            if targets == "all-linear" or name in attention
         )
-    attention = {"c_attn", "attn.c_proj", "q_proj", "k_proj", "v_proj", "o_proj"}
-    per_layer = sum(
-        rank * (n_in + n_out)
-        for name, n_in, n_out, _ in llms.linear_shapes(model)
-        if targets == "all-linear" or name in attention
-    )
-    return model.n_layers * per_layer
+        return model.n_layers * per_layer
+    if not model.layers:
+        raise ValueError(
+            f"model={model.name!r}: its layers are not in lab_utils/data/llm_configs.toml, so its "
+            f"adapters cannot be counted (give its config.json)"
+        )
+    total = 0
+    for layer in model.layers:
+        total += sum(
+            rank * (n_in + n_out) for _, n_in, n_out in attention_linears(layer.attention, model.hidden)
+        )
+        if targets == "all-linear":
+            total += _mlp_adapter_params(model, layer, rank)
+    return total
 
 
 # --- a whole job on a real model -----------------------------------------------------------
@@ -514,7 +583,7 @@ class JobEstimate:
 
 def _precisions_for(method: str) -> tuple[str, ...]:
     if method == "inference":
-        return tuple(BYTES_PER_VALUE)
+        return ("checkpoint", *BYTES_PER_VALUE)
     if method == "full":
         return TRAINING_PRECISIONS
     if method == "lora":
@@ -527,13 +596,27 @@ def precisions_for(method: str) -> tuple[str, ...]:
     return _precisions_for(checks.choice("method", method, JOB_METHODS))
 
 
+def _block_linear_params(config: llms.LLMConfig) -> int:
+    """Parameters in the blocks' linear weights (attention projections, MLPs, every expert, no
+    bias, norm or router): what bitsandbytes quantises."""
+    if config.family == "gpt2":
+        return config.n_layers * sum(n_in * n_out for _, n_in, n_out, _ in llms.linear_shapes(config))
+    h, total = config.hidden, 0
+    for layer in config.layers:
+        total += sum(n_in * n_out for _, n_in, n_out in attention_linears(layer.attention, h))
+        mlp = layer.mlp
+        experts = mlp.n_experts * mlp.intermediate if mlp.kind == "moe" else mlp.intermediate
+        total += 3 * h * (experts + mlp.shared_intermediate)  # gate, up and down of each
+    return total
+
+
 def _frozen_weights(config: llms.LLMConfig, precision: str, constant_bits: float) -> list[tuple[str, float]]:
     """The frozen base weights of a LoRA or QLoRA job as bitsandbytes lays them out: the blocks'
-    linear weights quantised (int8, or NF4 with ``constant_bits`` of constants per weight),
-    embeddings, LM head, norms and biases left in bf16."""
-    if precision in ("bf16", "fp16") or config.family is None:
+    linear weights quantised (int8, or NF4 with ``constant_bits`` of constants per weight; a
+    mixture of experts' experts too), embeddings, LM head, norms, routers and biases in bf16."""
+    if precision in ("bf16", "fp16") or not config.layers:
         return [("weights", weight_bytes(config.n_params, precision))]
-    quantised = config.n_layers * sum(n_in * n_out for _, n_in, n_out, _ in llms.linear_shapes(config))
+    quantised = _block_linear_params(config)
     label = "NF4" if precision == "int4" else precision
     parts = [
         (f"weights ({label}: block linears)", weight_bytes(quantised, precision)),
@@ -542,6 +625,39 @@ def _frozen_weights(config: llms.LLMConfig, precision: str, constant_bits: float
     if precision == "int4":
         parts.append(("quantisation constants", quantised * constant_bits / 8))
     return parts
+
+
+def checkpoint_weight_bytes(model) -> float:
+    """Bytes of ``model``'s weights as published (``llms.Checkpoint``: block FP8, MXFP4 experts
+    beside bf16, int4 with its scales; bf16 when the config names no quantization)."""
+    config = llms.as_config(model)
+    checkpoint = config.checkpoint
+    if checkpoint is None:
+        return weight_bytes(config.n_params, "bf16")
+    return basics.held_weight_bytes(
+        config,
+        weight_bytes_per_param=checkpoint.other_bytes_per_param,
+        expert_bytes_per_param=checkpoint.expert_bytes_per_param,
+    )
+
+
+def kv_layout(model) -> str:
+    """Which KV-cache layout the answers size for ``model``, in words: vLLM's, per layer kind
+    (K and V per KV head for full attention; at most the window for sliding-window layers;
+    MLA's compressed latent, kv_lora_rank + qk_rope_head_dim values per token)."""
+    config = llms.as_config(model)
+    kinds = {}
+    for layer in config.layers:
+        a = layer.attention
+        if a.kind == "mla":
+            key = f"MLA latent ({a.kv_lora_rank} + {a.qk_rope_head_dim} values per token)"
+        elif a.kind == "sliding":
+            key = f"sliding window of {a.window} tokens ({a.kv_values_per_token} values per token)"
+        else:
+            key = f"full attention ({a.kv_values_per_token} values per token)"
+        kinds[key] = kinds.get(key, 0) + 1
+    layers = ", ".join(f"{n} x {kind}" for kind, n in kinds.items())
+    return f"vLLM's per layer: {layers}"
 
 
 def job_estimate(
@@ -558,8 +674,10 @@ def job_estimate(
 ) -> JobEstimate:
     """Memory for one job on a public model (``llms.get`` name or LLMConfig), in bytes.
 
-    method "inference": weights in ``precision`` plus a bf16 KV cache for ``batch`` sequences of
-    ``seq_len`` tokens (:func:`kv_cache_bytes`). "full": :func:`training_state_bytes` with Adam
+    method "inference": weights in ``precision`` ("checkpoint", the default: as published,
+    :func:`checkpoint_weight_bytes`) plus the KV cache of ``batch`` sequences of ``seq_len``
+    tokens as vLLM lays it out per layer (:func:`kv_layout`; ``kv_bytes_per_value`` each).
+    "full": :func:`training_state_bytes` with Adam
     in ``precision`` (see :data:`TRAINING_PRECISIONS`: "mixed" Megatron-style, "autocast" fp32
     weights with bf16 copies, "fp32", "bf16") plus activations. "lora": frozen weights in
     ``precision`` plus adapters (:func:`lora_params` on ``lora_targets``) kept in fp32 as peft
@@ -572,8 +690,9 @@ def job_estimate(
     ``loss_impl``). The parts add up to the peak of a step; with full recomputation that
     counts the one block recomputed in backward and the loss's peak together, though they come
     one after the other (a block's activations are a few percent of the hf loss's peak).
-    A model without a layer shape in the catalog (a mixture of experts) has its activations
-    and adapters listed in ``left_out``. Left None, ``precision`` is the method's,
+    A mixture of experts holds every expert (weights, and for "full" their gradients and
+    optimizer states). A model without layers in the catalog has its activations and adapters
+    listed in ``left_out``. Left None, ``precision`` is the method's,
     ``recompute`` the fine-tuning assumption (gradient checkpointing), ``attention`` the
     ``attention`` assumption (SDPA), ``loss_impl`` the ``loss_impl`` assumption (the Hugging
     Face path), and ``batch``, ``seq_len``, ``lora_rank`` and ``lora_targets`` the
@@ -582,7 +701,7 @@ def job_estimate(
     model = llms.as_config(model)
     checks.choice("method", method, JOB_METHODS)
     training = method != "inference"
-    adapted = method in ("lora", "qlora") and model.family is not None
+    adapted = method in ("lora", "qlora") and bool(model.layers)
     wanted = [(f"precision.{method}", precision), ("batch", batch), ("seq_len", seq_len)]
     if training:
         wanted += [("recompute_fine_tune", recompute), ("attention", attention), ("loss_impl", loss_impl)]
@@ -604,27 +723,25 @@ def job_estimate(
         checks.choice("loss_impl", loss_impl, LOSS_IMPLS)
     parts, left_out = [], []
     if method == "inference":
-        parts.append(("weights", weight_bytes(model.n_params, precision)))
-        if model.n_heads is not None and model.n_kv_heads is not None:
-            parts.append(
-                (
-                    "KV cache",
-                    kv_cache_bytes(
-                        n_layers=model.n_layers,
-                        n_kv_heads=model.n_kv_heads,
-                        head_dim=model.head_dim,
-                        seq_len=seq_len,
-                        batch=batch,
-                    ),
-                )
-            )
+        if precision == "checkpoint":
+            published = "bf16" if model.checkpoint is None else model.checkpoint.format
+            if "precision.inference" in taken:
+                taken["precision.inference"] = f"checkpoint ({published})"
+            parts.append(("weights", checkpoint_weight_bytes(model)))
+        else:
+            parts.append(("weights", weight_bytes(model.n_params, precision)))
+        if model.layers:
+            kv = assumptions.value("kv_bytes_per_value")
+            taken["kv_bytes_per_value"], taken["kv_layout"] = kv, kv_layout(model)
+            values = basics.kv_values_per_sequence(model.layers, seq_len)
+            parts.append(("KV cache", float(batch * kv * values)))
         else:
             left_out.append("KV cache")
     else:
         if method == "full":
             parts += training_state_parts(model.n_params, precision)
         else:
-            if precision == "int4" and model.family is not None:
+            if precision == "int4" and model.layers:
                 taken["nf4_constant_bits_per_weight"] = assumptions.value("nf4_constant_bits_per_weight")
             parts += _frozen_weights(model, precision, taken.get("nf4_constant_bits_per_weight", 0.0))
             if adapted:
@@ -636,7 +753,7 @@ def job_estimate(
                 ]
             else:
                 left_out.append("adapters")
-        if model.family is not None:
+        if model.layers:
             value = 4 if precision == "fp32" else 2
             saved = llm_activation_bytes(
                 model,
@@ -683,10 +800,13 @@ def param_count_parts(n_params, method: str, precision: str | None = None) -> tu
     """What a bare parameter count tells of a job's memory, part by part (bytes): the weights in
     ``precision`` (default the method's), and for "full" the gradients and optimizer state
     (:func:`training_state_parts`). Adapters, activations and the KV cache need the model's shape
-    (:func:`job_estimate`): the total is a lower bound."""
+    (:func:`job_estimate`): the total is a lower bound. A bare count has no checkpoint to read:
+    "checkpoint" (the inference default) counts its weights in bf16, as most are published."""
     checks.choice("method", method, JOB_METHODS)
     precision = assumptions.resolve(**{f"precision__{method}": precision})[0][f"precision.{method}"]
     checks.choice("precision", precision, _precisions_for(method))
+    if precision == "checkpoint":
+        precision = "bf16"
     if method == "full":
         return tuple(training_state_parts(n_params, precision))
     return (("weights", weight_bytes(n_params, precision)),)

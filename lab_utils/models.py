@@ -1,4 +1,5 @@
-"""Small reference models shared by the notebooks: an MLP and a tiny GPT (imports torch).
+"""Small reference models shared by the notebooks: an MLP, a tiny GPT and a tiny mixture of
+experts (imports torch).
 
 Small enough to train on a laptop CPU in seconds, built from the same parts as real language
 models, so what a notebook measures on them (FLOPs, memory, tokens/s) scales by formula to
@@ -140,6 +141,8 @@ class TinyGPT(nn.Module):
     shape (batch, seq, vocab_size).
     """
 
+    block_type = Block
+
     def __init__(self, config: GPTConfig = GPTConfig()):
         super().__init__()
         if not isinstance(config, GPTConfig):
@@ -147,7 +150,7 @@ class TinyGPT(nn.Module):
         self.config = config
         self.token_embedding = nn.Embedding(config.vocab_size, config.hidden)
         self.position_embedding = nn.Embedding(config.seq_len, config.hidden)
-        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
+        self.blocks = nn.ModuleList(self.block_type(config) for _ in range(config.n_layers))
         self.norm = nn.LayerNorm(config.hidden)
         # GPT-2's initialisation: small embeddings, so the tied output layer starts near a
         # uniform guess (loss about ln(vocab_size)) instead of tens of nats.
@@ -212,25 +215,146 @@ class TinyGPT(nn.Module):
         return torch.cat(out, dim=1)
 
 
+@dataclass(frozen=True)
+class MoEConfig(GPTConfig):
+    """Shape of a :class:`TinyMoE`: a :class:`GPTConfig` whose blocks' MLP is a mixture of
+    ``n_experts`` routed experts (each hidden -> ``expert_hidden`` -> hidden, GELU), of which a
+    router picks ``top_k`` per token, beside ``n_shared`` shared experts every token uses."""
+
+    n_experts: int = 8
+    top_k: int = 2
+    expert_hidden: int = 128
+    n_shared: int = 1
+
+    def __post_init__(self):
+        super().__post_init__()
+        for name in ("n_experts", "top_k", "expert_hidden"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name}={value!r}: must be a positive integer")
+        if isinstance(self.n_shared, bool) or not isinstance(self.n_shared, int) or self.n_shared < 0:
+            raise ValueError(f"n_shared={self.n_shared!r}: must be an integer >= 0")
+        if self.top_k > self.n_experts:
+            raise ValueError(f"top_k={self.top_k} must not exceed n_experts={self.n_experts}")
+
+    @property
+    def expert_params(self) -> int:
+        """One expert's parameters: two linear layers with their biases, 2·h·f + f + h."""
+        h, f = self.hidden, self.expert_hidden
+        return 2 * h * f + f + h
+
+    @property
+    def n_params(self) -> int:
+        """Every parameter: embeddings, per block two LayerNorms (4h), attention (4h² + 4h), the
+        router (h·E, no bias), E routed and the shared experts, and the final norm (2h)."""
+        h = self.hidden
+        block = (
+            4 * h
+            + 4 * h * h
+            + 4 * h
+            + h * self.n_experts
+            + (self.n_experts + self.n_shared) * self.expert_params
+        )
+        return h * self.vocab_size + self.seq_len * h + self.n_layers * block + 2 * h
+
+    @property
+    def params_per_token(self) -> int:
+        """Parameters one token uses: all but the n_experts - top_k routed experts it skips."""
+        return self.n_params - self.n_layers * (self.n_experts - self.top_k) * self.expert_params
+
+
+class MoEMLP(nn.Module):
+    """A mixture of experts in place of a block's MLP: a linear router scores the experts, each
+    token goes to its ``top_k`` best (their scores softmaxed among them weigh the outputs), and
+    the shared experts see every token. Only the experts some token picked run, so a step reads
+    the weights of the experts its tokens touch (what ``basics.experts_touched`` predicts)."""
+
+    def __init__(self, config: MoEConfig):
+        super().__init__()
+        h, f = config.hidden, config.expert_hidden
+        self.top_k = config.top_k
+        self.router = nn.Linear(h, config.n_experts, bias=False)
+        self.experts = nn.ModuleList(MLP([h, f, h]) for _ in range(config.n_experts))
+        self.shared = nn.ModuleList(MLP([h, f, h]) for _ in range(config.n_shared))
+
+    def forward(self, x):
+        tokens = x.reshape(-1, x.shape[-1])
+        scores, chosen = self.router(tokens).topk(self.top_k, dim=-1)
+        weights = torch.softmax(scores, dim=-1)
+        out = sum((expert(tokens) for expert in self.shared), torch.zeros_like(tokens))
+        for index in chosen.unique().tolist():
+            rows, slot = (chosen == index).nonzero(as_tuple=True)
+            out = out.index_add(0, rows, weights[rows, slot, None] * self.experts[index](tokens[rows]))
+        return out.reshape(x.shape)
+
+    def experts_used(self, x) -> int:
+        """How many routed experts the tokens ``x`` (..., hidden) touch."""
+        with torch.no_grad():
+            return self.router(x.reshape(-1, x.shape[-1])).topk(self.top_k, dim=-1)[1].unique().numel()
+
+
+class MoEBlock(Block):
+    """A transformer block whose MLP is a :class:`MoEMLP`."""
+
+    def __init__(self, config: MoEConfig):
+        super().__init__(config)
+        self.mlp = MoEMLP(config)
+
+
+class TinyMoE(TinyGPT):
+    """A :class:`TinyGPT` whose blocks are mixtures of experts (:class:`MoEBlock`): the same
+    embeddings, attention, KV cache and tied output layer; ``config`` a :class:`MoEConfig`."""
+
+    block_type = MoEBlock
+
+    def __init__(self, config: MoEConfig = MoEConfig()):
+        if not isinstance(config, MoEConfig):
+            raise TypeError(f"config must be a MoEConfig, got {type(config).__name__}")
+        super().__init__(config)
+
+
 def llm_config(config: GPTConfig):
     """``config`` as an ``llms.LLMConfig`` for the serving bounds (``lab_utils.serving``): its
-    parameters counted as the ones each token multiplies (the blocks' matrices and the tied
-    output layer; no position table, norms or biases), so the bound stays a lower bound."""
+    layers with the parameters each token multiplies (the blocks' matrices and the tied output
+    layer; no position table, norms or biases), so the bound stays a lower bound. A
+    :class:`MoEConfig` gives mixture-of-experts layers: the router and shared experts beside
+    ``n_experts`` routed ones, ``top_k`` per token."""
     from lab_utils import llms
 
-    h = config.hidden
+    h, heads = config.hidden, config.n_heads
+    attention = llms.Attention(
+        kind="full", n_heads=heads, n_kv_heads=heads, head_dim=h // heads, v_head_dim=h // heads
+    )
+    if isinstance(config, MoEConfig):
+        f = config.expert_hidden
+        mlp = llms.MLP(
+            kind="moe",
+            intermediate=f,
+            n_experts=config.n_experts,
+            top_k=config.top_k,
+            shared_intermediate=config.n_shared * f,
+        )
+        layer = llms.Layer(
+            attention, mlp, 4 * h * h, h * config.n_experts + config.n_shared * 2 * h * f, 2 * h * f
+        )
+        kind = f"tiny MoE ({config.n_layers} layers, {config.n_experts} experts, top {config.top_k})"
+    else:
+        layer = llms.Layer(attention, llms.MLP(kind="dense", intermediate=4 * h), 4 * h * h, 8 * h * h, 0)
+        kind = f"tiny GPT ({config.n_layers} layers, hidden {h})"
     return llms.LLMConfig(
-        name=f"tiny GPT ({config.n_layers} layers, hidden {h})",
+        name=kind,
         aliases=(),
         n_layers=config.n_layers,
         hidden=h,
-        n_params=config.n_layers * 12 * h * h + h * config.vocab_size,
-        source="lab_utils.models.GPTConfig",
-        source_date="2026",
-        n_heads=config.n_heads,
-        n_kv_heads=config.n_heads,
+        source="lab_utils.models",
+        source_date="2026-12",
+        n_heads=heads,
+        n_kv_heads=heads,
         ffn_hidden=4 * h,
         vocab_size=config.vocab_size,
+        layers=(layer,) * config.n_layers,
+        embedding_params=0,
+        head_params=h * config.vocab_size,
     )
 
 

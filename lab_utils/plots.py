@@ -164,14 +164,15 @@ def advice_chart(advice, title: str | None = None):
     )
     drawn_kinds, drawn_bounds = set(), set()
     for o in advice.options:
-        if not o.works or o.cost_usd is None:
+        cost = getattr(o, f"cost_per_{advice.period}_usd")
+        if not o.works or cost is None:
             continue
         colour = PALETTE[_KIND_COLOURS[o.kind]]
         if o.kind in ("api", "hosted"):
-            ax.axhline(o.cost_usd, color=colour, linewidth=0.8, linestyle="--", alpha=0.6)
+            ax.axhline(cost, color=colour, linewidth=0.8, linestyle="--", alpha=0.6)
             ax.annotate(
                 o.name,
-                (0.99, o.cost_usd),
+                (0.99, cost),
                 xycoords=("axes fraction", "data"),
                 ha="right",
                 va="bottom",
@@ -181,10 +182,10 @@ def advice_chart(advice, title: str | None = None):
             drawn_kinds.add(o.kind)
             continue
         x = o.latency_s if serving else o.hours
-        ax.scatter([x], [o.cost_usd], marker=_BOUND_MARKERS[o.bound], color=colour, s=45)
+        ax.scatter([x], [cost], marker=_BOUND_MARKERS[o.bound], color=colour, s=45)
         ax.annotate(
             o.name.replace(" always on", ""),
-            (x, o.cost_usd),
+            (x, cost),
             xytext=(4, 3),
             textcoords="offset points",
             fontsize=7,

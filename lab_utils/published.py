@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from lab_utils import (
     advisor,
     assumptions,
+    basics,
     catalogs,
     checks,
     economics,
@@ -65,6 +66,7 @@ __all__ = [
     "serving_joules_per_output_token",
     "table",
     "training_tokens_per_s",
+    "weights_bytes",
 ]
 
 _DATA_FILE = "published.toml"
@@ -76,11 +78,9 @@ COURSE_KINDS = ("bound", "estimate")
 
 
 def matmul_flops(*, device, dtype):
-    """The dense peak of ``device`` in ``dtype`` (vendor specification): what no matmul beats."""
-    spec = hardware.as_spec(device)
-    if dtype not in spec.peak_flops:
-        raise ValueError(f"dtype={dtype!r}: {spec.name} has peaks for {tuple(spec.peak_flops)}")
-    return spec.peak_flops[dtype]
+    """The dense peak of ``device`` in ``dtype`` (vendor specification, ``basics.peak_flops``):
+    what no matmul beats."""
+    return basics.peak_flops(hardware.as_spec(device), dtype)[1]
 
 
 def samples_per_s(*, device, dtype, flops_per_sample, n_sockets=1):
@@ -143,7 +143,7 @@ def training_tokens_per_s(*, model, device, method="full", dtype="bf16", mfu=Non
     """Training tokens/s per device: peak[dtype] x MFU / training FLOPs per token
     (:func:`economics.training_flops`, :func:`economics.training_hours`); ``mfu`` None is the
     ``mfu`` assumption."""
-    n_params = llms.as_config(model).n_params
+    n_params = llms.as_config(model).params_per_token  # compute counts the active parameters
     mfu = assumptions.resolve(mfu=mfu)[0]["mfu"]
     tokens = 1e9
     hours = economics.training_hours(
@@ -194,6 +194,16 @@ def prefill_tokens_per_s(*, model, device, prompt_len, **options):
     return prompt_len / serving.prefill_s(model, device=device, prompt_len=prompt_len, **options)
 
 
+def weights_bytes(*, model, weight_bytes_per_param=None):
+    """Bytes of ``model``'s weights: as its checkpoint publishes them
+    (``memory.checkpoint_weight_bytes``: MXFP4 experts beside bf16, block FP8, ...), or every
+    parameter at ``weight_bytes_per_param`` (a GGUF format's average, e.g. Q8_0's 34 bytes per
+    32 weights)."""
+    if weight_bytes_per_param is None:
+        return memory.checkpoint_weight_bytes(model)
+    return llms.as_config(model).n_params * checks.number("weight_bytes_per_param", weight_bytes_per_param)
+
+
 def cold_start_s(*, weight_bytes, **options):
     """Seconds of a serverless worker's cold start: :func:`serverless.cold_start` with its
     assumptions (image pull, container start, CUDA initialisation, weight load); ``options`` go
@@ -233,6 +243,7 @@ QUESTIONS = {
     "training_tokens_per_s": (training_tokens_per_s, "tokens/s", "more"),
     "recommender_training_s": (recommender_training_s, "s", "less"),
     "longest_sequence_tokens": (longest_sequence_tokens, "tokens", "more"),
+    "weights_bytes": (weights_bytes, "bytes", "more"),
     "cold_start_s": (cold_start_s, "s", "less"),
     "restored_start_s": (restored_start_s, "s", "less"),
     "serving_joules_per_output_token": (serving_joules_per_output_token, "J/token", "less"),

@@ -26,7 +26,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from lab_utils import checks, hardware
+from lab_utils import basics, checks, hardware
 
 __all__ = [
     "DEFAULT_DEVICES",
@@ -43,9 +43,6 @@ __all__ = [
 DEFAULT_DEVICES = ("T4", "A100 80GB SXM", "H100 SXM", "H200 SXM", "AMD EPYC 9684X")
 """Catalog devices ``plots.roofline`` draws unless told otherwise: GPUs from a free Colab T4 to an
 H200, and a server CPU."""
-
-DTYPE_PREFERENCE = ("bf16", "fp16", "fp32")
-"""Which catalog peak :func:`roof_of` uses by default: the first of these the device has."""
 
 
 def _dimensions(**sizes) -> list[int]:
@@ -182,18 +179,15 @@ class Point:
 def roof_of(device, dtype: str | None = None) -> Roof:
     """The :class:`Roof` of a catalog device (a name for ``hardware.get`` or a ``Spec``).
 
-    ``dtype``: which peak to use; None takes the first of :data:`DTYPE_PREFERENCE` the device
-    has (a T4 has no bf16, so its fp16 peak; a CPU in the catalog has fp32 only).
+    ``dtype``: which peak to use; None takes the dtype the device computes in
+    (``basics.peak_flops``: a T4 has no bf16, so its fp16 peak; a CPU in the catalog has fp32 only).
     """
     spec = hardware.as_spec(device)
-    if dtype is None:
-        dtype = next((d for d in DTYPE_PREFERENCE if d in spec.peak_flops), None)
-        if dtype is None:
-            raise ValueError(f"device={spec.name!r} has none of the peaks {DTYPE_PREFERENCE} in the catalog")
-    spec.ridge_point(dtype)  # raises ValueError when the peak or the bandwidth is missing
+    dtype, peak = basics.peak_flops(spec, dtype)
+    spec.ridge_point(dtype)  # raises ValueError when the bandwidth is missing
     return Roof(
         label=f"{spec.name}, {dtype} (vendor specification)",
-        peak_flops=spec.peak_flops[dtype],
+        peak_flops=peak,
         bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s,
         dtype=dtype,
     )

@@ -15,11 +15,18 @@ bytes per sequence) x 1 sequence-token, and the memory left beside the weights c
 (:func:`max_batch`). Continuous batching (vLLM, TGI, SGLang) keeps that batch full: a finished
 sequence's place goes to the next request, whose prefill runs between decode steps.
 
-Precision: one ``precision=`` keyword ("bf16"/"fp16", "fp8", "int8", "int4"; default the
-``precision.inference`` assumption) sets the weights' bytes, the KV cache's bytes and the dtype the
-device computes in together (:func:`resolve_precision`): fp8 weights compute in FP8 where the
-device's catalog peak has fp8, else in 16 bits; int8 and int4 are weight-only (16-bit compute).
+Precision: one ``precision=`` keyword ("checkpoint", "bf16"/"fp16", "fp8", "int8", "int4";
+default the ``precision.inference`` assumption, "checkpoint": the weights as published, block
+FP8, MXFP4 experts beside bf16 attention, int4, or bf16, from the model's quantization_config)
+sets the weights' bytes, the KV cache's bytes and the dtype the device computes in together
+(:func:`resolve_precision`): fp8 weights compute in FP8 where the device's catalog peak has
+fp8, else in 16 bits; int8 and int4 are weight-only (16-bit compute).
 ``weight_bytes_per_param=`` and ``kv_bytes_per_value=`` override the bytes.
+
+Layers as they are (``llms.Layer``): the KV cache as vLLM lays it out per layer kind (K and V per
+KV head; a sliding-window layer at most its window; MLA's latent), and a mixture of experts'
+decode step reads the experts its batch touches, E·(1 - (1 - k/E)^B) per MoE layer under
+uniform routing (``basics.experts_touched``; ``routing_skew`` for a skewed router).
 
 All figures are lower bounds on time (upper bounds on throughput) from vendor specifications;
 ``efficiency`` (0 < e <= 1) scales them to what an engine reaches. Pure Python: no torch.
@@ -37,7 +44,7 @@ import functools
 import math
 from dataclasses import dataclass
 
-from lab_utils import assumptions, checks, energy, engines, hardware, llms, memory, prices
+from lab_utils import assumptions, basics, checks, energy, engines, hardware, llms, memory, prices
 
 __all__ = [
     "PRECISIONS",
@@ -54,13 +61,14 @@ __all__ = [
     "prefill_s",
     "replica",
     "resolve_precision",
+    "routing",
     "sizable",
     "step_bound_s",
 ]
 
-PRECISIONS = ("bf16", "fp16", "fp8", "int8", "int4")
-"""The precisions a model is served in: 16-bit, FP8 (weights and compute where the device has
-it) and weight-only int8 / int4 (16-bit compute)."""
+PRECISIONS = ("checkpoint", "bf16", "fp16", "fp8", "int8", "int4")
+"""The precisions a model is served in: the checkpoint's own (its quantization_config), 16-bit,
+FP8 (weights and compute where the device has it) and weight-only int8 / int4 (16-bit compute)."""
 
 
 def _device(device) -> hardware.Spec:
@@ -91,19 +99,30 @@ def replica(device, n_devices: int) -> hardware.Spec:
 class Precision:
     """How a model is served on one device: ``name`` ("bf16", "fp8", "int4", ...), the weights'
     bytes per parameter, the KV cache's bytes per value, and the dtype the device computes in
-    (a key of its catalog peaks)."""
+    (a key of its catalog peaks); ``expert_bytes_per_param``: the routed experts' bytes where
+    they differ (gpt-oss: MXFP4 experts, bf16 elsewhere), else None; ``checkpoint``: the
+    published format served as it is (``llms.Checkpoint.format``), None for a chosen precision."""
 
     name: str
     weight_bytes_per_param: float
     kv_bytes_per_value: float
     compute_dtype: str
+    expert_bytes_per_param: float | None = None
+    checkpoint: str | None = None
+
+    @property
+    def label(self) -> str:
+        """How the answer names it: "fp8" or "checkpoint (mxfp4)"."""
+        return self.name if self.checkpoint is None else f"{self.name} ({self.checkpoint})"
 
 
 def resolve_precision(
-    precision=None, *, device, weight_bytes_per_param=None, kv_bytes_per_value=None
+    precision=None, *, device, weight_bytes_per_param=None, kv_bytes_per_value=None, model=None
 ) -> Precision:
     """The :class:`Precision` of serving in ``precision`` (default: the ``precision.inference``
-    assumption) on ``device``. Weights: ``memory.BYTES_PER_VALUE``; KV cache: the
+    assumption) on ``device``. Weights: ``basics.BYTES_PER_VALUE``, or for "checkpoint" the
+    bytes of ``model``'s published checkpoint (``llms.Checkpoint``; bf16 when it has none), FP8
+    compute for an FP8 checkpoint where the device has it; KV cache: the
     ``kv_bytes_per_value`` assumption (16 bits: engines keep the cache in the activations'
     dtype unless told otherwise); compute: FP8 for "fp8" where the device has an fp8 peak,
     else the dtype the device computes in (``assumptions.compute_dtype``): int8 and int4 are
@@ -111,76 +130,106 @@ def resolve_precision(
     spec = _device(device)
     name = assumptions.precision_for("inference") if precision is None else precision
     checks.choice("precision", name, PRECISIONS)
-    weight = memory.BYTES_PER_VALUE[name] if weight_bytes_per_param is None else weight_bytes_per_param
+    expert, published, fp8 = None, None, name == "fp8"
+    if name == "checkpoint":
+        if model is None:
+            raise ValueError("precision='checkpoint' needs model= (its published checkpoint)")
+        checkpoint = llms.as_config(model).checkpoint
+        published = "bf16" if checkpoint is None else checkpoint.format
+        weight = basics.bytes_per_value("bf16") if checkpoint is None else checkpoint.other_bytes_per_param
+        if checkpoint is not None and checkpoint.expert_bytes_per_param != checkpoint.other_bytes_per_param:
+            expert = checkpoint.expert_bytes_per_param
+        fp8 = published.startswith("fp8")
+    else:
+        weight = basics.bytes_per_value(name)
+    if weight_bytes_per_param is not None:  # every weight in the bytes given
+        weight, expert = weight_bytes_per_param, None
     kv = assumptions.resolve(kv_bytes_per_value=kv_bytes_per_value)[0]["kv_bytes_per_value"]
-    compute = "fp8" if name == "fp8" and "fp8" in spec.peak_flops else assumptions.compute_dtype(spec)
+    compute = "fp8" if fp8 and "fp8" in spec.peak_flops else assumptions.compute_dtype(spec)
     return Precision(
         name,
         checks.number("weight_bytes_per_param", weight),
         checks.number("kv_bytes_per_value", kv),
         compute,
+        None if expert is None else checks.number("expert_bytes_per_param", expert),
+        published,
+    )
+
+
+def _all_weight_bytes(config: llms.LLMConfig, served: Precision) -> float:
+    """Bytes of every weight of ``config`` served in ``served`` (the routed experts in theirs)."""
+    return basics.held_weight_bytes(
+        config,
+        weight_bytes_per_param=served.weight_bytes_per_param,
+        expert_bytes_per_param=served.expert_bytes_per_param,
     )
 
 
 def sizable(model) -> str | None:
     """None when the catalog has what serving needs to size ``model``'s KV cache; else why not."""
     config = llms.as_config(model)
-    if config.n_kv_heads is None or config.head_dim is None:
+    if not config.layers:
         return (
-            f"cannot estimate: {config.name}'s attention shape (n_heads, n_kv_heads) is not in "
-            f"lab_utils/data/llm_configs.toml, so its KV cache cannot be sized"
+            f"cannot estimate: {config.name}'s layers are not in lab_utils/data/llm_configs.toml, "
+            f"so its KV cache cannot be sized"
         )
     return None
 
 
 def kv_bytes_per_sequence(model, *, context_len, kv_bytes_per_value=None) -> float:
-    """Bytes of one sequence's KV cache at ``context_len`` tokens (``memory.kv_cache_bytes`` of
-    the model's shape); ValueError naming the gap when the catalog lacks the attention shape."""
+    """Bytes of one sequence's KV cache at ``context_len`` tokens, as vLLM lays it out per layer
+    (``basics.kv_values_per_sequence``: full, sliding-window and MLA layers each their own);
+    ValueError naming the gap when the catalog lacks the layers."""
     config = llms.as_config(model)
     why = sizable(config)
     if why:
         raise ValueError(f"model={config.name!r}: {why}")
     kv = assumptions.resolve(kv_bytes_per_value=kv_bytes_per_value)[0]["kv_bytes_per_value"]
-    return memory.kv_cache_bytes(
-        n_layers=config.n_layers,
-        n_kv_heads=config.n_kv_heads,
-        head_dim=config.head_dim,
-        seq_len=checks.count("context_len", context_len),
-        bytes_per_value=kv,
-    )
+    values = basics.kv_values_per_sequence(config.layers, checks.count("context_len", context_len))
+    return float(checks.number("kv_bytes_per_value", kv) * values)
 
 
-def step_bound_s(*, flops, bytes_read, peak_flops, bandwidth_bytes_per_s) -> float:
-    """Seconds of one step at least (the roofline): max(flops / peak, bytes read / bandwidth).
-    ``peak_flops`` None leaves the compute bound out (a bandwidth-only bound)."""
-    flops = checks.number("flops", flops, strict=False)
-    bytes_read = checks.number("bytes_read", bytes_read, strict=False)
-    bandwidth = checks.number("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
-    compute_s = 0.0 if peak_flops is None else flops / checks.number("peak_flops", peak_flops)
-    return max(compute_s, bytes_read / bandwidth)
+step_bound_s = basics.step_bound_s
+"""The roofline of one step (its owner: ``basics.step_bound_s``)."""
 
 
-def _weights_read(config: llms.LLMConfig, batch: int) -> float:
-    """Parameters one decode step reads: all of a dense model; for a mixture of experts the
-    experts the batch touches, at most all of them (batch x active parameters, capped)."""
-    return min(config.n_params, batch * config.params_per_token)
-
-
-def _decode_parts(model, device, batch, context_len, precision, weight_bytes_per_param, kv_bytes_per_value):
-    """One decode step's work: dict(flops, weight_bytes, kv_bytes, peak_flops, bandwidth_bytes_per_s)."""
+def _decode_parts(
+    model,
+    device,
+    batch,
+    context_len,
+    precision,
+    weight_bytes_per_param,
+    kv_bytes_per_value,
+    routing_skew=None,
+):
+    """One decode step's work: dict(flops, weight_bytes, kv_bytes, peak_flops, bandwidth_bytes_per_s)
+    (``basics.decode_work``: the experts the batch touches, the KV cache per layer kind)."""
     config, spec = llms.as_config(model), _device(device)
-    batch = checks.count("batch", batch)
+    why = sizable(config)
+    if why:
+        raise ValueError(f"model={config.name!r}: {why}")
     served = resolve_precision(
         precision,
         device=spec,
         weight_bytes_per_param=weight_bytes_per_param,
         kv_bytes_per_value=kv_bytes_per_value,
+        model=config,
     )
-    kv = kv_bytes_per_sequence(config, context_len=context_len, kv_bytes_per_value=served.kv_bytes_per_value)
+    skew = assumptions.resolve(routing_skew=routing_skew)[0]["routing_skew"]
+    work = basics.decode_work(
+        config,
+        batch=batch,
+        context_len=context_len,
+        weight_bytes_per_param=served.weight_bytes_per_param,
+        expert_bytes_per_param=served.expert_bytes_per_param,
+        kv_bytes_per_value=served.kv_bytes_per_value,
+        skew=checks.number("routing_skew", skew, strict=False),
+    )
     return dict(
-        flops=2 * config.params_per_token * batch,
-        weight_bytes=_weights_read(config, batch) * served.weight_bytes_per_param,
-        kv_bytes=batch * kv,
+        flops=work.flops,
+        weight_bytes=work.weight_bytes,
+        kv_bytes=work.kv_bytes,
         peak_flops=spec.peak_flops[served.compute_dtype],
         bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s,
     )
@@ -195,12 +244,16 @@ def decode_step_s(
     precision=None,
     weight_bytes_per_param=None,
     kv_bytes_per_value=None,
+    routing_skew=None,
 ) -> float:
     """Seconds of one decode step at least: ``batch`` sequences, each with ``context_len`` tokens
-    in its KV cache, make one token each. max(2 x active params x batch / peak, (weight bytes +
-    batch x KV bytes) / bandwidth). Llama-3.1-8B, bf16, one H100 SXM, 4,096 tokens: 4.94 ms."""
+    in its KV cache, make one token each. max(FLOPs / peak, (weight bytes read + batch x KV
+    bytes) / bandwidth): 2 FLOPs per active parameter and the attention over the context per
+    sequence; the weights but the routed experts, and per MoE layer the experts the batch
+    touches (uniform routing unless ``routing_skew``, the assumption of that name).
+    Llama-3.1-8B, bf16, one H100 SXM, 4,096 tokens: 4.94 ms."""
     step = _decode_parts(
-        model, device, batch, context_len, precision, weight_bytes_per_param, kv_bytes_per_value
+        model, device, batch, context_len, precision, weight_bytes_per_param, kv_bytes_per_value, routing_skew
     )
     return step_bound_s(
         flops=step["flops"],
@@ -235,20 +288,26 @@ def decode_limit(
 
 def prefill_s(model, *, device, prompt_len, batch=1, precision=None, weight_bytes_per_param=None) -> float:
     """Seconds to prefill ``batch`` prompts of ``prompt_len`` tokens at least: compute bound,
-    2 x active params per token plus causal attention (2 x layers x prompt_len² x heads x
-    head_dim per prompt: QKᵀ and the product with V, half of the square), over the peak; never
-    less than one read of the weights over the bandwidth."""
+    2 x active params per token plus causal attention (``basics.attention_flops_per_token``, per
+    layer: a sliding window keeps its keys to the window), over the peak; never less than one
+    read of the weights the prompts' tokens touch over the bandwidth."""
     config, spec = llms.as_config(model), _device(device)
     prompt_len = checks.count("prompt_len", prompt_len)
     batch = checks.count("batch", batch)
-    served = resolve_precision(precision, device=spec, weight_bytes_per_param=weight_bytes_per_param)
-    attention_width = config.n_heads * config.head_dim if config.n_heads else config.hidden
-    flops = batch * (
-        2 * config.params_per_token * prompt_len + 2 * config.n_layers * prompt_len**2 * attention_width
+    served = resolve_precision(
+        precision, device=spec, weight_bytes_per_param=weight_bytes_per_param, model=config
+    )
+    attention = basics.attention_flops_per_token(config.layers, prompt_len)
+    flops = batch * prompt_len * (2 * config.params_per_token + attention)
+    weight_bytes, _ = basics.weight_bytes_read(
+        config,
+        batch * prompt_len,
+        weight_bytes_per_param=served.weight_bytes_per_param,
+        expert_bytes_per_param=served.expert_bytes_per_param,
     )
     return step_bound_s(
         flops=flops,
-        bytes_read=_weights_read(config, batch * prompt_len) * served.weight_bytes_per_param,
+        bytes_read=weight_bytes,
         peak_flops=spec.peak_flops[served.compute_dtype],
         bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s,
     )
@@ -266,14 +325,11 @@ def max_batch(
         device=spec,
         weight_bytes_per_param=weight_bytes_per_param,
         kv_bytes_per_value=kv_bytes_per_value,
+        model=config,
     )
     if not spec.memory_bytes:
         raise ValueError(f"device={spec.name!r} has no memory size in the catalog")
-    free = (
-        spec.memory_bytes
-        - assumptions.value("cuda_context_bytes")
-        - config.n_params * served.weight_bytes_per_param
-    )
+    free = spec.memory_bytes - assumptions.value("cuda_context_bytes") - _all_weight_bytes(config, served)
     kv = kv_bytes_per_sequence(config, context_len=context_len, kv_bytes_per_value=served.kv_bytes_per_value)
     return max(0, math.floor(free / kv))
 
@@ -294,7 +350,9 @@ class ServingEstimate:
     ``watts``: the device's power while busy (TDP x ``power_share_of_tdp``; None without a
     TDP), from which ``output_tokens_per_joule`` and ``joules_per_output_token`` (estimates,
     lab_utils.energy); ``precision`` and ``compute_dtype``: how the model was served
-    (:func:`resolve_precision`).
+    (:func:`resolve_precision`; "checkpoint (mxfp4)" names the published format); ``kv_layout``:
+    how its KV cache was sized (``memory.kv_layout``); ``routing``: for a mixture of experts,
+    the routing its decode step assumes (empty for a dense model).
     """
 
     model: str
@@ -316,6 +374,8 @@ class ServingEstimate:
     precision: str = "bf16"
     compute_dtype: str = "bf16"
     engine_notes: tuple[str, ...] = ()
+    kv_layout: str = ""
+    routing: str = ""
 
     @property
     def output_tokens_per_joule(self) -> float | None:
@@ -355,7 +415,7 @@ def estimate(
     precision=None,
     weight_bytes_per_param=None,
     kv_bytes_per_value=None,
-    efficiency=1.0,
+    efficiency=None,
     usd_per_hour=None,
     engine=None,
 ) -> ServingEstimate:
@@ -375,20 +435,21 @@ def estimate(
     prompt_len = checks.count("prompt_len", prompt_len)
     output_len = checks.count("output_len", output_len)
     batch = checks.count("batch", batch)
-    efficiency = checks.number("efficiency", efficiency, maximum=1.0)
+    efficiency = basics.engine_efficiency(efficiency)
     served = resolve_precision(
         precision,
         device=spec,
         weight_bytes_per_param=weight_bytes_per_param,
         kv_bytes_per_value=kv_bytes_per_value,
+        model=config,
     )
-    shape = dict(device=spec, precision=served.name, weight_bytes_per_param=served.weight_bytes_per_param)
+    shape = dict(device=spec, precision=served.name, weight_bytes_per_param=weight_bytes_per_param)
     kv = dict(kv_bytes_per_value=served.kv_bytes_per_value)
     room = max_batch(config, context_len=prompt_len + output_len, **shape, **kv)
     if batch > room:
         raise ValueError(
             f"batch={batch}: {spec.name} has room for the KV caches of {room} sequences of "
-            f"{prompt_len + output_len} tokens beside {config.name}'s weights in {served.name} "
+            f"{prompt_len + output_len} tokens beside {config.name}'s weights in {served.label} "
             f"(max_batch)"
         )
     context = prompt_len + max(1, output_len // 2)
@@ -419,10 +480,25 @@ def estimate(
         price_source=source,
         engine=times.engine,
         watts=energy.device_watts(spec) if spec.tdp_watts else None,
-        precision=served.name,
+        precision=served.label,
         compute_dtype=served.compute_dtype,
         engine_notes=times.notes,
+        kv_layout=memory.kv_layout(config),
+        routing=routing(config),
     )
+
+
+def routing(model, routing_skew=None) -> str:
+    """The routing a mixture of experts' decode step assumes, as its answer names it (empty for a
+    dense model): uniform, E·(1 - (1 - k/E)^B) experts per MoE layer for a batch of B, or a
+    skewed router (``basics.experts_touched``)."""
+    config = llms.as_config(model)
+    if not config.is_moe:
+        return ""
+    skew = assumptions.resolve(routing_skew=routing_skew)[0]["routing_skew"]
+    if skew == 0:
+        return "uniform: a batch of B touches E(1 - (1 - k/E)^B) of a layer's E experts (k per token)"
+    return f"skewed (Zipf exponent {skew:g}): a batch touches fewer experts than under uniform routing"
 
 
 def _largest_batch(model, common, room, fits) -> int:
@@ -482,7 +558,7 @@ def capacity(
     precision=None,
     weight_bytes_per_param=None,
     kv_bytes_per_value=None,
-    efficiency=1.0,
+    efficiency=None,
     usd_per_hour=None,
     engine=None,
 ) -> ServingEstimate | None:
@@ -515,7 +591,7 @@ def batch_latency(
     precision=None,
     weight_bytes_per_param=None,
     kv_bytes_per_value=None,
-    efficiency=1.0,
+    efficiency=None,
     engine=None,
 ):
     """A function of n: the seconds a request takes in a batch of n (:func:`estimate`'s
@@ -550,7 +626,7 @@ def at_load(
     precision=None,
     weight_bytes_per_param=None,
     kv_bytes_per_value=None,
-    efficiency=1.0,
+    efficiency=None,
     usd_per_hour=None,
     engine=None,
 ) -> ServingEstimate | None:

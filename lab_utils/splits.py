@@ -12,6 +12,11 @@ model replica runs ``microbatches`` micro-batches of ``batch`` sequences of ``se
 - :func:`tensor_parallel` (TP; Megatron-LM, Shoeybi et al., arXiv 1909.08053): the attention
   and MLP matrices split column- then row-wise over t ranks; two all-reduces of the activations
   (batch x seq x hidden) per layer in the forward pass and two in the backward.
+- :func:`expert_parallel` (EP; GShard, Lepikhin et al., arXiv 2006.16668): a mixture of
+  experts' routed experts spread over the ranks, the rest replicated (data parallel); per MoE
+  layer and micro-batch each rank sends k copies of its tokens' hidden states to the ranks of
+  their experts and gets them back (dispatch and combine, an all-to-all each), forward and
+  backward, and all-reduces the replicated weights' gradients once per step.
 - :func:`pipeline_parallel` (PP; GPipe, Huang et al., arXiv 1811.06965): consecutive layers on
   p stages; a stage sends its activations forward and their gradients back, once per
   micro-batch, and idles for the bubble (p - 1) / (m + p - 1) of the step.
@@ -44,6 +49,7 @@ __all__ = [
     "bubble_fraction",
     "cluster_plan",
     "data_parallel",
+    "expert_parallel",
     "fully_sharded",
     "pipeline_parallel",
     "tensor_parallel",
@@ -51,7 +57,9 @@ __all__ = [
 ]
 
 SPLITS = ("dp", "fsdp", "tp", "pp")
-"""Data parallel, fully sharded data parallel (ZeRO-3), tensor parallel, pipeline parallel."""
+"""Data parallel, fully sharded data parallel (ZeRO-3), tensor parallel, pipeline parallel: the
+splits ``scripts/split_train.py`` runs on the tiny GPT (expert parallelism, :func:`expert_parallel`,
+needs a mixture of experts)."""
 
 ACTIVATION_BYTES = {"mixed": 2, "bf16": 2, "autocast": 2, "fp32": 4}
 """Bytes per activation value sent between ranks, per training precision (autocast and mixed
@@ -62,13 +70,16 @@ precision compute, and so send, in 16 bits)."""
 class Split:
     """One split on ``n_ranks`` ranks: the training state (weights, gradients, optimizer state)
     each rank holds, the bytes it sends per step, and the share of the step it idles (the
-    pipeline bubble; 0 for the others). Activations are not in ``state_bytes_per_rank``."""
+    pipeline bubble; 0 for the others). Activations are not in ``state_bytes_per_rank``.
+    ``all_to_all_bytes_per_step``: the part of ``bytes_per_step`` sent in all-to-alls (expert
+    parallelism's dispatch and combine; 0 for the others)."""
 
     name: str
     n_ranks: int
     state_bytes_per_rank: float
     bytes_per_step: float
     bubble_fraction: float = 0.0
+    all_to_all_bytes_per_step: float = 0.0
 
 
 def _state(n_params, precision, optimizer, zero_stage=0, data_parallel=1) -> memory.TrainingState:
@@ -149,6 +160,46 @@ def tensor_parallel(
         n_ranks,
         _state(per_rank, precision, optimizer).total_bytes,
         all_reduces * comms.ring_all_reduce_bytes(activation, n_ranks),
+    )
+
+
+def expert_parallel(
+    model,
+    n_ranks: int,
+    *,
+    batch: int,
+    seq_len: int,
+    precision: str = "mixed",
+    optimizer: str = "adamw",
+    microbatches: int = 1,
+) -> Split:
+    """EP: ``model``'s (an ``llms`` name or LLMConfig, a mixture of experts) routed experts
+    spread evenly over ``n_ranks`` ranks, every other weight replicated. Each rank processes its
+    own ``microbatches`` x ``batch`` sequences of ``seq_len`` tokens; per MoE layer and
+    micro-batch it dispatches top_k copies of each token's hidden state (activation bytes) to
+    the experts' ranks and gets them back (:func:`comms.all_to_all_bytes`, (N-1)/N of them leave
+    the rank), in the forward pass and again in the backward pass: 4 all-to-alls. Once per step
+    the replicated weights' gradients are all-reduced (a ring over the N ranks)."""
+    config = llms.as_config(model)
+    n_ranks = checks.count("n_ranks", n_ranks)
+    moe = [layer for layer in config.layers if layer.mlp.kind == "moe"]
+    if not moe:
+        raise ValueError(
+            f"model={config.name!r} has no routed experts: expert parallelism needs a mixture of experts"
+        )
+    experts = sum(layer.routed_expert_params for layer in moe)
+    replicated = config.n_params - experts
+    value = ACTIVATION_BYTES[checks.choice("precision", precision, memory.TRAINING_PRECISIONS)]
+    tokens = checks.count("batch", batch) * checks.count("seq_len", seq_len)
+    dispatched = sum(layer.mlp.top_k for layer in moe) * tokens * config.hidden * value
+    all_to_all = 4 * checks.count("microbatches", microbatches) * comms.all_to_all_bytes(dispatched, n_ranks)
+    gradients = _state(replicated, precision, optimizer).grads_bytes
+    return Split(
+        "ep",
+        n_ranks,
+        _state(replicated + experts / n_ranks, precision, optimizer).total_bytes,
+        all_to_all + comms.ring_all_reduce_bytes(gradients, n_ranks),
+        all_to_all_bytes_per_step=all_to_all,
     )
 
 
@@ -256,6 +307,35 @@ def tiny_gpt_splits(
     }
 
 
+def _expert_rows(config, gpus_per_node, nodes, shape, microbatches, one_split, row) -> list:
+    """A mixture of experts' layouts: EP over every GPU (its all-to-alls across nodes at the
+    network's pace), and EP inside each node with the nodes data parallel (the all-to-alls on
+    NVLink; each expert's gradients all-reduced over the nodes, the replicated weights' over
+    every GPU, both across the network)."""
+    n = gpus_per_node * nodes
+    common = dict(batch=shape["batch"], seq_len=shape["seq_len"], precision=shape["precision"])
+    rows = [one_split(expert_parallel(config, n, microbatches=microbatches, **common))]
+    if nodes > 1:
+        inside = expert_parallel(config, gpus_per_node, microbatches=microbatches, **common)
+        experts = sum(layer.routed_expert_params for layer in config.layers)
+        expert_grads = _state(experts / gpus_per_node, shape["precision"], "adamw").grads_bytes
+        replicated_grads = _state(config.n_params - experts, shape["precision"], "adamw").grads_bytes
+        network = comms.ring_all_reduce_bytes(expert_grads, nodes) + comms.ring_all_reduce_bytes(
+            replicated_grads, n
+        )
+        rows.append(
+            row(
+                f"EP x{gpus_per_node} + DP x{nodes}",
+                "EP",
+                "DP",
+                inside.state_bytes_per_rank,
+                inside.all_to_all_bytes_per_step,
+                network,
+            )
+        )
+    return rows
+
+
 # --- from a laptop to a cluster ---------------------------------------------------------------
 
 
@@ -310,7 +390,8 @@ def cluster_plan(
     microbatches: int | None = None,
     network_bytes_per_s=None,
 ) -> ClusterPlan:
-    """Size DP, FSDP, TP and PP, and TP inside a node combined with FSDP or PP across nodes,
+    """Size DP, FSDP, TP and PP, and TP inside a node combined with FSDP or PP across nodes
+    (and for a mixture of experts EP over every GPU, and EP inside a node with DP across),
     for a full fine-tune (mixed precision, AdamW) of catalog ``model`` on ``nodes`` nodes of
     ``gpus_per_node`` catalog ``gpu`` (default: the ``max_devices`` and ``cluster_nodes`` assumptions).
 
@@ -322,9 +403,7 @@ def cluster_plan(
     step: the pipeline as that many micro-batches, the other splits as one batch (so FSDP gathers
     the weights once per step).
     """
-    config = llms.get(model) if isinstance(model, str) else model
-    if not isinstance(config, llms.LLMConfig):
-        raise TypeError(f"model must be a catalog name or an llms.LLMConfig, got {type(model).__name__}")
+    config = llms.as_config(model)
     spec = hardware.get(gpu) if isinstance(gpu, str) else hardware.as_spec(gpu)
     if spec.kind != "gpu" or not spec.memory_bytes:
         raise ValueError(f"gpu={spec.name!r}: must be a catalog GPU with its memory")
@@ -411,6 +490,8 @@ def cluster_plan(
                 pp_across.bubble_fraction,
             )
         )
+    if config.is_moe:
+        rows += _expert_rows(config, gpus_per_node, nodes, shape, m, one_split, row)
     return ClusterPlan(
         config.name,
         spec.name,

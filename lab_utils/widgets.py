@@ -11,7 +11,19 @@ from __future__ import annotations
 import functools
 from itertools import accumulate
 
-from lab_utils import advisor, assumptions, checks, economics, engines, hardware, llms, memory, plots, prices
+from lab_utils import (
+    advisor,
+    assumptions,
+    basics,
+    checks,
+    economics,
+    engines,
+    hardware,
+    llms,
+    memory,
+    plots,
+    prices,
+)
 from lab_utils.units import bytes_in, bytes_label, format_bytes
 
 _BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -275,7 +287,7 @@ def _cost_curves(
         fine_tune = economics.fine_tune_estimate(
             config, fine_tune_tokens, method=values["default_method"], gpu=spec, mfu=mfu
         )
-        fixed = (fine_tune.cost_usd or 0.0) / months
+        fixed = basics.per_month_usd(fine_tune.cost_usd or 0.0, months)
     lines: dict[str, list] = {}
     for requests_per_day in requests_per_day_grid:
         advice = advisor.serve(
@@ -295,10 +307,10 @@ def _cost_curves(
             f"API: {closed.name}": advice.option(f"API: {closed.name}"),
         }
         for label, option in chosen.items():
-            if option is None or option.cost_usd is None:
+            if option is None or option.cost_per_month_usd is None:
                 continue
             extra = fixed if option.kind in ("gpu", "serverless") else 0.0
-            lines.setdefault(label, []).append((requests_per_day, option, option.cost_usd + extra))
+            lines.setdefault(label, []).append((requests_per_day, option, option.cost_per_month_usd + extra))
     taken.update(advice.assumptions)
     shape, _ = assumptions.resolve(
         input_tokens=input_tokens, output_tokens=output_tokens, latency_target_s=None
@@ -396,8 +408,8 @@ def _cost_figure(
         f"serverless with cold starts, snapshot restores and idle time simulated. Own weights include the "
         f"{fine_tune.method} fine-tune of {curves['fine_tune_tokens']:.0e} tokens "
         f"(${fine_tune.cost_usd or 0:,.2f}) spread "
-        f"over {curves['amortize_months']} months. "
-        f"Estimates from vendor specifications and dated list prices, not measurements.",
+        f"over {curves['amortize_months']} months. Estimates from vendor specifications and dated list "
+        "prices, not measurements.",
         fontsize=8,
         wrap=True,
     )
@@ -446,7 +458,7 @@ def cost_calculator(
         values[name]
         for name in ("default_model", "default_gpu", "compare_api", "default_method", "fine_tune_tokens")
     )
-    efficiency, amortize_months = 1.0 if efficiency is None else efficiency, values["amortize_months"]
+    efficiency, amortize_months = basics.engine_efficiency(efficiency), values["amortize_months"]
     if mfu is None:  # the MFU of the fine-tune's regime (economics.mfu_assumption)
         mfu = economics.fine_tune_estimate(model, fine_tune_tokens, method=method, gpu=gpu).mfu
     values = {
@@ -514,7 +526,7 @@ def _advisor_figure(job, model, method, n_tokens, requests_per_day, engine=None)
     else:
         advice = advisor.serve(model, requests_per_day, engine=engine)
     fig, _ = plots.advice_chart(advice)
-    fig.text(0.01, 0.01, advice.verdict, fontsize=8, wrap=True)
+    fig.text(0.01, 0.01, advice.verdict.text(), fontsize=8, wrap=True)
     fig.subplots_adjust(bottom=0.2)
     return fig
 
@@ -562,7 +574,7 @@ def job_advisor(
             value=llms.get(model).name,
             description="model",
         ),
-        "method": w.Dropdown(options=("full", "lora", "qlora"), value=method, description="method"),
+        "method": w.Dropdown(options=assumptions.FINE_TUNE_METHODS, value=method, description="method"),
         "n_tokens": w.SelectionSlider(
             options=sorted({*_JOB_TOKENS, n_tokens}), value=n_tokens, description="FT tokens"
         ),

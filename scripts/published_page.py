@@ -33,6 +33,8 @@ def _value(value: float, unit: str) -> str:
         return units.format_rate(value, "FLOP/s")
     if unit == "s":
         return units.format_seconds(value)
+    if unit == "bytes":
+        return units.format_bytes(value)
     return f"{value:,.0f} {unit}" if value >= 100 else f"{value:.3g} {unit}"
 
 

@@ -28,7 +28,7 @@ def test_a_model_that_fits_no_24_gb_card_is_never_offered_on_one():
     assert small and not any(memory.fits(job.total_bytes, s) for s in small)  # the premise, from memory.fits
     advice = advisor.fine_tune("Llama-3.1-70B", 1e7, method="lora")
     for option in advice.options:
-        device = option.name.removesuffix(" always on").split(" x ")[-1]
+        device = option.device
         for spec in small:
             if option.name in (spec.name, f"{spec.name} always on"):
                 pytest.fail(f"{option.name} offered alone for a job of {job.total_bytes:.3g} bytes")
@@ -52,7 +52,7 @@ def test_fine_tune_hours_and_cost_are_the_economics_formulas():
     flops = (4 * config.n_params + 3 * 4 * 32 * 4096 * 2048) * 1e8
     hours = flops / (hardware.get("H100 SXM").peak_flops["bf16"] * 0.5) / 3600
     assert h100.hours == pytest.approx(hours)
-    assert h100.cost_usd == pytest.approx(hours * H100_POD.usd_per_hour)
+    assert h100.cost_per_job_usd == pytest.approx(hours * H100_POD.usd_per_hour)
     assert (h100.price_date, h100.bound, h100.n_devices) == (H100_POD.date, "compute", 1)
 
 
@@ -67,7 +67,7 @@ def test_options_are_ranked_working_first_then_by_cost():
     advice = advisor.fine_tune("Llama-3.1-8B", 1e7)
     working = [o for o in advice.options if o.works]
     assert advice.options[: len(working)] == tuple(working)
-    costs = [o.cost_usd for o in working]
+    costs = [o.cost_per_job_usd for o in working]
     assert costs == sorted(costs)
     assert advice.best == working[0]
 
@@ -78,8 +78,8 @@ def test_a_gpu_without_any_price_in_the_data_is_listed_without_one():
     assert unpriced  # e.g. the A10 and the H100 PCIe
     advice = advisor.fine_tune("Llama-3.1-8B", 1e7, include_cpus=False)
     for name in unpriced:
-        option = next(o for o in advice.options if o.name.split(" x ")[-1] == name)
-        assert option.cost_usd is None and not option.works and "no price" in option.why
+        option = next(o for o in advice.options if o.device == name)
+        assert option.cost_per_job_usd is None and not option.works and "no price" in option.why
 
 
 def test_gpus_without_an_hourly_offer_are_priced_at_the_serverless_active_rate():
@@ -97,15 +97,15 @@ def test_a_million_tokens_a_month_is_cheaper_on_an_api_than_on_an_always_on_h100
         "Llama-3.1-8B", _requests_per_day(1e6), input_tokens=IN, output_tokens=OUT, **_cheap_serverless()
     )
     h100 = advice.option("H100 SXM always on")
-    assert h100.cost_usd == pytest.approx(H100_POD.usd_per_hour * economics.HOURS_PER_MONTH)
+    assert h100.cost_per_month_usd == pytest.approx(H100_POD.usd_per_hour * economics.HOURS_PER_MONTH)
     for api in prices.api_prices():
         prefix = "per token" if api.model else "API"
         if api.model in (None, "Llama-3.1-8B"):
-            assert advice.option(f"{prefix}: {api.name}").cost_usd < h100.cost_usd
+            assert advice.option(f"{prefix}: {api.name}").cost_per_month_usd < h100.cost_per_month_usd
     # the same open model bought per token is the answer; a closed model never is (another product)
-    assert advice.best.kind == "hosted" and "bought per token" in advice.verdict
+    assert advice.best.kind == "hosted" and "bought per token" in advice.verdict.text()
     assert all(not o.works and "different product" in o.why for o in advice.options if o.kind == "api")
-    assert "different product" in advice.verdict
+    assert "different product" in advice.verdict.text()
 
 
 def test_above_the_break_even_volume_the_h100_beats_the_api():
@@ -126,10 +126,16 @@ def test_above_the_break_even_volume_the_h100_beats_the_api():
         output_tokens=OUT,
         **_cheap_serverless(),
     )
-    assert below.option("API: Claude Sonnet 4.5").cost_usd < below.option("H100 SXM always on").cost_usd
+    assert (
+        below.option("API: Claude Sonnet 4.5").cost_per_month_usd
+        < below.option("H100 SXM always on").cost_per_month_usd
+    )
     assert above.option("H100 SXM always on").n_devices == 1  # one pod carries this volume
-    assert above.option("H100 SXM always on").cost_usd < above.option("API: Claude Sonnet 4.5").cost_usd
-    assert above.option("API: Claude Sonnet 4.5").cost_usd == pytest.approx(2 * pod_month)
+    assert (
+        above.option("H100 SXM always on").cost_per_month_usd
+        < above.option("API: Claude Sonnet 4.5").cost_per_month_usd
+    )
+    assert above.option("API: Claude Sonnet 4.5").cost_per_month_usd == pytest.approx(2 * pod_month)
 
 
 def test_serverless_option_uses_the_simulation_and_reports_cold_starts():
@@ -193,7 +199,7 @@ def test_at_high_traffic_a_batching_serverless_worker_meets_the_target_one_at_a_
         "Runpod serverless RTX 4090"
     )
     assert batched.works and not one_at_a_time.works
-    assert batched.cost_usd < one_at_a_time.cost_usd
+    assert batched.cost_per_month_usd < one_at_a_time.cost_per_month_usd
 
 
 # --- sparse training -------------------------------------------------------------------------
@@ -202,7 +208,7 @@ def test_at_high_traffic_a_batching_serverless_worker_meets_the_target_one_at_a_
 def test_an_embedding_table_too_big_for_one_gpu_server_leaves_the_cpu():
     values = 200e9  # x 8 bytes = 1.6 TB: more than 8 x 141 GB, less than a CPU server's memory
     advice = advisor.train(2e6, 1e8, embedding_params=values, lookups_per_example=30)
-    assert advice.best.kind == "cpu" and "a CPU" in advice.verdict
+    assert advice.best.kind == "cpu" and "a CPU" in advice.verdict.headline
     assert all(not o.works for o in advice.options if o.kind == "gpu")
     assert all(o.bound == "memory" for o in advice.options if o.kind == "gpu")
 
@@ -353,7 +359,7 @@ def test_serverless_starts_are_the_cold_start_models_plain_and_restored(monkeypa
     option = advice.option("Runpod serverless H100")
     said = f"{result.cold_starts} cold starts simulated, {result.restored_starts} of them snapshot restores"
     assert said in option.why
-    starts = dict(advice.assumptions)["serverless_starts"]
+    starts = dict(advice.derived)["serverless_starts"]
     assert (
         f"plain start {start.total_s:.0f} s in bf16" in starts
         and f"{start.restore_s:g} s for 50% of" in starts
@@ -374,19 +380,23 @@ def test_device_hours_count_every_gpu_and_price_and_energy_follow_them():
 
     advice = advisor.serve("Llama-3.1-70B", 1000, precision="bf16", **_cheap_serverless())
     multi = [
-        o for o in advice.options if o.kind == "serverless" and o.n_devices > 1 and o.cost_usd is not None
+        o
+        for o in advice.options
+        if o.kind == "serverless" and o.n_devices > 1 and o.cost_per_month_usd is not None
     ]
     assert multi, "the premise: a 70B model in bf16 needs workers of several GPUs"
     for option in advice.options:
-        if option.device_hours is None or option.cost_usd is None:
+        if option.device_hours_per_month is None or option.cost_per_month_usd is None:
             continue
-        assert option.cost_usd == pytest.approx(option.device_hours * option.usd_per_hour), option.name
+        assert option.cost_per_month_usd == pytest.approx(
+            option.device_hours_per_month * option.usd_per_hour
+        ), option.name
     for option in multi:
         klass = prices.serverless_price(option.name.split(",")[0])
         assert option.usd_per_hour == pytest.approx(klass.flex_per_hour)  # per GPU, not per worker
         spec = min((hardware.get(g) for g in klass.gpus), key=lambda s: s.bandwidth_bytes_per_s)
-        assert option.energy_kwh == pytest.approx(
-            energy.job_energy_kwh(option.device_hours, 1, spec.tdp_watts)
+        assert option.energy_per_month_kwh == pytest.approx(
+            energy.job_energy_kwh(option.device_hours_per_month, 1, spec.tdp_watts)
         )
 
 
@@ -398,6 +408,28 @@ def test_devices_narrows_the_options_and_keeps_their_figures():
         "Runpod serverless H100",
     }
     for option in narrow.options:
-        assert full.option(option.name).cost_usd == pytest.approx(option.cost_usd)
+        assert full.option(option.name).cost_per_month_usd == pytest.approx(option.cost_per_month_usd)
     with pytest.raises(TypeError, match="devices"):
         advisor.serve("Llama-3.1-8B", 1000, devices="H100 SXM")
+
+
+def test_advice_keeps_assumptions_taken_apart_from_values_given_and_results_derived():
+    advice = advisor.serve("Llama-3.1-8B", 1000, latency_target_s=10, cpu_offer="AWS c5.24xlarge")
+    taken, given, derived = dict(advice.assumptions), dict(advice.given), dict(advice.derived)
+    assert given["latency_target_s"] == 10 and given["cpu_offer"] == "AWS c5.24xlarge"
+    assert "latency_target_s" not in taken and "cpu_offer" not in taken and "input_tokens" in taken
+    assert all(assumptions.get(name) for name in taken)  # every one an assumption of the TOML
+    assert "tokens_per_month" in derived and "tokens_per_month" not in taken
+    job = advisor.fine_tune("Llama-3.1-8B", 1e8, method="lora")
+    assert set(dict(job.derived)) == {"memory_bytes", "flops"} and dict(job.given)["method"] == "lora"
+    assert "default_method" not in dict(job.assumptions)
+
+
+def test_options_name_their_device_and_period():
+    job = advisor.fine_tune("Llama-3.1-70B", 1e7, method="full", include_cpus=False)
+    for option in job.options:
+        assert option.period == "job" and option.cost_per_month_usd is None
+        assert option.device in option.name  # "24 x H100 SXM (3 servers)" runs on device "H100 SXM"
+    month = advisor.serve("Llama-3.1-8B", 1000)
+    assert all(o.period == "month" and o.cost_per_job_usd is None for o in month.options)
+    assert {o.device for o in month.options if o.kind in ("api", "hosted")} == {None}

@@ -69,7 +69,7 @@ def test_the_cli_the_advisor_and_the_widgets_agree_on_one_job(method, capsys):
     from lab_utils.units import format_bytes
 
     advice = advisor.fine_tune("llama-3.1-8b", 1e8, method=method, include_cpus=False)
-    option = next(o for o in advice.options if o.name.split(" x ")[-1] == "H100 SXM")
+    option = next(o for o in advice.options if o.device == "H100 SXM" and o.kind == "gpu")
 
     cost = _cli_out(
         [
@@ -86,7 +86,7 @@ def test_the_cli_the_advisor_and_the_widgets_agree_on_one_job(method, capsys):
         ],
         capsys,
     )
-    assert _dollars(cost, "cost") == round(option.cost_usd, 2)
+    assert _dollars(cost, "cost") == round(option.cost_per_job_usd, 2)
     assert f"{option.n_devices} x H100 SXM" in cost
 
     shown = _cli_out(["memory", "--model", "llama-3.1-8b", "--method", method], capsys)
@@ -101,7 +101,7 @@ def test_the_cli_the_advisor_and_the_widgets_agree_on_one_job(method, capsys):
         "llama-3.1-8b", gpu="H100 SXM", method=method, fine_tune_tokens=1e8, static=True
     )
     note = " ".join(text.get_text() for text in calculator.texts)
-    assert f"${option.cost_usd:,.2f}" in note
+    assert f"${option.cost_per_job_usd:,.2f}" in note
     plt.close(calculator)
 
 
@@ -137,8 +137,8 @@ def test_every_assumption_has_a_source_its_date_and_when_it_was_checked(monkeypa
 
 def test_resolve_takes_the_assumption_for_none_and_records_it():
     values, taken = assumptions.resolve(mfu=None, seq_len=2048, precision__inference=None)
-    assert values == {"mfu": 0.4, "seq_len": 2048, "precision.inference": "bf16"}
-    assert taken == {"mfu": 0.4, "precision.inference": "bf16"}
+    assert values == {"mfu": 0.4, "seq_len": 2048, "precision.inference": "checkpoint"}
+    assert taken == {"mfu": 0.4, "precision.inference": "checkpoint"}
 
 
 def test_the_price_rule_honours_the_callers_max_devices(monkeypatch):

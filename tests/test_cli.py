@@ -480,7 +480,7 @@ def test_a_bare_parameter_count_gives_the_lower_bound_the_advisor_uses():
     assert result.returncode == 0, result.stderr
     total = json.loads(result.stdout)["total_bytes"]
     assert total == memory.weight_bytes(8e9, "bf16")
-    assert dict(advisor.fine_tune(8e9, 1e8, method="lora").assumptions)["memory_bytes"] == total
+    assert dict(advisor.fine_tune(8e9, 1e8, method="lora").derived)["memory_bytes"] == total
 
 
 def test_bench_prints_each_skipped_case_once(monkeypatch, capsys):

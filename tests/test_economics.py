@@ -95,8 +95,21 @@ def test_serving_costs_by_hand():
         economics.serving_costs(
             3e9, api_cost_per_million=1.0, usd_per_hour=2.0, tokens_per_s=1000
         ).always_on_gpus
-        == 2
-    )  # 833 GPU-hours
+        == 3
+    )  # 833 GPU-hours, each GPU carrying at most half its 730 h (serve_utilisation): 3 GPUs
+
+
+def test_always_on_gpus_follow_the_one_rule_of_basics():
+    # the same rule as the advisor's pods: the load within serve_utilisation of the GPUs kept
+    share = assumptions.value("serve_utilisation")
+    for tokens in (1e8, 1e9, 3e9, 1e10):
+        costs = economics.serving_costs(tokens, api_cost_per_million=1.0, usd_per_hour=2.0, tokens_per_s=1000)
+        gpu_hours = tokens / 1000 / 3600
+        assert costs.always_on_gpus == max(1, math.ceil(gpu_hours / (730 * share)))
+        full = economics.serving_costs(
+            tokens, api_cost_per_million=1.0, usd_per_hour=2.0, tokens_per_s=1000, utilisation=1.0
+        )
+        assert full.always_on_gpus == max(1, math.ceil(gpu_hours / 730))
 
 
 def test_pay_per_use_breakeven_is_where_the_costs_meet():
@@ -111,7 +124,13 @@ def test_pay_per_use_breakeven_is_where_the_costs_meet():
 
 
 def test_always_on_breakeven_is_where_the_costs_meet():
-    kwargs = {"api_cost_per_million": 1.0, "usd_per_hour": 2.0, "tokens_per_s": 1000, "fine_tune_cost": 120.0}
+    kwargs = {
+        "api_cost_per_million": 1.0,
+        "usd_per_hour": 2.0,
+        "tokens_per_s": 1000,
+        "fine_tune_cost": 120.0,
+        "utilisation": 1.0,
+    }
     volume = economics.breakeven_tokens_per_month(always_on=True, **kwargs)
     assert volume == pytest.approx((10.0 + 2.0 * 730) * 1e6)
     at = economics.serving_costs(volume, **kwargs)
@@ -127,6 +146,7 @@ def test_always_on_breakeven_beyond_one_gpu():
         "tokens_per_s": 1e9 / (3600 * 730),
         "amortize_months": 12,
         "always_on": True,
+        "utilisation": 1.0,
     }
     # fine-tune $400 a month: one GPU, (400 + 1000) / 1.5 = 933M tokens, within its capacity.
     assert economics.breakeven_tokens_per_month(fine_tune_cost=4800.0, **kwargs) == pytest.approx(1.4e9 / 1.5)

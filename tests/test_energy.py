@@ -45,8 +45,10 @@ def test_every_priced_job_option_carries_its_energy():
         expected_kwh = (
             option.hours * option.n_devices * spec.tdp_watts * assumptions.value("power_share_of_tdp") / 1e3
         )
-        assert option.energy_kwh == pytest.approx(expected_kwh)
-        assert option.emissions_kg == pytest.approx(expected_kwh * assumptions.value("grid_kg_co2e_per_kwh"))
+        assert option.energy_per_job_kwh == pytest.approx(expected_kwh)
+        assert option.emissions_per_job_kg == pytest.approx(
+            expected_kwh * assumptions.value("grid_kg_co2e_per_kwh")
+        )
     assert dict(advice.assumptions)["grid_kg_co2e_per_kwh"] == assumptions.value("grid_kg_co2e_per_kwh")
     assert "kg CO2e" in advice.table()
 
@@ -122,15 +124,19 @@ def test_rank_by_energy_orders_working_options_by_kwh_and_keeps_the_cheapest_ver
         advice.options, key=id
     )
     working = [o for o in by_energy.options if o.works]
-    priced = [o.energy_kwh for o in working if o.energy_kwh is not None]
+    priced = [o.energy_per_month_kwh for o in working if o.energy_per_month_kwh is not None]
     assert priced == sorted(priced) and priced
-    assert working[: len(priced)] == [o for o in working if o.energy_kwh is not None]  # APIs (no kWh) last
-    assert all(o.energy_kwh is None for o in by_energy.options if o.kind == "api")
+    assert working[: len(priced)] == [
+        o for o in working if o.energy_per_month_kwh is not None
+    ]  # APIs (no kWh) last
+    assert all(o.energy_per_month_kwh is None for o in by_energy.options if o.kind == "api")
     assert (
         by_energy.best == advice.best and by_energy.verdict == advice.verdict
     )  # the verdict stays on dollars
     pod = next(o for o in advice.options if o.name == "H100 SXM always on")
-    assert pod.energy_kwh == pytest.approx(730.0 * 700.0 * assumptions.value("power_share_of_tdp") / 1e3)
+    assert pod.energy_per_month_kwh == pytest.approx(
+        730.0 * 700.0 * assumptions.value("power_share_of_tdp") / 1e3
+    )
     with pytest.raises(ValueError, match="by"):
         advice.ranked("watts")
 
@@ -158,8 +164,8 @@ def test_pick_rank_by_energy_on_the_command_line(capsys):
     )
     data = json.loads(capsys.readouterr().out)
     assert data["ranked_by"] == "energy"
-    kwh = [o["energy_kwh"] for o in data["options"] if o["works"]]
-    assert kwh == sorted(kwh) and all("emissions_kg" in o for o in data["options"])
+    kwh = [o["energy_per_job_kwh"] for o in data["options"] if o["works"]]
+    assert kwh == sorted(kwh) and all("emissions_per_job_kg" in o for o in data["options"])
     assert (
         cli.main(["pick", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--rank-by", "energy"])
         == 0

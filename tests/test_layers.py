@@ -6,6 +6,7 @@ still a dependency: it only moves the moment it breaks). A new module must be gi
 and in CONTRIBUTING.md's layer map."""
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,11 @@ LAYERS = {
     ),
     "calculators": (
         "advisor",
+        "advisor_options",
+        "advisor_runs",
+        "advisor_serving",
         "basics",
+        "bills",
         "comms",
         "economics",
         "energy",
@@ -69,6 +74,32 @@ LAYERS = {
 read them, with the checks and formatting everything shares. Calculators: pure arithmetic. Measuring:
 torch and the clock, imported inside functions. Faces: what people see (command line, widgets, plots).
 A subpackage (``cli``) is one entry: every module in it takes its layer."""
+
+CALCULATOR_ORDER = (
+    "basics",
+    "energy",
+    "engines",
+    "bills",
+    "memory",
+    "offload",
+    "roofline",
+    "comms",
+    "routing",
+    "parallel",
+    "splits",
+    "serverless",
+    "serving",
+    "replica",
+    "economics",
+    "advisor_options",
+    "advisor_runs",
+    "advisor_serving",
+    "advisor",
+    "published",
+)
+"""The order inside the calculator layer, lowest first: each calculator imports only those before
+it. ``basics`` (the shared kernels) at the bottom, imports no other calculator; the advisor
+composes near the top, and ``published`` holds the course's figures against published ones."""
 
 RANK = {module: rank for rank, modules in enumerate(LAYERS.values()) for module in modules}
 NAMES = tuple(LAYERS)
@@ -195,6 +226,54 @@ def test_the_checks_catch_a_planted_cycle():
         "routing": "from lab_utils import parallel\n",
     }
     assert cycles(graph(planted)) == [["parallel", "routing"]]
+
+
+def below_in_order(edges: dict[str, set[str]], order=CALCULATOR_ORDER) -> list[str]:
+    """Each import of a calculator by one not above it in ``order``, as 'a imports b (above it)'."""
+    place = {module: i for i, module in enumerate(order)}
+    return sorted(
+        f"{a} imports {b} (above it in CALCULATOR_ORDER)"
+        for a, targets in edges.items()
+        if a in place
+        for b in targets
+        if b in place and place[b] >= place[a]
+    )
+
+
+def test_every_calculator_has_a_place_in_the_order():
+    calculators = set(LAYERS["calculators"]) & set(_package_sources())
+    missing = sorted(calculators - set(CALCULATOR_ORDER))
+    assert not missing, f"give these calculators a place in CALCULATOR_ORDER and CONTRIBUTING.md: {missing}"
+    assert set(CALCULATOR_ORDER) <= set(LAYERS["calculators"])
+
+
+def test_each_calculator_imports_only_those_below_it():
+    wrong = below_in_order(graph(_package_sources()))
+    assert not wrong, "calculators out of order:\n  " + "\n  ".join(wrong)
+
+
+def test_basics_imports_no_other_calculator():
+    edges = graph(_package_sources())
+    assert not edges["basics"] & set(LAYERS["calculators"])
+
+
+def test_the_order_check_catches_a_planted_import_upwards():
+    planted = {"basics": "from lab_utils import memory\n", "memory": "from lab_utils import basics\n"}
+    assert below_in_order(graph(planted)) == ["basics imports memory (above it in CALCULATOR_ORDER)"]
+
+
+def test_contributing_shows_the_order_inside_the_calculators():
+    """CONTRIBUTING.md's picture lists the calculators row by row, top to bottom: read bottom-up and
+    left to right it is CALCULATOR_ORDER."""
+    text = (PACKAGE.parent / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    picture = text.split("```text", 1)[1].split("```", 1)[0]
+    rows = []
+    for line in picture.splitlines():
+        listed = re.split(r"\s{2,}", line.split("calculators", 1)[-1].lstrip(" |").strip())[0]
+        names = [name.strip() for name in listed.split(",")]
+        if names and all(name in CALCULATOR_ORDER for name in names):
+            rows.append(names)
+    assert [name for row in reversed(rows) for name in row] == list(CALCULATOR_ORDER)
 
 
 def test_the_modules_of_the_cli_package_are_faces():

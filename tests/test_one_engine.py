@@ -55,7 +55,7 @@ def test_a_fine_tune_costs_the_same_everywhere(model, method, option):
     advice = advisor.fine_tune(model, TOKENS, method=method)
     chosen = advice.option(option)
     assert estimate.n_gpus == face["n_gpus"] == chosen.n_devices
-    assert estimate.cost_usd == pytest.approx(face["cost_usd"]) == pytest.approx(chosen.cost_usd)
+    assert estimate.cost_usd == pytest.approx(face["cost_usd"]) == pytest.approx(chosen.cost_per_job_usd)
     assert estimate.hours == pytest.approx(face["hours"]) == pytest.approx(chosen.hours)
     assert advice.best.name == option  # the H100s are the cheapest here: the widget's verdict names them
     text = figure_text(
@@ -84,14 +84,15 @@ def test_serving_gets_one_verdict_from_every_face(requests_per_day):
         "cost", "serve", "--model", "llama-3.1-8b", "--requests-per-day", str(requests_per_day)
     )
     for face in (picked, costed["at_load"]):
-        assert face["verdict"] == advice.verdict
-        assert [(o["name"], o["cost_usd"]) for o in face["options"]] == [
-            (o.name, pytest.approx(o.cost_usd) if o.cost_usd is not None else None) for o in advice.options
+        assert face["verdict"] == advice.verdict.text()
+        assert [(o["name"], o["cost_per_month_usd"]) for o in face["options"]] == [
+            (o.name, pytest.approx(o.cost_per_month_usd) if o.cost_per_month_usd is not None else None)
+            for o in advice.options
         ]
     text = figure_text(
         widgets.job_advisor(job="serve", model="Llama-3.1-8B", requests_per_day=requests_per_day, static=True)
     )
-    assert advice.verdict in " ".join(text.split())
+    assert advice.verdict.text() in " ".join(text.split())
     # the cost calculator (notebook 05) draws the advisor's figures: the H100 always on and its
     # serverless class with the fine-tune spread over the months, the same model per token
     curves = widgets.cost_curves("Llama-3.1-8B", "H100 SXM")
@@ -108,19 +109,19 @@ def test_serving_gets_one_verdict_from_every_face(requests_per_day):
     ):
         option, usd = drawn[label][requests_per_day]
         assert option.name == name and option.works == advice.option(name).works
-        assert usd == pytest.approx(advice.option(name).cost_usd + extra)
+        assert usd == pytest.approx(advice.option(name).cost_per_month_usd + extra)
     fig = widgets.cost_calculator("Llama-3.1-8B", "H100 SXM", static=True)
     plotted = {
         line.get_label(): dict(zip(line.get_xdata(), line.get_ydata())) for line in fig.axes[0].get_lines()
     }
     assert plotted["Runpod serverless H100"][requests_per_day] == pytest.approx(
-        advice.option("Runpod serverless H100").cost_usd + fixed
+        advice.option("Runpod serverless H100").cost_per_month_usd + fixed
     )
     figure_text(fig)
     # the H100 pod's month is its hourly price billed every hour, from the same price rule
     h100 = advice.option("H100 SXM always on")
     price = assumptions.device_price(hardware.get("H100 SXM")).usd_per_hour
-    assert h100.cost_usd == pytest.approx(h100.n_devices * price * economics.HOURS_PER_MONTH)
+    assert h100.cost_per_month_usd == pytest.approx(h100.n_devices * price * economics.HOURS_PER_MONTH)
 
 
 def test_a_named_engine_reaches_every_face_and_each_answer_names_its_engine():
@@ -153,9 +154,13 @@ def test_a_named_engine_reaches_every_face_and_each_answer_names_its_engine():
         "pick", "serve", "--model", "llama-3.1-8b", "--requests-per-day", "1000", "--engine", "tensorrt-llm"
     )
     for face in (picked, costed["at_load"]):
-        assert face["verdict"] == advice.verdict
-        assert [(o["name"], o["engine"], o["cost_usd"]) for o in face["options"]] == [
-            (o.name, o.engine, pytest.approx(o.cost_usd) if o.cost_usd is not None else None)
+        assert face["verdict"] == advice.verdict.text()
+        assert [(o["name"], o["engine"], o["cost_per_month_usd"]) for o in face["options"]] == [
+            (
+                o.name,
+                o.engine,
+                pytest.approx(o.cost_per_month_usd) if o.cost_per_month_usd is not None else None,
+            )
             for o in advice.options
         ]
     assert {o.engine for o in advice.options if o.kind in ("gpu", "cpu", "serverless") and o.fits} == {
@@ -164,7 +169,7 @@ def test_a_named_engine_reaches_every_face_and_each_answer_names_its_engine():
     text = figure_text(
         widgets.job_advisor(job="serve", requests_per_day=1000, engine="tensorrt-llm", static=True)
     )
-    assert advice.verdict in " ".join(text.split())
+    assert advice.verdict.text() in " ".join(text.split())
     default = lab_utils_json("cost", "serve", "--model", "llama-3.1-8b", "--gpu", "H100 SXM")
     assert default["engine"] == "vllm" and default["assumptions"]["engine"] == "vllm"
     h100 = advisor.serve("Llama-3.1-8B", 1000).option("H100 SXM always on")
@@ -176,7 +181,7 @@ def test_qlora_memory_is_the_same_everywhere():  # 5. an 8B QLoRA fine-tune's me
     face = lab_utils_json("memory", "--model", "llama-3.1-8b", "--method", "qlora")
     advice = advisor.fine_tune("Llama-3.1-8B", TOKENS, method="qlora")
     assert face["total_bytes"] == pytest.approx(total)
-    assert dict(advice.assumptions)["memory_bytes"] == pytest.approx(total)
+    assert dict(advice.derived)["memory_bytes"] == pytest.approx(total)
     assert advice.option("H100 SXM").memory_bytes == pytest.approx(total)
     text = figure_text(widgets.memory_calculator(model="Llama-3.1-8B", method="qlora", static=True))
     assert f"{total / 1e9:.1f} GB" in text
@@ -209,9 +214,9 @@ def test_a_7b_model_served_in_int4_on_a_t4_is_the_same_everywhere():  # 6. 7B in
     advice = advisor.serve("Mistral-7B-v0.1", 1000, precision="int4")
     t4 = advice.option("T4 always on")
     assert (t4.n_devices, t4.precision, t4.works) == (1, "int4", True)  # in bf16 it needs two T4s
-    assert {o["name"]: o["cost_usd"] for o in face["at_load"]["options"]}["T4 always on"] == pytest.approx(
-        t4.cost_usd
-    )
+    assert {o["name"]: o["cost_per_month_usd"] for o in face["at_load"]["options"]}[
+        "T4 always on"
+    ] == pytest.approx(t4.cost_per_month_usd)
     assert advisor.serve("Mistral-7B-v0.1", 1000, precision="bf16").option("2 x T4 always on").n_devices == 2
     # the advisor left to choose ranks the T4 at the precisions that fit it, and says which it kept
     assert advisor.serve("Mistral-7B-v0.1", 1000).option("T4 always on").precision in ("fp8", "int8", "int4")

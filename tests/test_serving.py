@@ -8,17 +8,27 @@ import pytest
 from lab_utils import assumptions, hardware, llms, serving
 
 # A toy model: 2 layers, 2 heads of 4 features, 1 KV head: KV cache = 2 (K, V) x 2 layers x 1 x 4
-# values x 2 bytes = 32 bytes per token; 1,000 parameters = 2,000 bytes of weights at 2 bytes each.
+# values x 2 bytes = 32 bytes per token; 1,000 parameters (100 embedding, 400 per layer, 100 head)
+# = 2,000 bytes of weights at 2 bytes each.
+_LAYER = llms.Layer(
+    attention=llms.Attention(kind="full", n_heads=2, n_kv_heads=1, head_dim=4, v_head_dim=4),
+    mlp=llms.MLP(kind="dense", intermediate=16),
+    attention_params=200,
+    shared_mlp_params=200,
+    expert_params=0,
+)
 TOY = llms.LLMConfig(
     name="toy",
     aliases=(),
     n_layers=2,
     hidden=8,
-    n_params=1000,
     source="test",
     source_date="2026",
     n_heads=2,
     n_kv_heads=1,
+    layers=(_LAYER, _LAYER),
+    embedding_params=100,
+    head_params=100,
 )
 RESERVE = assumptions.value("cuda_context_bytes")
 
@@ -48,9 +58,10 @@ def test_decode_with_a_large_batch_and_long_contexts_is_bound_by_the_kv_cache():
 
 
 def test_decode_of_a_huge_batch_on_a_fast_memory_is_compute_bound():
-    # 2 x 1,000 params x 1,000 sequences / 1e6 FLOP/s = 2 s; bytes (2,000 + 32,000) / 1e9 = 34 us
+    # 1,000 sequences x (2 x 1,000 params + attention to 1 key: 2 layers x 2 heads x 2 x 8) / 1e6 FLOP/s
+    # = 2.064 s; bytes (2,000 + 32,000) / 1e9 = 34 us
     fast = device(bandwidth_bytes_per_s=1e9)
-    assert serving.decode_step_s(TOY, device=fast, batch=1000, context_len=1) == pytest.approx(2.0)
+    assert serving.decode_step_s(TOY, device=fast, batch=1000, context_len=1) == pytest.approx(2.064)
     assert serving.decode_limit(TOY, device=fast, batch=1000, context_len=1) == "compute"
 
 

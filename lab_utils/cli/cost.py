@@ -31,7 +31,7 @@ def run_fine_tune(args: argparse.Namespace) -> int:
     from lab_utils import assumptions, economics, hardware
     from lab_utils.units import format_bytes
 
-    spec = hardware.get(args.gpu or assumptions.value("default_gpu"))
+    spec = hardware.get(assumptions.resolve(default_gpu=args.gpu)[0]["default_gpu"])
     if args.dtype is not None and args.dtype not in spec.peak_flops:
         raise UsageError(
             f"argument --dtype: {spec.name} has no {args.dtype} peak in the catalog; "
@@ -113,7 +113,7 @@ def run_serve(args: argparse.Namespace) -> int:
             prompt_len=prompt_len,
             output_len=output_len,
             precision=precision,
-            efficiency=1.0 if args.efficiency is None else args.efficiency,
+            efficiency=args.efficiency,  # None: 1, the engine's profile alone (basics.engine_efficiency)
             usd_per_hour=price,
             engine=args.engine,
         )
@@ -129,7 +129,8 @@ def run_serve(args: argparse.Namespace) -> int:
                 )
             ]
             hint = (
-                f"; it fits in {' or '.join(fitting)} (--precision {fitting[-1]}), the way such models are "
+                f"; it fits in {' or '.join(fitting)} (--precision {fitting[0]}, the best of them), "
+                "the way such models are "
                 "served on small cards"
                 if fitting
                 else "; no precision fits: use a larger GPU"
@@ -162,6 +163,8 @@ def run_serve(args: argparse.Namespace) -> int:
             + ("" if args.efficiency is None else f" x efficiency {args.efficiency:g}")
             + f", limited by {estimate.limit}",
             *(f"  ({note})" for note in estimate.engine_notes),
+            f"  KV cache: {estimate.kv_layout}",
+            *([f"  routing: {estimate.routing}"] if estimate.routing else []),
             text_table(
                 [
                     ("time to first token", f"{estimate.ttft_s * 1e3:,.1f} ms"),
@@ -200,8 +203,10 @@ def run_serve(args: argparse.Namespace) -> int:
             "(lab_utils.advisor, as `lab-utils pick serve`):"
         )
         for option in advice.options:
-            if option.kind == "gpu" and option.name.split(" x ")[-1] == f"{gpu} always on":
-                cost = "no price" if option.cost_usd is None else fmt_money(option.cost_usd)
+            if option.kind == "gpu" and option.device == gpu:
+                cost = (
+                    "no price" if option.cost_per_month_usd is None else fmt_money(option.cost_per_month_usd)
+                )
                 print(
                     f"  {option.name} ({option.precision}): {cost} per month"
                     + (f"; cannot: {option.why}" if option.why else "")

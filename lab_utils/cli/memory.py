@@ -23,13 +23,13 @@ def run(args: argparse.Namespace) -> int:
     from lab_utils import assumptions, hardware, memory
     from lab_utils.units import bytes_label, format_bytes
 
-    precision = args.precision or assumptions.precision_for(args.method)
+    values, taken = assumptions.resolve(**{f"precision__{args.method}": args.precision})
+    precision = values[f"precision.{args.method}"]
     if precision not in memory.precisions_for(args.method):
         raise UsageError(
             f"argument --precision: {precision!r} is not allowed with --method {args.method}; "
             f"use one of {', '.join(memory.precisions_for(args.method))}"
         )
-    taken = {} if args.precision else {f"precision.{args.method}": precision}
     job = dict(
         method=args.method,
         precision=precision,

@@ -76,19 +76,8 @@ def run(args: argparse.Namespace) -> int:
     advice = advice.ranked(args.rank_by)
     if not answer_json(args, advice.to_dict()):
         print(advice.table(limit=args.limit))
-        print(advice.verdict)
-        given = {
-            "mfu": args.mfu,
-            "seq_len": args.seq_len,
-            "batch": args.batch,
-            "input_tokens": args.input_tokens,
-            "output_tokens": args.output_tokens,
-            "latency_target_s": args.latency_s,
-            "serve_precisions": args.precision,
-        }
-        print_assumptions(
-            {name: value for name, value in advice.assumptions if given.get(name) is None}, args
-        )
+        print(advice.verdict.text())
+        print_assumptions(advice.assumptions, args)  # the assumptions taken: values given are not among them
     return 0
 
 
