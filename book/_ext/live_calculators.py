@@ -3,8 +3,9 @@ browser by Pyodide (Python compiled to WebAssembly), offline.
 
 - At build time the course is built into a wheel from this tree (``pip wheel``, no network)
   holding only what the page's commands import or read (:func:`files_the_page_uses`: no
-  measuring module, no notebook helper), and tabulate, the one package the command line needs beyond the standard library, is packed
-  from the build environment (its version pinned by constraints.txt). Both land in
+  measuring module, no notebook helper), and tabulate, the one package the command line needs
+  beyond the standard library, is packed from the build environment (its version pinned by
+  constraints.txt). Both land in
   ``_static/live/`` with ``packages.json`` naming them, so the page runs the tested code of the
   very tree the website was built from and can never drift from it.
 - Pyodide itself is vendored by web_assets.py (npm package ``pyodide``, pinned, checksum-checked).
