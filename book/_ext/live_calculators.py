@@ -20,6 +20,9 @@ browser by Pyodide (Python compiled to WebAssembly), offline.
   holds the page) keeps Pyodide and the wheels in the browser's cache under a name made of
   their SHA-256 hashes (``packages.json`` lists them; the files are fetched with those hashes
   as Subresource Integrity), and the page itself, so a second visit answers at once, offline.
+  The worker keeps Python's memory once the first answers are shown (Pyodide's memory snapshot,
+  in Cache Storage under the same hashes): a later visit restores it rather than starting
+  Python and importing the course again.
 
 Loaded by course_site.py's setup.
 """
