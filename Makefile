@@ -162,7 +162,7 @@ setup-lab: $(LAB_INSTALLED)
 
 $(LAB_INSTALLED): pyproject.toml constraints.txt
 	$(make_venv)
-	$(BIN)/python -m pip install --quiet --constraint constraints.txt --editable ".[lab]"
+	$(BIN)/python -m pip install --constraint constraints.txt --editable ".[lab]"  # its progress shown: learners wait minutes
 	touch $@
 
 # The offline bundle for a room without internet (downloads several GB; not part of make test):

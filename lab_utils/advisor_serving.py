@@ -22,6 +22,7 @@ from lab_utils import (
     llms,
     memory,
     prices,
+    replica,
     serverless,
     serving,
 )
@@ -238,6 +239,24 @@ class _ServeJob:
             )
         return self.servers[key]
 
+    def p95_at(self, spec, n_devices: int, precision: str, rate_per_s: float) -> float:
+        """The 95th-percentile latency of a request (arrival to last token) on one replica of
+        ``n_devices`` x ``spec`` at Poisson ``rate_per_s``: ``replica.at_rate`` over the
+        ``replica_requests`` assumption's requests, the times divided by ``efficiency``."""
+        simulated = replica.at_rate(
+            self.config,
+            device=spec,
+            n_devices=n_devices,
+            rate_per_s=rate_per_s,
+            prompt_len=max(1, self.input_tokens),
+            output_len=self.output_tokens,
+            n_requests=assumptions.value("replica_requests"),
+            precision=precision,
+            engine=self.engine,
+            usd_per_hour=0.0,
+        )
+        return simulated.e2e.p95 / self.efficiency
+
     def served_batch(self, device, precision: str):
         """``serving.estimate`` at the batch a replica runs: ``batch`` when given, else the
         largest that keeps a request within the target (``serving.capacity``), at least 1."""
@@ -298,17 +317,20 @@ def _always_on_at(job: _ServeJob, spec, price, precision: str) -> Option:
     replicas = basics.always_on_devices(job.rate_per_s, served.requests_per_s, job.utilisation)
     n = replicas * per_replica
     load = job.rate_per_s / (served.requests_per_s * replicas)
-    if job.batch is None:  # the batch the average load fills, and its latency
+    if job.batch is None:  # the batch the average load fills
         served = job.estimates(replica, precision).at_load(job.rate_per_s / replicas) or served
+    try:
+        latency_s = job.p95_at(spec, per_replica, precision, job.rate_per_s / replicas)
+    except ValueError as error:  # vLLM's share of the memory leaves no KV cache beside the weights
+        name = spec.name if per_replica == 1 else f"{per_replica} x {spec.name}"
+        why = f"{error} at vLLM's gpu_memory_utilization"
+        return not_possible(name, fits=False, n=per_replica, bound="memory", why=why, **common)
     speed_bound = "compute" if served.limit == "compute" else "bandwidth"
     idle = replicas == 1 and load < job.utilisation * job.price_bound_load_share
     bound = "price" if idle else speed_bound
     why = None
-    if served.latency_s > job.latency_target_s:
-        why, bound = (
-            f"a request takes {format_seconds(served.latency_s, 2)} at batch {served.batch} > the target",
-            speed_bound,
-        )
+    if latency_s > job.latency_target_s:
+        why, bound = (f"p95 latency {format_seconds(latency_s, 2)} at this rate > the target", speed_bound)
     elif price.usd_per_hour is None:
         why = "no price in the data for this device"
     hours = n * basics.HOURS_PER_MONTH
@@ -321,7 +343,7 @@ def _always_on_at(job: _ServeJob, spec, price, precision: str) -> Option:
         fits=True,
         bound=bound,
         why=why,
-        latency_s=served.latency_s,
+        latency_s=latency_s,
         memory_bytes=job.batch_bytes(precision, served.batch),
         precision=precision,
         engine=served.engine,

@@ -189,25 +189,48 @@ def kv_values_per_sequence(layers, context_len) -> int:
     )
 
 
+def _causal_keys(window, start, end) -> float:
+    """Keys summed over the queries at positions start..end of a causal sequence (each sees the
+    tokens before it, at most ``window``): the integral of min(window, p) from start to end."""
+
+    def below(x):
+        return x * x / 2 if x <= window else window * x - window * window / 2
+
+    return below(end) - below(start)
+
+
+def chunk_attention_flops(layers, tokens, cached=0) -> float:
+    """Forward attention FLOPs of a prompt chunk of ``tokens`` tokens that follows ``cached``
+    tokens already in the KV cache (chunked prefill; ``cached`` 0: a whole prompt), causal,
+    summed over ``layers``: per query, 2·heads·(head_dim + v_head_dim) per key it sees (Q·Kᵀ
+    and ·V), a sliding-window layer at most its window."""
+    tokens = checks.count("tokens", tokens)
+    cached = checks.count("cached", cached, minimum=0)
+    total = 0.0
+    for layer in layers:
+        attention = layer.attention
+        window = attention.window if attention.kind == "sliding" and attention.window else math.inf
+        keys = _causal_keys(window, cached, cached + tokens)
+        total += 2.0 * attention.n_heads * (attention.head_dim + attention.v_head_dim) * keys
+    return total
+
+
 def attention_flops_per_token(layers, seq_len, *, causal: bool = True) -> float:
     """Forward FLOPs per token of the attention scores (Q·Kᵀ, 2·heads·head_dim per key) and
     their weighted sum (·V, 2·heads·v_head_dim per key), summed over ``layers``, for sequences
     of ``seq_len`` tokens. Keys a query sees: ``seq_len`` (``causal`` False), seq_len / 2 on
     average causal; a sliding window w below seq_len: w (non-causal) or w - w²/(2·seq_len)
-    (causal). MLA as written by transformers (q·k over qk_nope + qk_rope per head, v of
-    v_head_dim). Llama-3.1-8B at 8,192 tokens, causal: 32 x 4 x 4,096 x 4,096 = 2.1e9."""
+    (causal, :func:`chunk_attention_flops` of the whole sequence). MLA as written by
+    transformers (q·k over qk_nope + qk_rope per head, v of v_head_dim). Llama-3.1-8B at 8,192
+    tokens, causal: 32 x 4 x 4,096 x 4,096 = 2.1e9."""
     seq_len = checks.count("seq_len", seq_len)
+    if causal:
+        return chunk_attention_flops(layers, seq_len) / seq_len
     total = 0.0
     for layer in layers:
         attention = layer.attention
         window = attention.window if attention.kind == "sliding" and attention.window else seq_len
-        if not causal:
-            keys = min(seq_len, window)
-        elif window >= seq_len:
-            keys = seq_len / 2
-        else:
-            keys = window - window * window / (2 * seq_len)
-        total += 2.0 * attention.n_heads * (attention.head_dim + attention.v_head_dim) * keys
+        total += 2.0 * attention.n_heads * (attention.head_dim + attention.v_head_dim) * min(seq_len, window)
     return total
 
 

@@ -230,6 +230,17 @@ def _stop_all(process: subprocess.Popen, marker: str, grace_s: float = 5.0) -> t
     return tuple(p.pid for p in psutil.wait_procs(stragglers, timeout=grace_s)[1])
 
 
+def platform_env(platform: str) -> dict[str, str]:
+    """Variables ``torchrun`` needs on ``platform`` (``sys.platform``): on Windows ``USE_LIBUV=0``,
+    since PyTorch's Windows builds have no libuv and the rendezvous then stops with "use_libuv was
+    requested but PyTorch was built without libuv support" (pytorch/pytorch#139990).
+
+    >>> platform_env("win32"), platform_env("linux")
+    ({'USE_LIBUV': '0'}, {})
+    """
+    return {"USE_LIBUV": "0"} if platform == "win32" else {}
+
+
 def run_torchrun(
     script,
     script_args: Sequence[str] = (),
@@ -247,7 +258,8 @@ def run_torchrun(
     ``master_addr``, ``master_port``, ``launcher``), run in ``cwd`` with the environment plus
     ``env`` (extra variables). The processes get
     ``OMP_NUM_THREADS`` = cores / processes (unless ``env`` or the environment sets it), the
-    loopback interface for gloo and NCCL sockets when ``master_addr`` is 127.0.0.1, and the
+    loopback interface for gloo and NCCL sockets when ``master_addr`` is 127.0.0.1,
+    :func:`platform_env` (``USE_LIBUV=0`` on Windows) unless the environment sets it, and the
     folder holding this ``lab_utils`` on ``PYTHONPATH``. After ``timeout_s`` seconds it is
     stopped. Whatever happens (success, failure, timeout, an interrupt), every process the
     launch started is stopped before this returns or raises. With ``check``, a non-zero exit
@@ -270,6 +282,8 @@ def run_torchrun(
     except AttributeError:  # macOS, Windows
         cores = os.cpu_count() or 1
     child_env.setdefault("OMP_NUM_THREADS", str(max(1, cores // nproc_per_node)))
+    for name, value in platform_env(sys.platform).items():
+        child_env.setdefault(name, value)
     if command[command.index("--nnodes") + 1] == "1" or where.get("master_addr") == LOOPBACK:
         loopback = _loopback_interface()
         if loopback:

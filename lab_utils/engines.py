@@ -23,13 +23,24 @@ assumption: vLLM on GPUs, llama.cpp on Apple silicon). Pure Python: no torch.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
 
 from lab_utils import assumptions, catalogs, checks, hardware, lookup
 
-__all__ = ["EngineTimes", "Profile", "apply", "catalog", "default_for", "get", "weight_bits"]
+__all__ = [
+    "EngineTimes",
+    "Profile",
+    "StepTime",
+    "apply",
+    "catalog",
+    "default_for",
+    "get",
+    "step_time",
+    "weight_bits",
+]
 
 _DATA_FILE = "engines.toml"
 _ORIGIN = f"lab_utils/data/{_DATA_FILE}"
@@ -42,6 +53,7 @@ _RECORD_KEYS = {
     "aliases",
     "description",
     "decode_efficiency",
+    "compute_efficiency",
     "prefill_efficiency",
     "per_request_s",
     "per_step_s",
@@ -79,6 +91,7 @@ class Profile:
     url: str | None
     cite: str | None
     derived: str
+    compute_efficiency: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def decode_efficiency_for(self, weight_bytes_per_param: float) -> float:
         """The decode efficiency of weights of ``weight_bytes_per_param`` bytes (see
@@ -144,6 +157,10 @@ def _profile(record: dict) -> Profile:
         url=record.get("url"),
         cite=record.get("cite"),
         derived=record["derived"],
+        compute_efficiency={
+            dtype: checks.number(f"{where}: compute_efficiency[{dtype}]", value, maximum=1.0)
+            for dtype, value in record.get("compute_efficiency", {}).items()
+        },
     )
 
 
@@ -195,14 +212,16 @@ def apply(
     """The times ``engine`` (a name, a :class:`Profile`, or None for ``device``'s default) takes,
     given the bounds: one prompt's ``prefill_s``, a batch's ``batch_prefill_s`` and one
     ``decode_step_s`` for weights of ``weight_bytes_per_param`` bytes. Each time is at least its
-    bound; a part no source gives the engine a figure for stays at the bound, named in ``notes``.
+    bound; a figure no source gives the engine is taken from its nearest sourced regime (never the
+    bound), named in ``notes``: decode for other weight bits from the nearest bits' figure,
+    prefill from the profile's compute figure, else its decode figure.
 
     >>> times = apply(
     ...     "vllm", weight_bytes_per_param=0.5, prefill_s=0.1, batch_prefill_s=0.1, decode_step_s=0.01
     ... )
     >>> for note in times.notes: print(note)
-    prefill at the bound: no published figure for vllm's prefill
-    decode at the bound: no published figure for vllm with 4-bit weights
+    vllm's compute: no published figure; its decode figure (0.74) stands in
+    vllm with 4-bit weights: no published decode figure; its 16-bit figure (0.74 of the bandwidth) stands in
     """
     profile = engine if isinstance(engine, Profile) else get(engine, device=device)
     prefill_s, batch_prefill_s, decode_step_s = (
@@ -213,21 +232,93 @@ def apply(
             ("decode_step_s", decode_step_s),
         )
     )
-    notes = []
-    if "prefill_efficiency" in profile.unsourced:
-        notes.append(f"prefill at the bound: no published figure for {profile.name}'s prefill")
-    try:
-        decode = profile.decode_efficiency_for(weight_bytes_per_param)
-    except ValueError:
-        decode = 1.0
-        notes.append(
-            f"decode at the bound: no published figure for {profile.name} with "
-            f"{weight_bits(weight_bytes_per_param):g}-bit weights"
-        )
+    decode, decode_note = _nearest_bits(profile, weight_bytes_per_param)
+    prefill, prefill_note = _prefill_figure(profile, decode)
+    notes = tuple(note for note in (prefill_note, decode_note) if note)
     return EngineTimes(
         engine=profile.name,
-        ttft_s=prefill_s / profile.prefill_efficiency + profile.per_request_s,
-        batch_prefill_s=batch_prefill_s / profile.prefill_efficiency + profile.per_request_s,
+        ttft_s=prefill_s / prefill + profile.per_request_s,
+        batch_prefill_s=batch_prefill_s / prefill + profile.per_request_s,
         decode_step_s=decode_step_s / decode + profile.per_step_s,
-        notes=tuple(notes),
+        notes=notes,
     )
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """One engine step: ``seconds`` and the figures it took (``bandwidth_efficiency``,
+    ``compute_efficiency``); ``notes`` names each figure taken from a neighbouring regime for
+    want of a source."""
+
+    seconds: float
+    bandwidth_efficiency: float
+    compute_efficiency: float
+    notes: tuple[str, ...] = ()
+
+
+def _nearest_bits(profile: Profile, weight_bytes_per_param) -> tuple[float, str | None]:
+    try:
+        return profile.decode_efficiency_for(weight_bytes_per_param), None
+    except ValueError:
+        bits = weight_bits(weight_bytes_per_param)
+        near = min(profile.decode_efficiency, key=lambda known: abs(math.log(bits / known)))
+        return profile.decode_efficiency[near], (
+            f"{profile.name} with {bits:g}-bit weights: no published decode figure; its {near}-bit "
+            f"figure ({profile.decode_efficiency[near]:g} of the bandwidth) stands in"
+        )
+
+
+def _prefill_figure(profile: Profile, bandwidth: float) -> tuple[float, str | None]:
+    """A prompt's efficiency: the sourced prefill figure, else the profile's compute figure (its
+    16-bit one when it has several), else its decode figure (the nearest sourced regime)."""
+    if "prefill_efficiency" not in profile.unsourced:
+        return profile.prefill_efficiency, None
+    if profile.compute_efficiency:
+        return profile.compute_efficiency.get("bf16", next(iter(profile.compute_efficiency.values()))), None
+    return bandwidth, (
+        f"{profile.name}'s compute: no published figure; its decode figure ({bandwidth:g}) stands in"
+    )
+
+
+def _compute_figure(profile: Profile, compute_dtype: str, bandwidth: float) -> tuple[float, str | None]:
+    if compute_dtype in profile.compute_efficiency:
+        return profile.compute_efficiency[compute_dtype], None
+    if "prefill_efficiency" not in profile.unsourced and compute_dtype in ("bf16", "fp16"):
+        return profile.prefill_efficiency, None
+    if profile.compute_efficiency:
+        other, value = next(iter(profile.compute_efficiency.items()))
+        return value, (
+            f"{profile.name} computing in {compute_dtype}: no published figure; its {other} "
+            f"figure ({value:g} of the peak) stands in"
+        )
+    if "prefill_efficiency" not in profile.unsourced:
+        return profile.prefill_efficiency, (
+            f"{profile.name} computing in {compute_dtype}: no published figure; its 16-bit prefill "
+            f"figure ({profile.prefill_efficiency:g} of the peak) stands in"
+        )
+    return bandwidth, (
+        f"{profile.name}'s compute: no published figure; its decode figure ({bandwidth:g}) stands in"
+    )
+
+
+def step_time(engine, *, compute_s, memory_s, compute_dtype, weight_bytes_per_param, device=None) -> StepTime:
+    """What ``engine`` takes for one step whose bound is ``compute_s`` (FLOPs over the peak in
+    ``compute_dtype``) and ``memory_s`` (bytes over the bandwidth), by regime:
+    max(compute_s / compute efficiency, memory_s / bandwidth efficiency) + ``per_step_s``.
+    The bandwidth efficiency is the decode figure for the weights' bits; the compute efficiency
+    the profile's figure for the dtype (else its prefill figure). A figure no source gives is
+    taken from the nearest sourced regime of the same engine, never the bound, and named in
+    ``notes``.
+
+    >>> round(step_time("tensorrt-llm", compute_s=0.0, memory_s=0.01, compute_dtype="bf16",
+    ...                 weight_bytes_per_param=2.0).seconds, 4)  # 10 ms / 0.79
+    0.0127
+    """
+    profile = engine if isinstance(engine, Profile) else get(engine, device=device)
+    compute_s = checks.number("compute_s", compute_s, strict=False)
+    memory_s = checks.number("memory_s", memory_s, strict=False)
+    bandwidth, bits_note = _nearest_bits(profile, weight_bytes_per_param)
+    compute, compute_note = _compute_figure(profile, compute_dtype, bandwidth)
+    seconds = max(compute_s / compute, memory_s / bandwidth) + profile.per_step_s
+    notes = tuple(note for note in (bits_note, compute_note) if note)
+    return StepTime(seconds, bandwidth, compute, notes)

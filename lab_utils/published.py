@@ -38,6 +38,7 @@ from lab_utils import (
     lookup,
     memory,
     prices,
+    replica,
     serverless,
     serving,
 )
@@ -58,6 +59,8 @@ __all__ = [
     "measurements",
     "prefill_tokens_per_s",
     "recommender_training_s",
+    "replica_tpot_p50_s",
+    "replica_ttft_p50_s",
     "request_output_tokens_per_s",
     "request_prompt_tokens_per_s",
     "restored_start_s",
@@ -137,6 +140,34 @@ def request_prompt_tokens_per_s(*, model, device, prompt_len, **options):
             model, device=device, prompt_len=prompt_len, output_len=1, usd_per_hour=0.0, **options
         ).ttft_s
     )
+
+
+@functools.lru_cache(maxsize=32)
+def _closed_loop(model, device, n_devices, prompt_len, output_len, concurrency, options):
+    return replica.at_concurrency(
+        model,
+        device=device,
+        n_devices=n_devices,
+        concurrency=concurrency,
+        prompt_len=prompt_len,
+        output_len=output_len,
+        **dict(options),
+    )
+
+
+def replica_ttft_p50_s(*, model, device, prompt_len, output_len, concurrency, n_devices=1, **options):
+    """Median time to first token of requests of fixed lengths with ``concurrency`` in flight
+    (:func:`replica.at_concurrency`: a closed loop, the ``client_requests`` assumption's requests
+    per client) on one replica of ``n_devices`` x
+    ``device``: :func:`replica.simulate`; ``options`` (engine, precision, ...) go to it as they are."""
+    key = (model, device, n_devices, prompt_len, output_len, concurrency, tuple(sorted(options.items())))
+    return _closed_loop(*key).ttft.p50
+
+
+def replica_tpot_p50_s(*, model, device, prompt_len, output_len, concurrency, n_devices=1, **options):
+    """Median time per output token of the same closed loop as :func:`replica_ttft_p50_s`."""
+    key = (model, device, n_devices, prompt_len, output_len, concurrency, tuple(sorted(options.items())))
+    return _closed_loop(*key).tpot.p50
 
 
 def training_tokens_per_s(*, model, device, method="full", dtype="bf16", mfu=None):
@@ -247,6 +278,8 @@ QUESTIONS = {
     "cold_start_s": (cold_start_s, "s", "less"),
     "restored_start_s": (restored_start_s, "s", "less"),
     "serving_joules_per_output_token": (serving_joules_per_output_token, "J/token", "less"),
+    "replica_ttft_p50_s": (replica_ttft_p50_s, "s", "less"),
+    "replica_tpot_p50_s": (replica_tpot_p50_s, "s", "less"),
 }
 """name -> (function, the unit it answers in, "more" or "less" is better)."""
 

@@ -23,10 +23,13 @@ Active workers (Runpod's always-on workers, billed at their own lower rate) are 
 they are warm from time 0, never stop, count towards ``max_workers`` and are billed for the
 whole period, ``duration_s`` (by default until the last flex worker stops or the last job ends).
 
-A cold start is made of parts (:func:`cold_start`): pulling the container image, starting the
-container and its Python, downloading the model when no cache holds it, creating the CUDA
-context, loading the weights and starting the serving engine (vLLM compiles its graphs and
-captures CUDA graphs); each part is an assumption in ``lab_utils/data/assumptions.toml``
+A cold start is made of parts (:func:`cold_start`): starting the container and its Python,
+downloading the model when no cache holds it, creating the CUDA context, loading the weights and
+starting the serving engine (vLLM compiles its graphs and captures CUDA graphs), all billed, as
+Runpod bills from a worker's start to its stop; the image pull comes first only in the uncached
+case (``image_cached=False``): Runpod puts the image on the host when the endpoint's workers are
+initialised, before a worker starts and billing begins (Runpod's serverless pricing and worker
+pages, read 2026-12). Each part is an assumption in ``lab_utils/data/assumptions.toml``
 (notebook 04 measures the container start). A snapshot restore (Runpod's FlashBoot) replaces
 the whole start when the worker lands on a host that holds a snapshot, a share of starts
 given by a hit rate; give ``simulate`` the :class:`ColdStart` itself and its k-th worker
@@ -350,7 +353,7 @@ class ColdStart:
         return math.ceil(self.total_s) * checks.number("price_per_worker_s", price_per_worker_s, strict=False)
 
 
-_COLD_START_SECONDS = {
+_COLD_START_SECONDS = {  # the parts given in seconds
     "image_pull_s": "image pull",
     "container_start_s": "container start",
     "cuda_init_s": "CUDA init",
@@ -361,6 +364,7 @@ _COLD_START_SECONDS = {
 def cold_start(
     weight_bytes,
     *,
+    image_cached=None,
     image_pull_s=None,
     container_start_s=None,
     cuda_init_s=None,
@@ -373,7 +377,8 @@ def cold_start(
 ) -> ColdStart:
     """The cold start of a worker that serves ``weight_bytes`` of weights.
 
-    A plain start: image pull + container start + model download (``weight_bytes`` /
+    A plain start: image pull (only when not ``image_cached``: Runpod pulls the image onto the
+    host before the worker starts and billing begins) + container start + model download (``weight_bytes`` /
     ``download_bytes_per_s``, only when ``model_cached`` is False: no image or volume holds the
     weights) + CUDA initialisation + weight load (``weight_bytes`` / ``weight_load_bytes_per_s``)
     + engine start (``engine_start_s``: vLLM's graph compilation and CUDA graph capture; 0 for a
@@ -383,6 +388,7 @@ def cold_start(
     """
     weight_bytes = checks.number("weight_bytes", weight_bytes, strict=False)
     given = {
+        "image_cached": image_cached,
         "image_pull_s": image_pull_s,
         "container_start_s": container_start_s,
         "cuda_init_s": cuda_init_s,
@@ -395,9 +401,13 @@ def cold_start(
     resolved, taken = assumptions.resolve(**{f"cold_start__{name}": value for name, value in given.items()})
     values = {name: resolved[f"cold_start.{name}"] for name in given}
     seconds = {name: checks.number(name, values[name], strict=False) for name in _COLD_START_SECONDS}
-    if not isinstance(values["model_cached"], bool):
-        raise TypeError(f"model_cached must be True or False, got {values['model_cached']!r}")
-    parts = [(_COLD_START_SECONDS[name], seconds[name]) for name in ("image_pull_s", "container_start_s")]
+    for flag in ("image_cached", "model_cached"):
+        if not isinstance(values[flag], bool):
+            raise TypeError(f"{flag} must be True or False, got {values[flag]!r}")
+    if values["image_cached"]:
+        taken.pop("cold_start.image_pull_s", None)  # not part of this start
+    parts = [] if values["image_cached"] else [("image pull", seconds["image_pull_s"])]
+    parts.append(("container start", seconds["container_start_s"]))
     if not values["model_cached"]:
         download, downloaded = assumptions.resolve(cold_start__download_bytes_per_s=download_bytes_per_s)
         download_bytes_per_s = download["cold_start.download_bytes_per_s"]

@@ -39,6 +39,7 @@ All figures are lower bounds on time (upper bounds on throughput) from vendor sp
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import math
@@ -64,6 +65,8 @@ __all__ = [
     "resolve_precision",
     "routing",
     "sizable",
+    "StepBound",
+    "step",
     "step_bound_s",
 ]
 
@@ -233,6 +236,85 @@ def _decode_parts(
         kv_bytes=work.kv_bytes,
         peak_flops=spec.peak_flops[served.compute_dtype],
         bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s,
+    )
+
+
+@dataclass(frozen=True)
+class StepBound:
+    """One engine step at least: ``compute_s`` (its FLOPs over the peak) and ``memory_s`` (its
+    bytes over the bandwidth); ``seconds`` is the larger (the roofline), ``compute_dtype`` the
+    dtype the peak is for (an engine profile scales each part by its own efficiency)."""
+
+    compute_s: float
+    memory_s: float
+    compute_dtype: str
+
+    @property
+    def seconds(self) -> float:
+        return max(self.compute_s, self.memory_s)
+
+
+def step(
+    model,
+    *,
+    device,
+    decode_contexts=(),
+    prefill_chunks=(),
+    precision=None,
+    weight_bytes_per_param=None,
+    kv_bytes_per_value=None,
+    routing_skew=None,
+) -> StepBound:
+    """One step of a continuous-batching engine at least: a sequence per entry of
+    ``decode_contexts`` (its tokens in the KV cache; or a mapping {context: sequences}) makes
+    one token, and each prefill chunk ``(tokens, cached)`` runs ``tokens`` prompt tokens after
+    ``cached`` already in the cache. All share one read of the weights (a mixture of experts:
+    those the step's tokens touch, ``basics.weight_bytes_read``). FLOPs: 2 per active parameter
+    per token, each decode's attention over its context (``basics.decode_attention_flops``) and
+    each chunk's causal attention (``basics.chunk_attention_flops``). Bytes: the weights, each
+    decode's KV cache and each chunk's cached prefix (``basics.kv_values_per_sequence``).
+    :func:`decode_step_s` and :func:`prefill_s` are its two pure cases (tests/test_replica.py)."""
+    config, spec = llms.as_config(model), _device(device)
+    why = sizable(config)
+    if why:
+        raise ValueError(f"model={config.name!r}: {why}")
+    served = resolve_precision(
+        precision,
+        device=spec,
+        weight_bytes_per_param=weight_bytes_per_param,
+        kv_bytes_per_value=kv_bytes_per_value,
+        model=config,
+    )
+    skew = assumptions.resolve(routing_skew=routing_skew)[0]["routing_skew"]
+    contexts = collections.Counter(decode_contexts)  # a mapping {context: sequences} counts as given
+    for context, n in contexts.items():
+        checks.count("context_len", context), checks.count("sequences at a context", n, minimum=0)
+    chunks = [
+        (checks.count("prompt_len", t), checks.count("cached", c, minimum=0)) for t, c in prefill_chunks
+    ]
+    tokens = sum(contexts.values()) + sum(t for t, _ in chunks)
+    if not tokens:
+        raise ValueError("step: give decode_contexts or prefill_chunks (a step of no tokens takes no time)")
+    layers = config.layers
+    flops = (
+        basics.FLOPS_PER_PARAM_PER_TOKEN["inference"] * config.params_per_token * tokens
+        + sum(n * basics.decode_attention_flops(layers, c) for c, n in contexts.items() if n)
+        + sum(basics.chunk_attention_flops(layers, t, cached) for t, cached in chunks)
+    )
+    kv_read = [(n, c) for c, n in contexts.items() if n] + [(1, cached) for _, cached in chunks if cached]
+    kv_values = sum(n * basics.kv_values_per_sequence(layers, c) for n, c in kv_read)
+    weight_bytes, _ = basics.weight_bytes_read(
+        config,
+        tokens,
+        weight_bytes_per_param=served.weight_bytes_per_param,
+        expert_bytes_per_param=served.expert_bytes_per_param,
+        skew=checks.number("routing_skew", skew, strict=False),
+    )
+    bytes_read = weight_bytes + kv_values * served.kv_bytes_per_value
+    return StepBound(
+        compute_s=flops / spec.peak_flops[served.compute_dtype],
+        memory_s=bytes_read / checks.number("bandwidth_bytes_per_s", spec.bandwidth_bytes_per_s),
+        compute_dtype=served.compute_dtype,
     )
 
 

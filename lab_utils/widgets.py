@@ -399,17 +399,20 @@ def _cost_figure(
     ax.set_yscale("log")
     ax.legend(loc="upper left", fontsize=9)
     fine_tune = curves["fine_tune"]
+    own_weights = (
+        "Own weights: the model as published, no fine-tune."
+        if fine_tune is None
+        else f"Own weights include the {fine_tune.method} fine-tune of {curves['fine_tune_tokens']:.0e} "
+        f"tokens (${fine_tune.cost_usd or 0:,.2f}) spread over {curves['amortize_months']} months."
+    )
     fig.text(
         0.01,
         0.01,
         f"lab_utils.advisor.serve at each volume (as lab-utils pick serve): "
         f"{curves['input_tokens']} tokens in + {curves['output_tokens']} out per request, "
         f"p95 within {curves['latency_target_s']:g} s (x: misses it); "
-        f"serverless with cold starts, snapshot restores and idle time simulated. Own weights include the "
-        f"{fine_tune.method} fine-tune of {curves['fine_tune_tokens']:.0e} tokens "
-        f"(${fine_tune.cost_usd or 0:,.2f}) spread "
-        f"over {curves['amortize_months']} months. Estimates from vendor specifications and dated list "
-        "prices, not measurements.",
+        f"serverless with cold starts, snapshot restores and idle time simulated. {own_weights} "
+        "Estimates from vendor specifications and dated list prices, not measurements.",
         fontsize=8,
         wrap=True,
     )
@@ -591,4 +594,118 @@ def job_advisor(
     }
     return _live_panel(
         _advisor_figure, controls, [("job", "model"), ("method", "n_tokens", "requests_per_day"), ("engine",)]
+    )
+
+
+def latency_calculator(
+    model: str = "Llama-3.1-8B",
+    gpu: str = "H100 SXM",
+    prompt_len: int = 1000,
+    output_len: int = 200,
+    chunked_prefill: bool | None = None,
+    prefix_hit: float | None = None,
+    spec_acceptance: float | None = None,
+    static: bool = False,
+):
+    """What users wait on one replica against the request rate: ``replica.at_rate`` (its
+    assumptions) at rates from a quarter to twice the steady-state knee (``serving.estimate`` at
+    ``serving.max_batch``), drawn as TTFT p99 and TPOT p50/p99 with the SLA targets.
+
+    Controls: model, GPU, prompt and output tokens, chunked prefill, prefix hit rate, and the
+    acceptance rate of 3-token n-gram speculative decoding (None: none); ``chunked_prefill`` and
+    ``prefix_hit`` None: their assumptions. ``static=True`` returns the matplotlib figure for these
+    inputs; otherwise an ipywidgets panel.
+    """
+    from lab_utils import replica, serving
+
+    levers, _ = assumptions.resolve(chunked_prefill=chunked_prefill, prefix_hit=prefix_hit)
+    chunked_prefill, prefix_hit = levers["chunked_prefill"], levers["prefix_hit"]
+    if not isinstance(static, bool):
+        raise TypeError(f"static must be True or False, got {static!r}")
+    shares = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)
+
+    def draw(model, gpu, prompt_len, output_len, chunked_prefill, prefix_hit, spec_acceptance):
+        shape = dict(device=gpu, prompt_len=prompt_len, output_len=output_len)
+        room = serving.max_batch(model, device=gpu, context_len=prompt_len + output_len)
+        if room < 1:
+            raise ValueError(f"model={model!r} does not fit one {gpu}")
+        knee = serving.estimate(model, batch=room, **shape).requests_per_s
+        spec = dict(spec_tokens=3, spec_acceptance=spec_acceptance) if spec_acceptance is not None else {}
+        runs = [
+            replica.at_rate(
+                model,
+                rate_per_s=share * knee,
+                n_requests=200,
+                chunked_prefill=chunked_prefill,
+                prefix_hit=prefix_hit,
+                **spec,
+                **shape,
+            )
+            for share in shares
+        ]
+        fig, ax = plots.figure(
+            f"{llms.resolve(model).name} on one {hardware.as_spec(gpu).name} (simulated)",
+            "request rate (requests/s)",
+            "latency (ms)",
+        )
+        rates = [share * knee for share in shares]
+        ax.plot(rates, [r.ttft.p99 * 1e3 for r in runs], marker="o", label="TTFT p99")
+        ax.plot(rates, [r.tpot.p50 * 1e3 for r in runs], marker="s", label="TPOT p50")
+        ax.plot(rates, [r.tpot.p99 * 1e3 for r in runs], marker="^", label="TPOT p99")
+        ax.axvline(knee, color="grey", linestyle="--", label="steady-state knee")
+        ax.axhline(runs[0].slo_ttft_s * 1e3, color="red", linestyle=":", label="TTFT target")
+        ax.axhline(runs[0].slo_tpot_s * 1e3, color="orange", linestyle=":", label="TPOT target")
+        ax.set_yscale("log")
+        ax.legend(fontsize="small")
+        return fig
+
+    values = dict(
+        model=model,
+        gpu=gpu,
+        prompt_len=prompt_len,
+        output_len=output_len,
+        chunked_prefill=chunked_prefill,
+        prefix_hit=prefix_hit,
+        spec_acceptance=spec_acceptance,
+    )
+    if static:
+        return draw(**values)
+
+    import ipywidgets as w
+    import matplotlib.pyplot as plt
+
+    plt.close(draw(**values))  # bad starting values fail here, naming the parameter
+    controls = {
+        "model": w.Dropdown(
+            options=[c.name for c in llms.catalog()], value=llms.resolve(model).name, description="model"
+        ),
+        "gpu": w.Dropdown(
+            options=[s.name for s in hardware.catalog("gpu") if s.bandwidth_bytes_per_s and s.memory_bytes],
+            value=hardware.as_spec(gpu).name,
+            description="GPU",
+        ),
+        "prompt_len": w.SelectionSlider(
+            options=sorted({250, 500, 1000, 2000, 4000, 8000, prompt_len}),
+            value=prompt_len,
+            description="prompt",
+        ),
+        "output_len": w.SelectionSlider(
+            options=sorted({50, 100, 200, 500, 1000, output_len}), value=output_len, description="output"
+        ),
+        "chunked_prefill": w.Checkbox(value=chunked_prefill, description="chunked prefill"),
+        "prefix_hit": w.FloatSlider(value=prefix_hit, min=0.0, max=0.95, step=0.05, description="prefix hit"),
+        "spec_acceptance": w.Dropdown(
+            options=[("no speculation", None), *((f"{a:.0%}", a) for a in (0.3, 0.5, 0.7, 0.9))],
+            value=spec_acceptance,
+            description="spec. accept",
+        ),
+    }
+    return _live_panel(
+        draw,
+        controls,
+        [
+            ("model", "gpu"),
+            ("prompt_len", "output_len"),
+            ("chunked_prefill", "prefix_hit", "spec_acceptance"),
+        ],
     )

@@ -2,13 +2,16 @@
 without internet.
 
 Usage: python scripts/offline_bundle.py [--output ZIP] [--platforms linux mac windows]
-                                         [--pythons 3.10 3.11 3.12 3.13] [--wheels FOLDER]
+                                         [--pythons 3.10 ... 3.14] [--wheels FOLDER]
 
 Downloads (needs internet, here only) the wheels of the course's dependencies and its ``lab``
 extra (JupyterLab), pinned by constraints.txt, for each platform and Python asked, PyTorch's CPU
 builds for Linux and Windows; builds the course's own wheel; and zips them with the notebooks and
-``OFFLINE.md``. ``--wheels FOLDER`` uses wheels already there and downloads nothing (the tests
-use it). A learner installs with no network at all: INSTALL below, run in the unzipped folder.
+``OFFLINE.md``. Without ``--pythons`` it tries every CPython from 3.10 (pyproject.toml's
+requires-python) to 3.14 and leaves out, saying so, a Python for which a pinned package has no
+wheel; OFFLINE.md lists the Pythons bundled. ``--wheels FOLDER`` uses wheels already there and
+downloads nothing (the tests use it). A learner installs with no network at all: INSTALL
+below, run in the unzipped folder.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from lab_utils.catalogs import tomllib  # noqa: E402
 
 # pip expands each to the older tags it accepts (manylinux_2_17, earlier macOS versions, universal2)
 PLATFORMS = {"linux": "manylinux_2_28_x86_64", "mac": "macosx_14_0_arm64", "windows": "win_amd64"}
-PYTHONS = ("3.10", "3.11", "3.12", "3.13")
+PYTHONS = ("3.10", "3.11", "3.12", "3.13", "3.14")  # requires-python >= 3.10, up to the newest CPython
 CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"  # CPU builds: no CUDA libraries (Linux, Windows)
 PYPI = "https://pypi.org/simple"
 EXTRA = "lab"
@@ -41,7 +44,7 @@ INSTALL = (
 )
 OFFLINE_MD = f"""# The course, offline
 
-Install with no network, in this folder (Python 3.10 to 3.13):
+Install with no network, in this folder (with one of the Pythons listed at the end):
 
     python3 -m venv .venv
     .venv/bin/{INSTALL}
@@ -96,6 +99,31 @@ def download_commands(folder: Path, platforms, pythons) -> list[list[str]]:
     return commands
 
 
+def download(folder: Path, platforms, pythons, skip_missing: bool) -> list[str]:
+    """Download every platform's wheels for each Python into ``folder``; the Pythons done. With
+    ``skip_missing`` a Python for which pip finds no wheel of a pinned package is left out (one
+    line says so), else its failure stops the bundle."""
+    done = []
+    for python in pythons:
+        with tempfile.TemporaryDirectory() as scratch:
+            try:
+                for command in download_commands(Path(scratch), platforms, [python]):
+                    platform = command[command.index("--platform") + 1]
+                    print("downloading for", platform, "Python", python, flush=True)
+                    subprocess.run(command, check=True)
+            except subprocess.CalledProcessError:
+                if not skip_missing:
+                    raise
+                print(f"Python {python} left out: a pinned package has no wheel for it (pip's message above)")
+                continue
+            for wheel in Path(scratch).glob("*.whl"):
+                wheel.replace(folder / wheel.name)
+            done.append(python)
+    if not done:
+        raise SystemExit("no Python could be bundled: see pip's messages above")
+    return done
+
+
 def course_wheel(folder: Path) -> Path:
     """Build the course's own wheel into ``folder`` from the files the zip holds (in a scratch
     copy, so the clone stays clean) with the build backend already installed: no network."""
@@ -145,24 +173,19 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", type=Path, default=ROOT / "_build" / "offline" / "course-offline.zip")
     parser.add_argument("--platforms", nargs="+", choices=tuple(PLATFORMS), default=list(PLATFORMS))
-    parser.add_argument("--pythons", nargs="+", choices=PYTHONS, default=list(PYTHONS))
+    parser.add_argument(
+        "--pythons", nargs="+", choices=PYTHONS, help="default: every one with a wheel for each pin"
+    )
     parser.add_argument("--wheels", type=Path, help="use the wheels in this folder; download nothing")
     args = parser.parse_args(argv)
+    pythons = args.pythons or list(PYTHONS)
     with tempfile.TemporaryDirectory() as scratch:
         wheels = args.wheels or Path(scratch)
         if args.wheels is None:
-            for command in download_commands(wheels, args.platforms, args.pythons):
-                print(
-                    "downloading for",
-                    command[command.index("--platform") + 1],
-                    "Python",
-                    command[command.index("--python-version") + 1],
-                    flush=True,
-                )
-                subprocess.run(command, check=True)
+            pythons = download(wheels, args.platforms, pythons, skip_missing=args.pythons is None)
         if not any(wheels.glob("cpu_vs_gpu_course-*.whl")):
             course_wheel(wheels)
-        bundle(args.output, wheels, args.platforms, args.pythons)
+        bundle(args.output, wheels, args.platforms, pythons)
     size_mb = args.output.stat().st_size / 1e6
     print(
         f"wrote {args.output} ({size_mb:,.0f} MB); "

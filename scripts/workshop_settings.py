@@ -1,6 +1,6 @@
 """Copy workshop.toml's repository into the files that cannot read it when they run.
 
-Usage: python scripts/workshop_settings.py [--check]
+Usage: python scripts/workshop_settings.py [--check | --ready]
 
 - ``_config.yml``: ``repository: url`` and ``branch`` (the website's launch and edit buttons);
 - the setup cell of ``templates/notebook.ipynb`` and of every notebook: the repository Colab
@@ -9,6 +9,9 @@ Usage: python scripts/workshop_settings.py [--check]
 
 The pages read the other settings when the website is built (book/_ext/workshop.py). With
 ``--check`` nothing is written: the files that differ are listed and the exit status is 1.
+With ``--ready`` nothing is written either: the settings still empty in workshop.toml (the
+pages print a fallback for them, e.g. "your instructor") are listed, and the exit status is 1
+until every one is filled: run it before the pre-workshop e-mail goes out.
 """
 
 from __future__ import annotations
@@ -60,11 +63,28 @@ def targets() -> list[Path]:
     ]
 
 
+def ready(settings: dict[str, str]) -> int:
+    """Print the empty settings of workshop.toml; 1 while there is one, else 0."""
+    missing = workshop.empty(settings)
+    if missing:
+        print(
+            f"{len(missing)} setting(s) of {workshop.SETTINGS_FILE} still empty (the pages print a fallback):"
+        )
+        print("".join(f"  {name}: {workshop.FALLBACKS.get(name, '')!r}\n" for name in missing), end="")
+        return 1
+    print(f"every setting of {workshop.SETTINGS_FILE} is filled")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file differs")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file differs")
+    what.add_argument("--ready", action="store_true", help="write nothing; exit 1 while a setting is empty")
     args = parser.parse_args(argv)
     settings = workshop.read(ROOT)
+    if args.ready:
+        return ready(settings)
     differ = []
     for path in targets():
         text = updated(path, settings)

@@ -386,7 +386,7 @@ def test_cost_serve_reports_the_serving_estimate(capsys):
     assert f"${estimate.usd_per_million_output_tokens:,.2f} per 1M generated tokens" in out
     assert "through the engine vllm" in out  # the H100's default engine, named
     assert cli.main(["cost", "serve", "--model", "llama-3.1-8b", "--precision", "int4"]) == 0
-    assert "(decode at the bound: no published figure for vllm with 4-bit weights)" in capsys.readouterr().out
+    assert "(vllm with 4-bit weights: no published decode figure; its 16-bit figure" in capsys.readouterr().out
     with pytest.raises(SystemExit) as exited:
         cli.main(["cost", "serve", "--model", "llama-3.1-8b", "--batch", "5000"])
     assert exited.value.code == 2 and "--batch" in capsys.readouterr().err

@@ -48,11 +48,13 @@ LAYERS = {
         "replica",
         "roofline",
         "routing",
+        "scheduler",
         "serverless",
         "serving",
         "splits",
     ),
     "measuring": (
+        "batching",
         "bench",
         "distributed",
         "energy_measure",
@@ -68,7 +70,7 @@ LAYERS = {
         "torch_compat",
         "training",
     ),
-    "faces": ("__main__", "cli", "plots", "widgets"),
+    "faces": ("__main__", "answers", "cli", "plots", "widgets"),
 }
 """Layer of every module, lowest first. Data: the catalogs in lab_utils/data and the modules that
 read them, with the checks and formatting everything shares. Calculators: pure arithmetic. Measuring:
@@ -89,6 +91,7 @@ CALCULATOR_ORDER = (
     "splits",
     "serverless",
     "serving",
+    "scheduler",
     "replica",
     "economics",
     "advisor_options",

@@ -400,7 +400,12 @@ def test_notebook_08_exercise_2_says_what_the_engine_gives():
     strict = advisor.serve("Llama-3.1-8B", 100_000, latency_target_s=2.0)
     bf16 = {o.device for o in strict.options if o.works and o.kind == "gpu" and o.precision in as_published}
     assert bf16 == {"H100 SXM", "H200 SXM", "B200"}
-    assert all(o.precision not in as_published for o in strict.options if o.works and o.kind == "serverless")
+    # serverless workers run the same GPUs: in bf16 only those (Runpod bills no image pull, so the
+    # H200's and B200's shorter starts keep a p95 of 2 s at 100,000 requests a day)
+    serverless_bf16 = {
+        o.device for o in strict.options if o.works and o.kind == "serverless" and o.precision in as_published
+    }
+    assert serverless_bf16 <= bf16
     warm = advisor.serve("Llama-3.1-8B", 1_000, cold_start_s=10.0).option("Runpod serverless H100")
     assert not warm.works and 10.0 < warm.latency_s < 12.0  # "just above the 10 s target"
     five = advisor.serve("Llama-3.1-8B", 1_000, cold_start_s=5.0)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lab_utils import serverless
+from lab_utils import assumptions, serverless
 
 # service 2 s, cold start 10 s, idle timeout 5 s, $0.001 per worker-second
 BASE = dict(service_s=2.0, cold_start_s=10.0, idle_timeout_s=5.0, max_workers=3, price_per_worker_s=0.001)
@@ -276,6 +276,7 @@ def test_cost_is_a_read_only_alias_of_cost_usd():
 def test_cold_start_adds_its_parts_and_costs_whole_seconds():
     start = serverless.cold_start(
         4e9,
+        image_cached=False,
         image_pull_s=30.0,
         container_start_s=4.0,
         cuda_init_s=1.5,
@@ -300,7 +301,7 @@ def test_cold_start_adds_its_parts_and_costs_whole_seconds():
 def test_cold_start_takes_each_missing_part_from_the_assumptions():
     start = serverless.cold_start(0.0, cuda_init_s=0.0)
     assert [name for name, _ in start.assumptions] == [
-        "cold_start.image_pull_s",
+        "cold_start.image_cached",
         "cold_start.container_start_s",
         "cold_start.weight_load_bytes_per_s",
         "cold_start.engine_start_s",
@@ -320,6 +321,7 @@ def test_a_cold_start_worked_by_hand_with_a_download_and_restores():
     # 16 GB of weights: pulled at 200 MB/s (80 s) when no cache holds them, read at 2 GB/s (8 s)
     start = serverless.cold_start(
         16e9,
+        image_cached=False,
         image_pull_s=60.0,
         container_start_s=5.0,
         cuda_init_s=2.0,
@@ -348,6 +350,26 @@ def test_a_cold_start_worked_by_hand_with_a_download_and_restores():
     assert all(every.restored(k) for k in range(5))
 
 
+def test_runpod_bills_a_cold_start_from_the_container_start_the_image_already_on_the_host():
+    """Runpod's serverless pricing and worker pages (read 2026-12): billing runs from a worker's
+    start to its stop, and the image is on the host before the worker starts; the uncached case,
+    a host that must pull the image first, stays a named option."""
+    cached = serverless.cold_start(16e9)
+    assert dict(cached.assumptions)["cold_start.image_cached"] is True
+    assert "image pull" not in dict(cached.parts) and "cold_start.image_pull_s" not in dict(
+        cached.assumptions
+    )
+    assert [label for label, _ in cached.parts][0] == "container start"
+    uncached = serverless.cold_start(16e9, image_cached=False)
+    assert uncached.parts[0] == ("image pull", assumptions.value("cold_start.image_pull_s"))
+    assert uncached.total_s == cached.total_s + assumptions.value("cold_start.image_pull_s")
+    assert uncached.cost_usd(0.001) > cached.cost_usd(0.001)
+    with pytest.raises(TypeError, match="image_cached"):
+        serverless.cold_start(1e9, image_cached="yes")
+    source = assumptions.get("cold_start.image_cached").source
+    assert "docs.runpod.io/pricing/serverless" in source and "2026-12" in source
+
+
 def test_the_cached_model_and_the_download_are_assumptions():
     cached = serverless.cold_start(16e9)
     taken = dict(cached.assumptions)
@@ -368,6 +390,7 @@ def test_simulate_restores_a_share_of_the_starts():
     # three lone requests, each after the last worker stopped: three starts, the second restored
     start = serverless.cold_start(
         0.0,
+        image_cached=False,
         image_pull_s=8.0,
         container_start_s=1.0,
         cuda_init_s=1.0,

@@ -149,6 +149,34 @@ def test_every_page_names_only_settings_that_exist_and_the_learner_page_uses_the
     assert typed == [], "write {{ workshop.repository_url }}, not the address"
 
 
+def test_ready_lists_the_empty_settings_and_fails_until_every_one_is_filled(capsys):
+    settings = workshop.read(ROOT)
+    filled = {name: text or f"filled {name}" for name, text in settings.items()}
+    assert workshop_settings.ready(filled) == 0
+    assert workshop_settings.ready(dict(filled, contact="", notes_document="")) == 1
+    printed = capsys.readouterr().out.split("still empty")[-1]
+    assert "contact" in printed and "notes_document" in printed and "dates" not in printed
+    shipped = workshop_settings.main(["--ready"])
+    assert shipped == (1 if workshop.empty(settings) else 0)
+
+
+def test_the_pre_workshop_email_and_the_room_name_every_setting_a_learner_needs():
+    kit = (ROOT / "book" / "workshop-kit.md").read_text(encoding="utf-8")
+    email = kit[kit.index("(pre-workshop-email)=") : kit.index("(collect-bench-files)=")]
+    assert set(workshop.FALLBACKS) <= set(workshop.TOKEN.findall(email))
+    assert "workshop_settings.py --ready" in email
+    guide = (ROOT / "book" / "instructor-guide.md").read_text(encoding="utf-8")
+    _, blocks, _ = plans()
+    scripts = guide[guide.index("(block-scripts)=") : guide.index("## During the workshop")]
+    for block in blocks:
+        if "break" not in block and block != "lunch":
+            label = block.split(":")[0].capitalize()
+            stated = re.search(rf"\*\*{re.escape(label)}[^(]*\((\d+) min", scripts)
+            assert stated, f"the instructor guide has no script for {block!r}"
+            assert int(stated[1]) == blocks[block], f"{block!r}: the script and book/schedule.toml disagree"
+    assert {"notes_document", "code_of_conduct"} <= set(workshop.TOKEN.findall(guide))
+
+
 def test_settings_refuse_a_start_that_is_not_a_clock_time(tmp_path):
     text = (ROOT / "workshop.toml").read_text(encoding="utf-8").replace('start = "09:00"', 'start = "9am"')
     (tmp_path / "workshop.toml").write_text(text, encoding="utf-8")
@@ -190,8 +218,6 @@ def test_every_notebook_has_a_plan_whose_sections_are_its_headings():
     notebook_plans, _, _ = plans()
     for path in course.notebook_paths(ROOT / "notebooks"):
         plan = notebook_plans[path.name[:2]]
-        if plan.optional and [name for name, _ in plan.sections] == [course.WHOLE_NOTEBOOK]:
-            continue  # an optional notebook planned as one block until its sections are listed
         headings = {
             line[3:].strip()
             for cell in course.read_cells(path)
@@ -201,31 +227,76 @@ def test_every_notebook_has_a_plan_whose_sections_are_its_headings():
         }
         missing = [name for name, _ in plan.sections if name not in headings]
         assert missing == [], f"{path.name}: book/schedule.toml names sections the notebook does not have"
+        unplanned = (
+            headings
+            - {name for name, _ in plan.sections}
+            - {"Learning objectives", "Questions", "Set up", "Exercises", "Summary"}
+        )
+        assert unplanned == set(), f"{path.name}: give these sections minutes in book/schedule.toml"
         assert plan.exercise is not None and plan.exercise.minutes > 0, (
             f"{path.name}: choose an in-class exercise"
         )
         assert all(minutes > 0 for _, minutes in plan.sections)
 
 
-def test_the_half_day_is_210_minutes_with_its_break_at_most_90_minutes_in():
+def is_break(block):
+    return block in ("break", "short break", "lunch")
+
+
+def test_no_day_runs_more_than_90_minutes_without_a_break():
+    notebook_plans, blocks, days = plans()
+    for name, items in days.items():
+        stretch = 0
+        for block, _, minutes in course.day_minutes(items, notebook_plans, blocks):
+            stretch = 0 if is_break(block) else stretch + minutes
+            assert stretch <= 90, f"{name}: {stretch} minutes without a break by the end of {block!r}"
+
+
+def test_the_half_day_is_210_minutes():
     notebook_plans, blocks, days = plans()
     half = course.day_minutes(days["Half day (3.5 h)"], notebook_plans, blocks)
     assert sum(minutes for _, _, minutes in half) == 210
-    first_break = next(start for name, start, _ in half if name == "break")
-    assert first_break <= 90
-    assert "10" not in days["Half day (3.5 h)"]  # notebook 10 is for the full day, optional
 
 
-def test_the_full_day_has_a_midpoint_check_and_notebook_10_as_optional():
+def test_the_full_day_has_a_midpoint_check():
     notebook_plans, blocks, days = plans()
     full = course.day_minutes(days["Full day"], notebook_plans, blocks)
     total = sum(minutes for _, _, minutes in full)
     check = next(start for name, start, _ in full if name.startswith("midpoint check"))
     assert total / 3 <= check <= 2 * total / 3
-    assert "10" in days["Full day"] and notebook_plans["10"].optional
-    assert all(
-        not notebook_plans[item].optional for item in days["Half day (3.5 h)"] if item in notebook_plans
-    )
+
+
+def required_notebooks(header):
+    """The notebooks a header's prerequisites require: linked, or named ("notebooks 03 and 05")
+    in a part of the line that does not say it only helps."""
+    parts = header.prerequisites.split(";")
+    return {number for part in parts if "help" not in part for number in re.findall(r"\b(\d{2})\b", part)}
+
+
+def test_every_notebook_of_a_day_comes_after_the_notebooks_it_requires():
+    notebook_plans, _, days = plans()
+    headers = {path.name[:2]: course.read_header(path) for path in course.notebook_paths(ROOT / "notebooks")}
+    assert required_notebooks(headers["08"]) == {"00", "03", "04", "05"}
+    assert required_notebooks(headers["10"]) == {"00", "07"}
+    before = {"Half day (3.5 h)": [], "Full day": [], "Second day": days["Full day"]}
+    for name, items in days.items():
+        seen = set(before[name])
+        for item in items:
+            if item in notebook_plans:
+                missing = required_notebooks(headers[item]) - seen
+                assert missing == set(), f"{name}: notebook {item} needs {sorted(missing)} first"
+                seen.add(item)
+
+
+def test_the_class_roofline_opens_notebook_02_and_nobody_benches_in_the_room():
+    _, blocks, days = plans()
+    for name, items in days.items():
+        if "02" in items:
+            assert items[items.index("02") - 1] == "class roofline on the projector", name
+        assert not any("bench" in item for item in items), (
+            f"{name}: the bench files come from Before you come"
+        )
+    assert not any("bench" in block for block in blocks)
 
 
 def test_a_notebooks_time_in_class_is_its_sections_plus_its_exercise():
@@ -390,3 +461,93 @@ exit 0
     assert result.returncode == 0, result.stderr
     assert "made by Python 3.9.6, too old: making it again" in result.stdout
     assert "Python 3.12.4" in (venv / "bin" / "python").read_text() and (venv / ".installed-lab").exists()
+
+
+# --- slides: one offline deck per day ----------------------------------------------------------
+
+
+def test_each_day_has_an_offline_deck_with_its_notebooks_prompts_key_points_and_the_class_roofline(tmp_path):
+    import html
+
+    import slides  # book/_ext/slides.py
+
+    notebook_plans, _, days = plans()
+    written = slides.write_decks(ROOT, tmp_path)
+    assert sorted(path.name for path in written) == sorted(slides.day_file(day) for day in days)
+    for day, items in days.items():
+        text = (tmp_path / slides.day_file(day)).read_text(encoding="utf-8")
+        fetched = re.findall(
+            r'<(?:script|img|link|iframe|video)\b[^>]*\b(?:src|href)="(?!data:)([^"]*)"', text
+        )
+        assert fetched == [], f"{day}: the deck must open offline, but loads {fetched}"
+        shown = html.unescape(re.sub(r"<[^>]+>", "", text))
+        for item in items:
+            if item not in notebook_plans:
+                continue
+            header = course.read_header(notebook_plans[item].path)
+            assert header.title in shown and re.sub(r"[`*]", "", header.objectives[0])[:30] in shown
+            assert all(re.sub(r"`", "", name) in shown for name, _ in notebook_plans[item].sections)
+            assert f"{item} · key points" in shown
+        if "02" in items:
+            assert "data:image/png;base64," in text and 'alt="The class roofline' in text
+            assert "<strong>Predict" in text
+        assert not re.search(r"\$\$|\\(?:frac|text|times|cdot)\b", text), f"{day}: TeX left raw"
+    config = (ROOT / "_config.yml").read_text(encoding="utf-8")
+    assert re.search(r"^    slides: book/_ext", config, re.MULTILINE), "the website build writes the decks"
+
+
+def test_slides_show_inline_math_as_plain_symbols():
+    import slides
+
+    assert '<code class="math">2n^3 × n</code>' in slides.markdown("The product takes $2n^3 \\times n$.")
+    shown = slides.markdown(
+        "$$\\text{s per token} \\ge \\frac{\\text{bytes}}{\\text{bandwidth}}$$ costs \\$2 or \\$3"
+    )
+    assert (
+        '<pre class="math">s per token ≥ (bytes) / (bandwidth)</pre>' in shown and "costs $2 or $3" in shown
+    )
+
+
+def test_the_offline_bundle_tries_every_python_and_leaves_out_one_without_wheels(
+    tmp_path, monkeypatch, capsys
+):
+    pytest.importorskip("sphinx")  # offline_bundle imports the website's course.zip builder
+    import offline_bundle
+
+    def fake_run(command, check):
+        python = command[command.index("--python-version") + 1]
+        if python == "3.14":
+            raise subprocess.CalledProcessError(1, command)
+        (Path(command[command.index("--dest") + 1]) / f"pkg-cp{python.replace('.', '')}.whl").write_text("")
+
+    monkeypatch.setattr(offline_bundle.subprocess, "run", fake_run)
+    assert offline_bundle.download(tmp_path, ["linux"], ["3.13", "3.14"], skip_missing=True) == ["3.13"]
+    assert "Python 3.14 left out" in capsys.readouterr().out
+    assert [path.name for path in tmp_path.glob("*.whl")] == ["pkg-cp313.whl"]
+    with pytest.raises(subprocess.CalledProcessError):
+        offline_bundle.download(tmp_path, ["linux"], ["3.14"], skip_missing=False)
+    requires = re.search(r'requires-python = ">=(\d+\.\d+)"', (ROOT / "pyproject.toml").read_text())[1]
+    assert offline_bundle.PYTHONS[0] == requires and offline_bundle.PYTHONS[-1] == "3.14"
+
+
+def test_learners_setup_pages_cover_every_machine_of_a_mixed_room():
+    setup = (ROOT / "book" / "setup.md").read_text(encoding="utf-8")
+    before = (ROOT / "book" / "before-you-come.md").read_text(encoding="utf-8")
+    kit = (ROOT / "book" / "workshop-kit.md").read_text(encoding="utf-8")
+    for page in (setup, before):
+        assert "python3-venv" in page and "download.pytorch.org/whl/cpu" in setup
+        assert "setup-macos-intel" in page and "setup-linux" in before
+    assert "USE_LIBUV" in setup and "USE_LIBUV" in kit
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    learners = makefile[makefile.index("$(LAB_INSTALLED):") :].split("\n\n")[0]
+    assert "pip install" in learners and "--quiet" not in learners, "learners see the install's progress"
+
+
+# --- Carpentries-grade notebooks -----------------------------------------------------------------
+
+
+def test_the_glossary_defines_the_terms_of_the_scaling_and_serving_notebooks():
+    glossary = (ROOT / "book" / "glossary.md").read_text(encoding="utf-8")
+    terms = ("All-reduce", "FSDP", "NVLink", "Percentile", "Pipeline parallelism", "Tensor parallelism")
+    for term in (*terms, "TTFT", "TPOT", "p95"):
+        assert re.search(rf"^{re.escape(term)}$", glossary, re.MULTILINE), f"the glossary lacks {term}"

@@ -24,6 +24,8 @@ FALLBACKS = {  # what a page says when a setting is left empty
     "dates": "the dates in the workshop's invitation",
     "check_deadline": "three days before the workshop",
     "shared_folder": "the shared folder whose link is on the first slide (or by e-mail to your instructor)",
+    "notes_document": "the shared notes document whose link is on the first slide",
+    "code_of_conduct": "the code of conduct named in the workshop's invitation",
 }
 REQUIRED = ("repository_url", "branch", "start")
 
@@ -41,6 +43,11 @@ def read(root: Path) -> dict[str, str]:
             f"{SETTINGS_FILE}: start={settings['start']!r}: write a clock time HH:MM, e.g. '09:00'"
         )
     return settings
+
+
+def empty(settings: dict[str, str]) -> list[str]:
+    """The settings left empty: the pages print their fallbacks until they are filled."""
+    return [name for name, text in settings.items() if not text]
 
 
 def value(settings: dict[str, str], name: str) -> str:

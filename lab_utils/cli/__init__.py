@@ -69,6 +69,7 @@ COMMANDS = (
     "memory",
     "cost",
     "pick",
+    "latency",
     "split",
 )
 """The sub-commands, in --help order: each the name of a module of this package with ``register``."""

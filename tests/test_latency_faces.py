@@ -1,0 +1,64 @@
+"""The faces of lab_utils.replica agree: notebook 11's checked output is what `lab-utils latency`
+prints for the same job, and the widget draws the simulator's answer."""
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from lab_utils import cli, course, widgets
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = ROOT / "notebooks" / "11_latency_under_load.ipynb"
+
+
+def _checked_cli_output() -> str:
+    for cell in course.read_cells(NOTEBOOK):
+        if cell["cell_type"] == "code" and "lab-utils latency" in "".join(cell["source"]):
+            texts = (output.get("text", "") for output in cell["outputs"])
+            return "".join("".join(text) if isinstance(text, list) else text for text in texts)
+    raise AssertionError("notebook 11 has no cell printing a lab-utils latency command")
+
+
+def test_notebook_11_prints_what_lab_utils_latency_answers(capsys):
+    command, _, printed = _checked_cli_output().partition("\n")
+    argv = shlex.split(command)
+    assert argv[0] == "lab-utils" and "--json" in argv
+    assert cli.main(argv[1:]) == 0
+    answered = json.loads(capsys.readouterr().out)
+    assert json.loads(printed) == pytest.approx(answered, rel=1e-5, abs=1e-6)  # printed to 6 decimals
+
+
+def test_the_widget_draws_the_simulated_percentiles():
+    import matplotlib.pyplot as plt
+
+    fig = widgets.latency_calculator(prompt_len=500, output_len=100, static=True)
+    labels = [line.get_label() for line in fig.axes[0].get_lines()]
+    assert {"TTFT p99", "TPOT p50", "TPOT p99"} <= set(labels)
+    plt.close(fig)
+    with pytest.raises(TypeError, match="static"):
+        widgets.latency_calculator(static="yes")
+
+
+def test_pick_serve_times_an_always_on_option_by_the_simulators_p95_at_the_rate():
+    """`lab-utils pick serve` (advisor.serve) times an always-on replica as `lab-utils latency`
+    does the same job: replica.at_rate at the learner's rate per replica, its p95 end to end."""
+    from lab_utils import advisor, assumptions, replica
+
+    per_day = 200_000
+    advice = advisor.serve(
+        "Llama-3.1-8B", per_day, max_simulated_requests=200, input_tokens=800, output_tokens=150
+    )
+    h100 = next(o for o in advice.options if o.name.endswith("H100 SXM always on"))
+    same = replica.at_rate(
+        "Llama-3.1-8B",
+        device="H100 SXM",
+        rate_per_s=per_day / 86_400 / (h100.n_devices or 1),
+        prompt_len=800,
+        output_len=150,
+        n_requests=assumptions.value("replica_requests"),
+        precision=h100.precision,
+        usd_per_hour=0.0,
+    )
+    assert h100.latency_s == pytest.approx(same.e2e.p95)
