@@ -193,6 +193,7 @@ def _first_not_waiting(options: list[Option]) -> tuple[Option, ...]:
         ranked.insert(0, ranked.pop(first))
     return tuple(ranked)
 
+
 _WORDS = {"hosted": "the same open model bought per token", "cpu": "a CPU", "serverless": "serverless GPUs"}
 
 _SERVING_WAYS = ((("hosted",), "per token"), (("serverless",), "serverless"), (("gpu", "cpu"), "always on"))

@@ -313,7 +313,9 @@ def run_estimate(
             )
         efficiency = checks.number("bandwidth_efficiency", bandwidth_efficiency, maximum=1.0)
         memory_h = bytes_moved / (spec.bandwidth_bytes_per_s * efficiency * n_devices) / SECONDS_PER_HOUR
-    communication_h, notes = _communication_hours(spec, n_devices, values["max_devices"], communication, taken)
+    communication_h, notes = _communication_hours(
+        spec, n_devices, values["max_devices"], communication, taken
+    )
     hours = {"compute": compute_h, "bandwidth": memory_h}
     hours["network" if n_servers > 1 else "interconnect"] = communication_h
     bound = max(hours, key=hours.get)
@@ -341,7 +343,9 @@ def _communication_hours(spec, n_devices, per_server, communication, taken) -> t
     try:
         link = splits.job_link(spec, n_devices, per_server)
     except ValueError:
-        return 0.0, (f"{spec.name}: no link data (lab_utils/data/interconnects.toml): communication not timed",)
+        return 0.0, (
+            f"{spec.name}: no link data (lab_utils/data/interconnects.toml): communication not timed",
+        )
     taken.update(link.assumptions)
     sent = checks.number("communication", communication(n_devices), strict=False)
     return sent / link.bytes_per_s / SECONDS_PER_HOUR, ()
