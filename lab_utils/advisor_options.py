@@ -376,6 +376,12 @@ class Advice:
             + f"\n({note}; kWh: the devices at their TDP, no building overhead (PUE)"
             + ("; per-token prices publish none" if serving_job else "")
             + "; estimates from vendor specs and list prices)"
+            + (
+                "\n(bound interconnect or network: the GPUs' exchanges, at their links' pace, outlast their"
+                " compute; shown, never ranked first while another option works)"
+                if any(o.bound in _COMMUNICATION for o in self.options)
+                else ""
+            )
             + "".join(
                 f"\n({note})" for note in dict.fromkeys(n for o in self.options for n in o.engine_notes)
             )
