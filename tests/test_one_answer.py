@@ -93,3 +93,24 @@ def test_h100s_for_a_full_fine_tune_of_an_8b_is_one_figure_in_memory_and_cost():
     assert held > memory.gpus_needed(estimate.total_bytes, "H100 SXM")  # even splitting undercounts
     shapes = assumptions.server_shapes(hardware.get("H100 SXM"))
     assert cost_json["n_gpus"] == basics.whole_servers(held, 8, shapes)[1] >= held
+
+
+def test_split_names_the_same_count_as_memory_for_the_whole_job():
+    """`split`'s state column is the paper's (no activations); the count it gives for the whole job
+    is memory.gpus_to_hold's, as `memory` gives."""
+    memory_json = json.loads(command_line("memory", "--model", "llama-3.1-8b", "--method", "full", "--json"))
+    split_json = json.loads(
+        command_line(
+            "split",
+            "--model",
+            "llama-3.1-8b",
+            "--gpu",
+            "h100",
+            "--nodes",
+            "1",
+            "--gpus-per-node",
+            "2",
+            "--json",
+        )
+    )
+    assert split_json["gpus_to_hold"] == memory_json["gpus_needed"]["H100 SXM"] == 3
