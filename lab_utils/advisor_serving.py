@@ -21,6 +21,7 @@ from lab_utils import (
     hardware,
     llms,
     memory,
+    offload,
     prices,
     replica,
     serverless,
@@ -154,6 +155,7 @@ def serve(
     derived = {}
     options = [
         *_always_on(job, specs, cpu_offer),
+        *_hybrid(job, specs),
         *_serverless(job, cold_start_s, taken, derived, {s.name for s in specs}, **simulation),
         *_per_token(job),
     ]
@@ -351,6 +353,63 @@ def _always_on_at(job: _ServeJob, spec, price, precision: str) -> Option:
         **period_fields("month", cost_usd=cost, energy_kwh=_kwh(hours, spec), device_hours=hours),
         **price_fields(price),
     )
+
+
+def _hybrid(job: _ServeJob, specs) -> list[Option]:
+    """One GPU too small for the model alone, with the rest in its host's RAM (``offload``:
+    llama.cpp's layers or experts in RAM), the fastest placement that fits, answering one request
+    at a time as llama.cpp does; enough of them for the load, each billed as its GPU's pod (the
+    host, the ``offload_host`` assumption, taken to come with the GPU)."""
+    host = assumptions.value("offload_host")
+    options = []
+    for spec in specs:
+        if spec.kind != "gpu" or not spec.bandwidth_bytes_per_s:
+            continue
+        try:
+            placed = offload.fitting_placements(
+                job.config,
+                gpu=spec,
+                host=host,
+                prompt_len=max(job.input_tokens, 1),
+                context_len=job.input_tokens + job.output_tokens,
+            )
+        except ValueError:  # no PCIe link or peak in the catalog
+            continue
+        split = [p for p in placed if p.placement != "all on the GPU"]
+        if not split or len(split) < len(placed):  # it fits the GPU alone: always on covers it
+            continue
+        best = split[0]
+        latency_s = (
+            job.input_tokens / best.prefill_tokens_per_s + job.output_tokens / best.decode_tokens_per_s
+        )
+        n = basics.always_on_devices(job.rate_per_s, 1 / latency_s, job.utilisation)
+        price = assumptions.device_price(spec)
+        why = None
+        if latency_s > job.latency_target_s:
+            why = f"a request takes {format_seconds(latency_s, 2)} > the target"
+        elif price.usd_per_hour is None:
+            why = "no price in the data for this device"
+        hours = n * basics.HOURS_PER_MONTH
+        cost = None if price.usd_per_hour is None else basics.always_on_per_month_usd(n, price.usd_per_hour)
+        options.append(
+            Option(
+                name=f"{f'{n} x ' if n > 1 else ''}{spec.name} + {host} host, {best.placement}, always on",
+                kind=spec.kind,
+                device=spec.name,
+                n_devices=n,
+                fits=True,
+                bound="bandwidth",
+                why=why,
+                latency_s=latency_s,
+                memory_bytes=best.gpu_bytes,
+                precision=best.precision,
+                engine=best.engine,
+                engine_notes=best.engine_notes,
+                **period_fields("month", cost_usd=cost, energy_kwh=_kwh(hours, spec), device_hours=hours),
+                **price_fields(price),
+            )
+        )
+    return options
 
 
 def _serverless(

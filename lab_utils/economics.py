@@ -22,9 +22,10 @@ seconds or hours as the names say. Pure Python: no torch.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
-from lab_utils import assumptions, basics, checks, energy, hardware, llms, memory, splits
+from lab_utils import assumptions, basics, checks, energy, hardware, interconnects, llms, memory, splits
 from lab_utils.basics import FLOPS_PER_PARAM_PER_TOKEN, HOURS_PER_MONTH
 from lab_utils.bills import (  # the serving bills, named here too
     ServingCosts,
@@ -404,6 +405,10 @@ class FineTuneEstimate:
     price_date: str = "given"  # the date of the price (YYYY-MM or YYYY), "given" when passed in
     run: RunEstimate | None = None  # the run's hours and dollars as run_estimate priced them
     gpus_needed: int | None = None  # the fewest that hold it (memory.gpus_to_hold); n_gpus: rented
+    offload: str | None = None  # memory.OFFLOADS: state in the host's RAM (ZeRO-Offload, ZeRO-Infinity)
+    host: str | None = None  # the CPU beside the GPU when offloading
+    host_bytes: float = 0.0  # what the host's RAM holds
+    iteration_parts: tuple[tuple[str, float], ...] = ()  # offload: seconds of one iteration, by part
 
     @property
     def gpu_hours(self) -> float:
@@ -451,6 +456,8 @@ def fine_tune_estimate(
     lora_rank=None,
     max_devices=None,
     attention_term=None,
+    offload=None,
+    host=None,
 ) -> FineTuneEstimate:
     """Estimate a fine-tune of ``model`` (an ``llms`` name or LLMConfig) over ``n_tokens``.
 
@@ -463,7 +470,9 @@ def fine_tune_estimate(
     the attention term, the method (``default_method``), the GPU (``default_gpu``), GPUs per
     server (``max_devices``) and the price that stands for the GPU (its cheapest rentable
     offer; ``cost_usd`` is None when the data has none). More than one GPU for a full
-    fine-tune: ZeRO-3 as DeepSpeed reserves it (``memory.zero3_bytes_per_gpu``).
+    fine-tune: ZeRO-3 as DeepSpeed reserves it (``memory.zero3_bytes_per_gpu``). ``offload``
+    (``memory.OFFLOADS``) keeps state in the RAM of ``host`` (default the ``offload_host``
+    assumption) on one GPU, and each iteration pays for it (:func:`_offloaded_iteration`).
     """
     config = llms.as_config(model)
     values, taken = assumptions.resolve(
@@ -483,8 +492,13 @@ def fine_tune_estimate(
         seq_len=values["seq_len"],
         recompute=values["recompute_fine_tune"],
         lora_rank=values["lora_rank"],
+        offload=offload,
     )
     taken[f"precision.{method}"] = estimate.precision
+    if offload is not None:
+        if n_gpus not in (None, 1):
+            raise ValueError(f"n_gpus={n_gpus!r}: offload is estimated on one GPU")
+        n_gpus = 1
     needed = memory.gpus_to_hold(config, estimate, spec) if n_gpus is None else checks.count("n_gpus", n_gpus)
     if usd_per_gpu_hour is not None:
         usd_per_gpu_hour = checks.number("usd_per_gpu_hour", usd_per_gpu_hour, strict=False)
@@ -519,6 +533,20 @@ def fine_tune_estimate(
         raise ValueError(
             f"mfu={run.mfu}: with full recomputation the GPUs would execute more than their peak"
         )
+    parts, host_name = (), None
+    if offload is not None:
+        if host is None:
+            taken["offload_host"] = host = assumptions.value("offload_host")
+        iterations = n_tokens / (estimate.batch * estimate.seq_len)
+        trainable = (
+            config.n_params
+            if method == "full"
+            else memory.lora_params(config, values["lora_rank"], assumptions.value("lora_targets"))
+        )
+        parts, host_name = _offloaded_iteration(
+            config, trainable, offload, spec, host, run.hours * SECONDS_PER_HOUR / iterations
+        )
+        run = dataclasses.replace(run, hours=iterations * sum(s for _, s in parts) / SECONDS_PER_HOUR)
     price = run.price
     given = usd_per_gpu_hour is not None
     return FineTuneEstimate(
@@ -541,7 +569,33 @@ def fine_tune_estimate(
         attention_flops=flops - parameters_only,
         run=run,
         gpus_needed=needed,
+        offload=offload,
+        host=host_name,
+        host_bytes=estimate.host_bytes,
+        iteration_parts=parts,
     )
+
+
+def _offloaded_iteration(config, trainable, offload, gpu, host, compute_s):
+    """(("GPU compute", s), ("PCIe", s), ("CPU Adam", s)) of one iteration whose forward and
+    backward take ``compute_s`` on ``gpu``, and the host's name. ZeRO-Offload ("optimizer"):
+    16-bit gradients go down while backward runs (2 bytes per trainable parameter, hidden behind
+    it when shorter), the CPU runs Adam (the ``cpu_adam_bytes_per_param`` assumption over the
+    host's bandwidth), then the updated 16-bit weights come up (2 bytes per trainable parameter).
+    ZeRO-Infinity ("optimizer+params"): the 16-bit weights come up for forward and again for
+    backward and the gradients go down, all while the GPU computes (6 bytes per parameter), then
+    Adam. PCIe: the GPU's link one way (``interconnects``), theoretical: a lower bound on time."""
+    host_spec = hardware.as_spec(host)
+    if host_spec.kind != "cpu" or not host_spec.bandwidth_bytes_per_s:
+        raise ValueError(f"host={host_spec.name!r}: give a CPU with a memory bandwidth in the catalog")
+    link = interconnects.get(gpu.name).pcie_bytes_per_s_each_way
+    adam_s = trainable * assumptions.value("cpu_adam_bytes_per_param") / host_spec.bandwidth_bytes_per_s
+    if offload == "optimizer":
+        during_s, after_s = 2 * trainable / link, 2 * trainable / link
+    else:
+        during_s, after_s = 6 * config.n_params / link, 0.0
+    exposed_s = max(0.0, during_s - compute_s) + after_s
+    return (("GPU compute", compute_s), ("PCIe", exposed_s), ("CPU Adam", adam_s)), host_spec.name
 
 
 DoesNotFit = memory.DoesNotFit

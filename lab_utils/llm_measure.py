@@ -91,7 +91,8 @@ def _stored_keys(config: llms.LLMConfig) -> tuple[str, dict]:
 def hf_config(model, *, attention: str | None = None, **overrides):
     """A ``transformers`` config with the shapes of ``model`` (a catalog name, a config.json path
     or an LLMConfig: :func:`llms.resolve`), ``attn_implementation`` set to ``attention``
-    ("eager" or "sdpa"; None: the ``attention`` assumption), no KV cache; ``overrides`` are config.json keys (e.g.
+    ("eager" or "sdpa"; None: the ``attention`` assumption), no KV cache; ``overrides`` are
+    config.json keys (e.g.
     ``num_hidden_layers=2``). GPT-2's dropout is off, as ``memory.llm_activation_bytes``
     assumes (give ``attn_pdrop`` etc. to turn it on); gpt-oss is always "eager" (transformers
     has no SDPA path for its attention sinks). A family model (GPT-2, Llama layout) is

@@ -39,6 +39,7 @@ __all__ = [
     "JOB_METHODS",
     "LORA_TARGETS",
     "LOSS_IMPLS",
+    "OFFLOADS",
     "RECOMPUTE",
     "TRAINING_PRECISIONS",
     "OPTIMIZERS",
@@ -85,6 +86,16 @@ OPTIMIZERS = {"adamw": 2, "adam": 2, "sgd_momentum": 1, "sgd": 0}
 """State tensors each optimizer keeps per parameter (Adam: first and second moments)."""
 
 RECOMPUTE = ("none", "selective", "full")
+
+OFFLOADS = ("optimizer", "optimizer+params")
+"""Where DeepSpeed puts a training job's state beside the GPU (:func:`job_estimate`'s ``offload``):
+
+- "optimizer", ZeRO-Offload (Ren et al., USENIX ATC 2021, arXiv 2101.06840): the gradients and
+  the optimizer states (fp32 master weights and moments) in the host's RAM, where the CPU runs
+  Adam; the GPU keeps the 16-bit weights and the activations.
+- "optimizer+params", ZeRO-Infinity offloading to the CPU (Rajbhandari et al., SC21, arXiv
+  2104.07857): the 16-bit weights too, fetched module by module; the GPU keeps the largest
+  module gathered (its 16-bit weights and gradients, as DeepSpeed reserves it) and the activations."""
 
 JOB_METHODS = assumptions.METHODS
 
@@ -187,8 +198,12 @@ def zero3_bytes_per_gpu(model, n_gpus: int) -> float:
     79.4 + 4.2 GB."""
     config = llms.as_config(model)
     n_gpus = checks.count("n_gpus", n_gpus)
-    largest_module = config.vocab_size * config.hidden if config.vocab_size else 0
-    return 18 * config.n_params / n_gpus + 4 * largest_module
+    return 18 * config.n_params / n_gpus + 4 * _largest_module_params(config)
+
+
+def _largest_module_params(config: llms.LLMConfig) -> int:
+    """Parameters of the largest module DeepSpeed gathers whole: the embedding (vocab x hidden)."""
+    return config.vocab_size * config.hidden if config.vocab_size else 0
 
 
 def training_state_parts(n_params, precision: str = "mixed") -> list[tuple[str, float]]:
@@ -572,11 +587,23 @@ class JobEstimate:
     assumptions: tuple[tuple[str, object], ...] = ()
     attention: str = "sdpa"
     loss_impl: str | None = None
+    offload: str | None = None  # one of OFFLOADS: what went to the host's RAM
+    host_parts: tuple[tuple[str, float], ...] = ()  # (label, bytes) in the host's RAM
 
     @property
     def total_bytes(self) -> float:
-        """Sum of the parts, in bytes."""
+        """Sum of the parts on the GPU, in bytes."""
         return sum(value for _, value in self.parts)
+
+    @property
+    def gpu_bytes(self) -> float:
+        """Bytes on the GPU (``total_bytes``): all of them unless ``offload`` moved some."""
+        return self.total_bytes
+
+    @property
+    def host_bytes(self) -> float:
+        """Bytes in the host's RAM (``offload``): 0.0 without one."""
+        return sum(value for _, value in self.host_parts)
 
     def part(self, label: str) -> float:
         """The bytes of one part by its label, 0.0 when the job has no such part."""
@@ -673,6 +700,7 @@ def job_estimate(
     attention: str | None = None,
     lora_targets: str | None = None,
     loss_impl: str | None = None,
+    offload: str | None = None,
 ) -> JobEstimate:
     """Memory for one job on a public model (``llms.get`` name or LLMConfig), in bytes.
 
@@ -698,7 +726,9 @@ def job_estimate(
     ``recompute`` the fine-tuning assumption (gradient checkpointing), ``attention`` the
     ``attention`` assumption (SDPA), ``loss_impl`` the ``loss_impl`` assumption (the Hugging
     Face path), and ``batch``, ``seq_len``, ``lora_rank`` and ``lora_targets`` the
-    assumptions of those names, all from ``lab_utils.assumptions``.
+    assumptions of those names, all from ``lab_utils.assumptions``. ``offload`` (one of
+    :data:`OFFLOADS`, training only) moves state to the host's RAM as DeepSpeed places it:
+    those parts go to ``host_parts``, and ``parts`` keep what stays on the GPU.
     """
     model = llms.as_config(model)
     checks.choice("method", method, JOB_METHODS)
@@ -783,6 +813,9 @@ def job_estimate(
             ]
         else:
             left_out += ["activations", "loss"]
+    host_parts = []
+    if offload is not None:
+        parts, host_parts = _offloaded(model, method, parts, offload)
     return JobEstimate(
         model=model.name,
         method=method,
@@ -790,12 +823,36 @@ def job_estimate(
         batch=batch,
         seq_len=seq_len,
         parts=tuple(parts),
+        offload=offload,
+        host_parts=tuple(host_parts),
         left_out=tuple(left_out),
         recompute=recompute,
         assumptions=tuple(taken.items()),
         attention=attention,
         loss_impl=loss_impl,
     )
+
+
+def _offloaded(config: llms.LLMConfig, method: str, parts: list, offload: str) -> tuple[list, list]:
+    """(GPU parts, host parts) of a training job's ``parts`` with ``offload`` (:data:`OFFLOADS`)."""
+    checks.choice("offload", offload, OFFLOADS)
+    if method == "inference":
+        raise ValueError(
+            "offload: DeepSpeed's offloads are for training; a served model split between the GPU "
+            "and the host is lab_utils.offload"
+        )
+    if offload == "optimizer+params" and method != "full":
+        raise ValueError(
+            f"offload={offload!r}: the weights go to the host in a full fine-tune (method 'full')"
+        )
+    moved = {"gradients", "optimizer states"} | ({"weights"} if offload == "optimizer+params" else set())
+    gpu = [(label, value) for label, value in parts if label not in moved]
+    host = [(label, value) for label, value in parts if label in moved]
+    if offload == "optimizer+params":
+        gpu.insert(
+            0, ("gathered module (16-bit weights and gradients)", 4.0 * _largest_module_params(config))
+        )
+    return gpu, host
 
 
 def param_count_parts(n_params, method: str, precision: str | None = None) -> tuple[tuple[str, float], ...]:

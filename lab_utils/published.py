@@ -37,6 +37,7 @@ from lab_utils import (
     llms,
     lookup,
     memory,
+    offload,
     prices,
     replica,
     serverless,
@@ -57,6 +58,9 @@ __all__ = [
     "longest_sequence_tokens",
     "matmul_flops",
     "measurements",
+    "offload_decode_tokens_per_s",
+    "offload_prefill_tokens_per_s",
+    "offload_training_flops_per_s",
     "prefill_tokens_per_s",
     "recommender_training_s",
     "replica_tpot_p50_s",
@@ -69,6 +73,7 @@ __all__ = [
     "serving_joules_per_output_token",
     "table",
     "training_tokens_per_s",
+    "zero_offload_max_params",
     "weights_bytes",
 ]
 
@@ -263,6 +268,56 @@ def restored_start_s(*, weight_bytes, **options):
     return serverless.cold_start(weight_bytes, **options).restore_s
 
 
+def offload_decode_tokens_per_s(*, model, gpu, host, engine="bound", **placement):
+    """Tokens/s of one sequence decoding ``model`` split between ``gpu`` and ``host``:
+    :func:`offload.estimate`'s ``decode_tokens_per_s`` (``engine`` "bound": the bound itself);
+    ``placement`` (gpu_layers, cpu_moe_layers, experts_on_host, stream_bytes, precision, ...)
+    goes to it as it is."""
+    return offload.estimate(model, gpu=gpu, host=host, engine=engine, **placement).decode_tokens_per_s
+
+
+def offload_prefill_tokens_per_s(*, model, gpu, host, engine="bound", **placement):
+    """Prompt tokens/s of ``model`` split between ``gpu`` and ``host``: :func:`offload.estimate`'s
+    ``prefill_tokens_per_s`` (the host's weights copied to the GPU or computed on the host,
+    whichever is faster)."""
+    return offload.estimate(
+        _model(model), gpu=gpu, host=host, engine=engine, **placement
+    ).prefill_tokens_per_s
+
+
+def _model(model):
+    """A catalog name as it is; a mapping as a config.json's keys (``llms.from_hf_config``)."""
+    return llms.from_hf_config(dict(model)) if isinstance(model, dict) else model
+
+
+def zero_offload_max_params(*, device, precision="mixed"):
+    """The most parameters one ``device`` trains with ZeRO-Offload (``memory.job_estimate``'s
+    offload "optimizer"): the memory left beside the CUDA context over the 16-bit weights the
+    GPU keeps per parameter (``memory.training_state_bytes``); activations left out, so a bound."""
+    return memory.usable_bytes(device) / memory.training_state_bytes(1.0, precision=precision).params_bytes
+
+
+def offload_training_flops_per_s(*, model, gpu, host, offload, batch, seq_len, recompute="full", mfu=None):
+    """Model FLOP/s one ``gpu`` sustains training ``model`` (a name, or a config.json's keys)
+    with DeepSpeed's ``offload`` to ``host``: :func:`economics.fine_tune_estimate`'s FLOPs over its
+    time, the GPU's compute at ``mfu`` (default its assumption) plus the exposed PCIe traffic and
+    the CPU's Adam step of each iteration of ``batch`` sequences of ``seq_len`` tokens."""
+    fine_tune = economics.fine_tune_estimate(
+        model,
+        1e9,
+        method="full",
+        gpu=gpu,
+        offload=offload,
+        host=host,
+        batch=batch,
+        seq_len=seq_len,
+        recompute=recompute,
+        mfu=mfu,
+        usd_per_gpu_hour=0.0,
+    )
+    return fine_tune.flops / (fine_tune.hours * prices.SECONDS_PER_HOUR)
+
+
 QUESTIONS = {
     "matmul_flops": (matmul_flops, "FLOP/s", "more"),
     "samples_per_s": (samples_per_s, "samples/s", "more"),
@@ -278,6 +333,10 @@ QUESTIONS = {
     "cold_start_s": (cold_start_s, "s", "less"),
     "restored_start_s": (restored_start_s, "s", "less"),
     "serving_joules_per_output_token": (serving_joules_per_output_token, "J/token", "less"),
+    "offload_decode_tokens_per_s": (offload_decode_tokens_per_s, "tokens/s", "more"),
+    "offload_prefill_tokens_per_s": (offload_prefill_tokens_per_s, "tokens/s", "more"),
+    "zero_offload_max_params": (zero_offload_max_params, "parameters", "more"),
+    "offload_training_flops_per_s": (offload_training_flops_per_s, "FLOP/s", "more"),
     "replica_ttft_p50_s": (replica_ttft_p50_s, "s", "less"),
     "replica_tpot_p50_s": (replica_tpot_p50_s, "s", "less"),
 }

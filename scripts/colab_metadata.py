@@ -36,6 +36,7 @@ GPU_NOTEBOOKS = {
     "07": "a single rank training on the GPU with NCCL (exercise 1)",
     "09": "GPU kernel times in the profile, fp16/bf16 autocast, pinned-memory loading and CUDA graphs",
     "11": "the tiny GPT's continuous-batching loop measured on the GPU",
+    "12": "a tiny GPT measured with its last blocks on the GPU and the rest on the CPU",
 }
 CPU_NOTEBOOKS: dict[str, str] = {  # number -> why a GPU adds nothing there
     "08": "pure arithmetic and small simulations: a GPU adds nothing",

@@ -331,22 +331,17 @@ def test_every_catalog_gpu_and_method_answers(method, capsys):
     from lab_utils import hardware
 
     for spec in hardware.catalog("gpu"):
-        status = cli.main(
-            [
-                "cost",
-                "fine-tune",
-                "--model",
-                "llama-3.1-8b",
-                "--tokens",
-                "1e8",
-                "--method",
-                method,
-                "--gpu",
-                spec.name,
-            ]
-        )
-        assert status == 0, (spec.name, method, capsys.readouterr())
-        assert spec.name in capsys.readouterr().out
+        argv = ["cost", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--method", method]
+        try:
+            status = cli.main([*argv, "--gpu", spec.name])
+        except SystemExit as exit_:  # a usage error: one line, status 2
+            status = exit_.code
+        shown = capsys.readouterr()
+        if status == 2:  # too small at any count (an 8 GB card): said in one line
+            assert "no number of GPUs holds the job" in shown.err and len(shown.err.splitlines()) == 1
+            continue
+        assert status == 0, (spec.name, method, shown)
+        assert spec.name in shown.out
     for model in ("gpt2", "llama-3.1-8b", "llama-3.1-70b"):
         assert cli.main(["memory", "--model", model, "--method", method]) == 0
         assert (
@@ -386,7 +381,8 @@ def test_cost_serve_reports_the_serving_estimate(capsys):
     assert f"${estimate.usd_per_million_output_tokens:,.2f} per 1M generated tokens" in out
     assert "through the engine vllm" in out  # the H100's default engine, named
     assert cli.main(["cost", "serve", "--model", "llama-3.1-8b", "--precision", "int4"]) == 0
-    assert "(vllm with 4-bit weights: no published decode figure; its 16-bit figure" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "(vllm with 4-bit weights: no published decode figure; its 16-bit figure" in printed
     with pytest.raises(SystemExit) as exited:
         cli.main(["cost", "serve", "--model", "llama-3.1-8b", "--batch", "5000"])
     assert exited.value.code == 2 and "--batch" in capsys.readouterr().err

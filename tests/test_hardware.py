@@ -113,13 +113,14 @@ def test_gpu_precisions_are_ordered_as_tensor_cores_work(spec):
         assert peaks["tf32"] == pytest.approx(half / 2, rel=0.01)  # TF32 at half the 16-bit rate
     if "fp8" in peaks:
         assert peaks["fp8"] == pytest.approx(2 * half, rel=0.02)  # FP8 at twice the 16-bit rate
-    assert peaks["int8"] >= half
+    if spec.name != "V100 SXM 32GB":  # Volta's tensor cores compute FP16 only (int8 came with Turing)
+        assert peaks["int8"] >= half
 
 
 @pytest.mark.parametrize("spec", DISCRETE_GPUS, ids=lambda s: s.name)
 def test_gpu_memory_type_matches_its_bandwidth(spec):
     if spec.memory_type in HBM:
-        assert spec.bandwidth_bytes_per_s > 1.5e12
+        assert spec.bandwidth_bytes_per_s > (0.8e12 if spec.memory_type == "HBM2" else 1.5e12)
     else:
         assert spec.memory_type in GDDR and spec.bandwidth_bytes_per_s < GDDR[spec.memory_type]
 

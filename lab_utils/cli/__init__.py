@@ -71,6 +71,7 @@ COMMANDS = (
     "pick",
     "latency",
     "split",
+    "offload",
 )
 """The sub-commands, in --help order: each the name of a module of this package with ``register``."""
 

@@ -104,6 +104,19 @@ def gpu_spec(text: str):
     return spec
 
 
+def host_spec(text: str):
+    from lab_utils import hardware
+
+    spec = hardware.get(text)
+    if spec.kind != "cpu":
+        raise ValueError(f"name={text!r} is a {spec.kind}, not a CPU; see `lab-utils hardware --kind cpu`")
+    return spec
+
+
+def host_name(text: str) -> str:
+    return catalog_name(host_spec, "CPU")(text)
+
+
 def device_name(text: str) -> str:
     from lab_utils import hardware
 

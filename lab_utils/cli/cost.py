@@ -37,18 +37,21 @@ def run_fine_tune(args: argparse.Namespace) -> int:
             f"argument --dtype: {spec.name} has no {args.dtype} peak in the catalog; "
             f"it has {', '.join(spec.peak_flops)}"
         )
-    estimate = economics.fine_tune_estimate(
-        args.model,
-        args.tokens,
-        method=args.method,
-        gpu=args.gpu,
-        mfu=args.mfu,
-        usd_per_gpu_hour=args.price_per_gpu_hour,
-        dtype=args.dtype,
-        seq_len=args.seq_len,
-        batch=args.batch,
-        lora_rank=args.lora_rank,
-    )
+    try:
+        estimate = economics.fine_tune_estimate(
+            args.model,
+            args.tokens,
+            method=args.method,
+            gpu=args.gpu,
+            mfu=args.mfu,
+            usd_per_gpu_hour=args.price_per_gpu_hour,
+            dtype=args.dtype,
+            seq_len=args.seq_len,
+            batch=args.batch,
+            lora_rank=args.lora_rank,
+        )
+    except economics.DoesNotFit as why:  # a GPU too small at any count: an answer, in one line
+        raise UsageError(str(why)) from None
     data = {
         **dataclasses.asdict(estimate),
         "gpu_hours": estimate.gpu_hours,

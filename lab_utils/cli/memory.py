@@ -11,6 +11,7 @@ from lab_utils.cli.common import (
     add_command,
     answer_json,
     gpu_name,
+    host_name,
     model_name,
     positive_float,
     positive_int,
@@ -100,6 +101,8 @@ def run(args: argparse.Namespace) -> int:
     ]
     print("\nCatalog GPUs (usable: the vendor's memory less the CUDA context reserve, cuda_context_bytes):")
     print(text_table(rows, ("GPU", "vendor memory", "usable", "verdict"), ("left", "right", "right", "left")))
+    if args.model is not None and args.gpu is not None and not memory.fits(total, args.gpu):
+        _offloaded(args, estimate, taken)
     print_assumptions({**taken, "cuda_context_bytes": assumptions.value("cuda_context_bytes")}, args)
     return 0
 
@@ -118,6 +121,69 @@ def _verdict(n: int | None, zero3: bool) -> str:
     if n == 1:
         return "fits on one"
     return f"needs {n} (ZeRO-3 as DeepSpeed reserves it)" if zero3 else f"needs at least {n} (split evenly)"
+
+
+def _offloaded(args: argparse.Namespace, estimate, taken: dict) -> None:
+    """The job does not fit ``--gpu``: the placements with the host's RAM that do (``--host``)."""
+    from lab_utils import assumptions, memory, offload
+    from lab_utils.units import format_bytes
+
+    host = args.host or taken.setdefault("offload_host", assumptions.value("offload_host"))
+    print(f"\nIt does not fit one {args.gpu}. With the RAM of its host ({host}):")
+    if args.method == "inference":
+        placed = offload.fitting_placements(
+            args.model,
+            gpu=args.gpu,
+            host=host,
+            precision=estimate.precision,
+            context_len=estimate.seq_len,
+            batch=estimate.batch,
+        )
+        rows = [
+            (
+                p.placement,
+                format_bytes(p.gpu_bytes),
+                format_bytes(p.host_bytes),
+                f"{p.decode_bound_tokens_per_s:.1f}",
+            )
+            for p in placed
+        ]
+        headers = ("placement (lab-utils offload)", "GPU", "host RAM", "decode tokens/s (bound)")
+    else:
+        kinds = memory.OFFLOADS if args.method == "full" else memory.OFFLOADS[:1]
+        jobs = [
+            (
+                kind,
+                memory.job_estimate(
+                    args.model, seq_len=estimate.seq_len, offload=kind, **_job(args, estimate)
+                ),
+            )
+            for kind in kinds
+        ]
+        rows = [
+            (
+                kind,
+                format_bytes(job.gpu_bytes),
+                format_bytes(job.host_bytes),
+                "yes" if memory.fits(job.gpu_bytes, args.gpu) else "no",
+            )
+            for kind, job in jobs
+        ]
+        headers = ("offload (DeepSpeed)", "GPU", "host RAM", "fits the GPU")
+    print(text_table(rows, headers, ("left", "right", "right", "right")) if rows else "  none fits")
+
+
+def _job(args: argparse.Namespace, estimate) -> dict:
+    return dict(
+        method=args.method,
+        precision=estimate.precision,
+        batch=estimate.batch,
+        recompute=estimate.recompute,
+        lora_rank=args.lora_rank,
+        attention=estimate.attention,
+        lora_targets=args.lora_targets,
+        loss_impl=estimate.loss_impl,
+    )
 
 
 def _longest(args: argparse.Namespace, job: dict, taken: dict) -> int:
@@ -216,7 +282,13 @@ def register(commands) -> None:
         help="how a fine-tune computes its loss: hf (full fp32 logits), chunked (torchtune), "
         "fused (Liger-style kernel) (default: the assumption)",
     )
-    parser.add_argument("--gpu", type=gpu_name, help="a catalog GPU, for --max-seq-len")
+    parser.add_argument(
+        "--gpu",
+        type=gpu_name,
+        help="a catalog GPU, for --max-seq-len; a job that does not fit it also shows the placements "
+        "with the host's RAM that do (lab-utils offload)",
+    )
+    parser.add_argument("--host", type=host_name, help="the GPU's host CPU (default: the assumption)")
     parser.add_argument(
         "--max-seq-len",
         action="store_true",
