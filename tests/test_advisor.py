@@ -59,6 +59,28 @@ def test_fine_tune_hours_and_cost_are_the_economics_formulas():
     assert (h100.price_date, h100.bound, h100.n_devices) == (H100_POD.date, "compute", 1)
 
 
+def test_a_full_fine_tune_too_big_for_one_24_gb_card_is_offered_with_its_state_in_ram():
+    advice = advisor.fine_tune("Llama-3.1-8B", 1e8, method="full", include_cpus=False)
+    hybrid = {o.device: o for o in advice.options if "(ZeRO-Offload)" in o.name}
+    rtx, h100 = hybrid["RTX 4090"], hybrid["H100 SXM"]
+    assert rtx.works and rtx.n_devices == 1
+    # the optimizer alone in RAM leaves bf16 weights, gradients and activations: over 24 GB, under 80 GB
+    alone = memory.job_estimate("Llama-3.1-8B", method="full", offload="optimizer")
+    assert 24e9 < alone.gpu_bytes < 80e9
+    assert "optimizer+params in RAM" in rtx.name and "optimizer in RAM" in h100.name
+    offloaded = economics.fine_tune_estimate(
+        "Llama-3.1-8B", 1e8, method="full", gpu="RTX 4090", offload="optimizer+params"
+    )
+    # priced by fine_tune_estimate, not a formula of its own
+    assert rtx.hours == pytest.approx(offloaded.hours)
+    assert rtx.cost_per_job_usd == pytest.approx(offloaded.cost_usd)
+    assert rtx.memory_bytes == offloaded.memory_bytes <= 24e9
+    whole = memory.job_estimate("Llama-3.1-8B", method="full")
+    for option in hybrid.values():  # only beside GPUs the job does not fit whole
+        assert whole.total_bytes > hardware.get(option.device).memory_bytes
+    assert "H200 SXM" not in hybrid and "B200" not in hybrid
+
+
 def test_full_fine_tune_of_a_parameter_count_needs_16_bytes_per_parameter():
     n = 7e9  # 112 GB of weights, gradients and Adam state: two 80 GB GPUs
     advice = advisor.fine_tune(n, 1e6, method="full", include_cpus=False)
