@@ -2,7 +2,7 @@
 
 import pytest
 
-from lab_utils import advisor, assumptions, economics, hardware, llms, memory, plots, prices
+from lab_utils import advisor, assumptions, economics, hardware, llms, memory, offload, plots, prices
 
 H100_POD = prices.hourly_price("Runpod H100 SXM pod")
 SONNET = prices.api_price("Claude Sonnet 4.5")
@@ -45,6 +45,35 @@ def test_serving_a_70b_model_puts_it_on_several_24_gb_gpus_or_none():
     for option in small:
         assert option.n_devices > 1 or not option.fits
     assert len(hybrid) == 2 and all("layers on the GPU" in o.name for o in hybrid)
+
+
+def test_a_hybrid_option_is_priced_by_a_machine_whose_host_ram_holds_its_share():
+    advice = advisor.serve(
+        "gpt-oss-120b", 1000, input_tokens=IN, output_tokens=OUT, devices=["L40S", "L4"], include_cpus=False
+    )
+    hybrid = {o.device: o for o in advice.options if " host, " in o.name}
+    host_share = {  # what each placement puts in the host's RAM (offload.fitting_placements)
+        name: next(
+            p
+            for p in offload.fitting_placements(
+                "gpt-oss-120b",
+                gpu=name,
+                host=assumptions.value("offload_host"),
+                prompt_len=IN,
+                context_len=IN + OUT,
+            )
+            if p.placement != "all on the GPU"
+        ).host_bytes
+        for name in ("L40S", "L4")
+    }
+    g6e, g6 = prices.hourly_price("AWS g6e.xlarge"), prices.hourly_price("AWS g6.xlarge")
+    assert g6e.host_ram_bytes >= host_share["L40S"]  # 32 GiB holds the L40S's share: that machine
+    assert hybrid["L40S"].usd_per_hour == g6e.usd_per_hour and "AWS g6e.xlarge" in hybrid["L40S"].price_source
+    assert g6.host_ram_bytes < host_share["L4"]  # 16 GiB is too small: never chosen, the old price, said
+    assert "AWS g6.xlarge" not in hybrid["L4"].price_source and "host assumed" in hybrid["L4"].price_source
+    assert hybrid["L4"].usd_per_hour == assumptions.device_price(hardware.get("L4")).usd_per_hour
+    assert prices.host_offer("L4", host_share["L4"]) is None
+    assert assumptions.device_price(hardware.get("L40S")).offer != g6e.name  # it prices the GPU alone
 
 
 def test_fine_tune_hours_and_cost_are_the_economics_formulas():
