@@ -9,6 +9,8 @@ which asks it too), so a CPU and a GPU are priced by the same code. Pure Python:
 
 from __future__ import annotations
 
+import dataclasses
+
 from lab_utils import assumptions, checks, economics, llms, memory
 from lab_utils.advisor_options import (
     Advice,
@@ -139,6 +141,39 @@ def _fine_tune_option(config, n_tokens, method, spec, mfu, job, max_devices) -> 
     return _option(estimate.run, estimate.memory_bytes)
 
 
+def _hybrid_fine_tune_option(config, n_tokens, method, spec, mfu, job, max_devices) -> Option | None:
+    """One GPU too small for the job, with training state in its host's RAM as ZeRO-Offload
+    places it (``memory.OFFLOADS``, the optimizer first): ``economics.fine_tune_estimate`` with
+    ``offload``, the first placement whose GPU bytes fit the GPU; None when the job fits the GPU
+    alone (its whole-GPU option covers it) or no placement fits."""
+    if not spec.memory_bytes:
+        return None
+    common = dict(
+        gpu=spec,
+        method=method,
+        mfu=mfu,
+        seq_len=job["seq_len"],
+        batch=job["batch"],
+        recompute=job["recompute_fine_tune"],
+        lora_rank=job["lora_rank"],
+        max_devices=max_devices,
+    )
+    for offload in memory.OFFLOADS:
+        try:
+            estimate = economics.fine_tune_estimate(config, n_tokens, offload=offload, **common)
+        except ValueError:  # no peak in a dtype the course computes in, or no PCIe link in the catalog
+            return None
+        gpu_bytes = estimate.memory_bytes  # the GPU's share (memory.JobEstimate.total_bytes)
+        if gpu_bytes + estimate.host_bytes <= spec.memory_bytes:  # fits whole: no reason to offload
+            return None
+        if gpu_bytes <= spec.memory_bytes:
+            option = _option(estimate.run, gpu_bytes)
+            return dataclasses.replace(
+                option, name=f"{spec.name} + {estimate.host} host, {offload} in RAM (ZeRO-Offload)"
+            )
+    return None
+
+
 def _common(cpu_mfu, max_devices, cpu_offer):
     """The checked (cpu_mfu, max_devices, cpu_offer) and the assumptions taken for them."""
     values, taken = assumptions.resolve(cpu_mfu=cpu_mfu, max_devices=max_devices, cpu_offer=cpu_offer)
@@ -232,6 +267,13 @@ def fine_tune(
             for spec in specs
             if spec.kind == "gpu"
         ]
+        if method == "full":  # the optimizer and parameters of a full fine-tune, in the host's RAM
+            hybrid = (
+                _hybrid_fine_tune_option(config, n_tokens, method, spec, mfu, job, max_devices)
+                for spec in specs
+                if spec.kind == "gpu"
+            )
+            gpu_options += [option for option in hybrid if option is not None]
         specs = tuple(spec for spec in specs if spec.kind != "gpu")
     options = _run_options(
         memory_bytes,

@@ -9,6 +9,7 @@ No arithmetic of its own: memory from ``lab_utils.memory``, speeds from ``lab_ut
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -38,7 +39,7 @@ from lab_utils.advisor_options import (
     period_fields,
     price_fields,
 )
-from lab_utils.units import format_seconds
+from lab_utils.units import format_bytes, format_seconds
 
 __all__ = ["serve"]
 
@@ -364,8 +365,9 @@ def _always_on_at(job: _ServeJob, spec, price, precision: str) -> Option:
 def _hybrid(job: _ServeJob, specs) -> list[Option]:
     """One GPU too small for the model alone, with the rest in its host's RAM (``offload``:
     llama.cpp's layers or experts in RAM), the fastest placement that fits, answering one request
-    at a time as llama.cpp does; enough of them for the load, each billed as its GPU's pod (the
-    host, the ``offload_host`` assumption, taken to come with the GPU)."""
+    at a time as llama.cpp does; enough of them for the load, each billed at the cheapest offer of
+    that GPU whose host RAM holds the host's share (``prices.host_offer``), else at the GPU's own
+    price, the host (the ``offload_host`` assumption) taken to come with it, as the label says."""
     host = assumptions.value("offload_host")
     options = []
     for spec in specs:
@@ -389,7 +391,7 @@ def _hybrid(job: _ServeJob, specs) -> list[Option]:
             job.input_tokens / best.prefill_tokens_per_s + job.output_tokens / best.decode_tokens_per_s
         )
         n = basics.always_on_devices(job.rate_per_s, 1 / latency_s, job.utilisation)
-        price = assumptions.device_price(spec)
+        price = _host_price(spec, best.host_bytes)
         why = None
         if latency_s > job.latency_target_s:
             why = f"a request takes {format_seconds(latency_s, 2)} > the target"
@@ -416,6 +418,21 @@ def _hybrid(job: _ServeJob, specs) -> list[Option]:
             )
         )
     return options
+
+
+def _host_price(spec, host_bytes) -> assumptions.DevicePrice:
+    """The price of one ``spec`` with ``host_bytes`` in its host's RAM: the cheapest machine of
+    that GPU whose RAM holds them, else the GPU's own price, saying the host is assumed."""
+    offer = prices.host_offer(spec.name, host_bytes)
+    if offer is not None:
+        ram = f"{offer.host_ram_gib:g} GiB of host RAM"
+        return assumptions.DevicePrice(offer.usd_per_hour, f"{offer.name}, {ram}", offer.source, offer.date)
+    price = assumptions.device_price(spec)
+    if price.usd_per_hour is None:
+        return price
+    held = format_bytes(host_bytes)
+    label = f"{price.offer}; no offer in the data states a host with {held} of RAM: host assumed with it"
+    return dataclasses.replace(price, offer=label)
 
 
 def _serverless(

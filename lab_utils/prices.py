@@ -21,6 +21,7 @@ __all__ = [
     "api_price",
     "api_prices",
     "hourly_price",
+    "host_offer",
     "hourly_prices",
     "serverless_price",
     "serverless_prices",
@@ -81,6 +82,7 @@ class HourlyPrice:
     gpu: str | None = None
     cpu_cores: int | None = None
     cpu_vcpus: int | None = None
+    host_ram_gib: float | None = None  # the RAM beside the GPUs, as the provider states it (GiB)
     price_cut_up_to: float | None = None
     price_cut_date: str | None = None
     note: str | None = None
@@ -90,6 +92,11 @@ class HourlyPrice:
         if not self.n_gpus:
             raise ValueError(f"{self.name} has no GPU")
         return self.usd_per_hour / self.n_gpus
+
+    @property
+    def host_ram_bytes(self) -> float | None:
+        """The host's RAM in bytes (None where the data does not state it)."""
+        return None if self.host_ram_gib is None else self.host_ram_gib * 2**30
 
     @property
     def lowest_usd_per_hour(self) -> float:
@@ -123,7 +130,14 @@ class ServerlessPrice:
 def _record(cls, table: dict, where: str):
     """``cls(**table)`` after checking the prices and the GPU names (name, source and date are
     checked by ``catalogs.parse``)."""
-    for key in ("input_per_million", "output_per_million", "usd_per_hour", "flex_per_s", "active_per_s"):
+    for key in (
+        "input_per_million",
+        "output_per_million",
+        "usd_per_hour",
+        "flex_per_s",
+        "active_per_s",
+        "host_ram_gib",
+    ):
         if key in table:
             checks.number(f"{where}: {key}", table[key], strict=False)
     if not isinstance(table.get("verified", True), bool):
@@ -182,6 +196,21 @@ def api_price(name: str) -> ApiPrice:
 def hourly_prices() -> tuple[HourlyPrice, ...]:
     """Every hourly offer (pods, cloud instances, Colab), in file order."""
     return _prices()["hourly"]
+
+
+def host_offer(gpu: str, host_bytes) -> HourlyPrice | None:
+    """The cheapest offer of one ``gpu`` (its catalog name) whose host RAM holds ``host_bytes``
+    (None when the data has none)."""
+    host_bytes = checks.number("host_bytes", host_bytes, strict=False)
+    fitting = [
+        offer
+        for offer in hourly_prices()
+        if offer.gpu == gpu
+        and offer.n_gpus == 1
+        and (offer.host_ram_bytes or 0) >= host_bytes
+        and offer.usd_per_hour > 0
+    ]
+    return min(fitting, key=lambda offer: offer.usd_per_hour, default=None)
 
 
 def hourly_price(name: str) -> HourlyPrice:

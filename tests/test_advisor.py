@@ -2,7 +2,7 @@
 
 import pytest
 
-from lab_utils import advisor, assumptions, economics, hardware, llms, memory, plots, prices
+from lab_utils import advisor, assumptions, economics, hardware, llms, memory, offload, plots, prices
 
 H100_POD = prices.hourly_price("Runpod H100 SXM pod")
 SONNET = prices.api_price("Claude Sonnet 4.5")
@@ -47,6 +47,35 @@ def test_serving_a_70b_model_puts_it_on_several_24_gb_gpus_or_none():
     assert len(hybrid) == 2 and all("layers on the GPU" in o.name for o in hybrid)
 
 
+def test_a_hybrid_option_is_priced_by_a_machine_whose_host_ram_holds_its_share():
+    advice = advisor.serve(
+        "gpt-oss-120b", 1000, input_tokens=IN, output_tokens=OUT, devices=["L40S", "L4"], include_cpus=False
+    )
+    hybrid = {o.device: o for o in advice.options if " host, " in o.name}
+    host_share = {  # what each placement puts in the host's RAM (offload.fitting_placements)
+        name: next(
+            p
+            for p in offload.fitting_placements(
+                "gpt-oss-120b",
+                gpu=name,
+                host=assumptions.value("offload_host"),
+                prompt_len=IN,
+                context_len=IN + OUT,
+            )
+            if p.placement != "all on the GPU"
+        ).host_bytes
+        for name in ("L40S", "L4")
+    }
+    g6e, g6 = prices.hourly_price("AWS g6e.xlarge"), prices.hourly_price("AWS g6.xlarge")
+    assert g6e.host_ram_bytes >= host_share["L40S"]  # 32 GiB holds the L40S's share: that machine
+    assert hybrid["L40S"].usd_per_hour == g6e.usd_per_hour and "AWS g6e.xlarge" in hybrid["L40S"].price_source
+    assert g6.host_ram_bytes < host_share["L4"]  # 16 GiB is too small: never chosen, the old price, said
+    assert "AWS g6.xlarge" not in hybrid["L4"].price_source and "host assumed" in hybrid["L4"].price_source
+    assert hybrid["L4"].usd_per_hour == assumptions.device_price(hardware.get("L4")).usd_per_hour
+    assert prices.host_offer("L4", host_share["L4"]) is None
+    assert assumptions.device_price(hardware.get("L40S")).offer != g6e.name  # it prices the GPU alone
+
+
 def test_fine_tune_hours_and_cost_are_the_economics_formulas():
     advice = advisor.fine_tune("Llama-3.1-8B", 1e8, method="lora", mfu=0.5)
     h100 = advice.option("H100 SXM")
@@ -57,6 +86,28 @@ def test_fine_tune_hours_and_cost_are_the_economics_formulas():
     assert h100.hours == pytest.approx(hours)
     assert h100.cost_per_job_usd == pytest.approx(hours * H100_POD.usd_per_hour)
     assert (h100.price_date, h100.bound, h100.n_devices) == (H100_POD.date, "compute", 1)
+
+
+def test_a_full_fine_tune_too_big_for_one_24_gb_card_is_offered_with_its_state_in_ram():
+    advice = advisor.fine_tune("Llama-3.1-8B", 1e8, method="full", include_cpus=False)
+    hybrid = {o.device: o for o in advice.options if "(ZeRO-Offload)" in o.name}
+    rtx, h100 = hybrid["RTX 4090"], hybrid["H100 SXM"]
+    assert rtx.works and rtx.n_devices == 1
+    # the optimizer alone in RAM leaves bf16 weights, gradients and activations: over 24 GB, under 80 GB
+    alone = memory.job_estimate("Llama-3.1-8B", method="full", offload="optimizer")
+    assert 24e9 < alone.gpu_bytes < 80e9
+    assert "optimizer+params in RAM" in rtx.name and "optimizer in RAM" in h100.name
+    offloaded = economics.fine_tune_estimate(
+        "Llama-3.1-8B", 1e8, method="full", gpu="RTX 4090", offload="optimizer+params"
+    )
+    # priced by fine_tune_estimate, not a formula of its own
+    assert rtx.hours == pytest.approx(offloaded.hours)
+    assert rtx.cost_per_job_usd == pytest.approx(offloaded.cost_usd)
+    assert rtx.memory_bytes == offloaded.memory_bytes <= 24e9
+    whole = memory.job_estimate("Llama-3.1-8B", method="full")
+    for option in hybrid.values():  # only beside GPUs the job does not fit whole
+        assert whole.total_bytes > hardware.get(option.device).memory_bytes
+    assert "H200 SXM" not in hybrid and "B200" not in hybrid
 
 
 def test_full_fine_tune_of_a_parameter_count_needs_16_bytes_per_parameter():
