@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 RULES = {
     "FLOPs per parameter (2N, 4N, 6N): economics.training_flops": (
         r"\b[246]\.?0?\s*\*\s*[\w.]*(n_params|params_per_token)\b",
-        {"lab_utils/economics.py", "lab_utils/memory.py"},  # memory: bytes per parameter, its own
+        {"lab_utils/economics.py", "lab_utils/memory.py", "lab_utils/memory_training.py", "lab_utils/memory_jobs.py"},
+        # memory: bytes per parameter, its own
         "",
     ),
     "dollars per million tokens: prices.usd_per_million_tokens, economics.api_cost": (
