@@ -9,7 +9,7 @@ No arithmetic of its own: memory from ``lab_utils.memory``, speeds from ``lab_ut
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lab_utils import (
     assumptions,
@@ -195,6 +195,7 @@ class _ServeJob:
     max_devices: int
     price_bound_load_share: float
     cold_start_bound_ratio: float
+    servers: dict = field(default_factory=dict, compare=False, repr=False)  # see estimates()
 
     @property
     def tokens_per_request(self) -> int:
@@ -230,6 +231,16 @@ class _ServeJob:
             self.config, context_len=self.tokens_per_request
         )
 
+    def estimates(self, device, precision: str) -> serving.Estimates:
+        """``serving.Estimates`` of this job on ``device`` (a replica) in ``precision``, made once
+        and kept: the always-on server and a serverless worker of the same GPUs ask the same."""
+        key = (device.name, precision)
+        if key not in self.servers:
+            self.servers[key] = serving.Estimates(
+                self.config, device=device, usd_per_hour=0.0, **self.shape(precision)
+            )
+        return self.servers[key]
+
     def p95_at(self, spec, n_devices: int, precision: str, rate_per_s: float) -> float:
         """The 95th-percentile latency of a request (arrival to last token) on one replica of
         ``n_devices`` x ``spec`` at Poisson ``rate_per_s``: ``replica.at_rate`` over the
@@ -251,12 +262,10 @@ class _ServeJob:
     def served_batch(self, device, precision: str):
         """``serving.estimate`` at the batch a replica runs: ``batch`` when given, else the
         largest that keeps a request within the target (``serving.capacity``), at least 1."""
-        shape = self.shape(precision)
+        server = self.estimates(device, precision)
         if self.batch is not None:
-            return serving.estimate(self.config, device=device, batch=self.batch, usd_per_hour=0.0, **shape)
-        return serving.capacity(
-            self.config, device=device, latency_target_s=self.latency_target_s, usd_per_hour=0.0, **shape
-        ) or serving.estimate(self.config, device=device, batch=1, usd_per_hour=0.0, **shape)
+            return server.at(self.batch)
+        return server.capacity(self.latency_target_s) or server.at(1)
 
 
 def _best_precision(candidates: list[Option]) -> Option:
@@ -311,16 +320,7 @@ def _always_on_at(job: _ServeJob, spec, price, precision: str) -> Option:
     n = replicas * per_replica
     load = job.rate_per_s / (served.requests_per_s * replicas)
     if job.batch is None:  # the batch the average load fills
-        served = (
-            serving.at_load(
-                job.config,
-                device=replica,
-                requests_per_s=job.rate_per_s / replicas,
-                usd_per_hour=0.0,
-                **job.shape(precision),
-            )
-            or served
-        )
+        served = job.estimates(replica, precision).at_load(job.rate_per_s / replicas) or served
     try:
         latency_s = job.p95_at(spec, per_replica, precision, job.rate_per_s / replicas)
     except ValueError as error:  # vLLM's share of the memory leaves no KV cache beside the weights
@@ -521,12 +521,12 @@ def _serverless_at(
             price=flex,
         )
     worker = serving.replica(spec, per_worker)
-    shape = job.shape(precision)
-    alone = serving.estimate(job.config, device=worker, batch=1, usd_per_hour=0.0, **shape)
+    server = job.estimates(worker, precision)
+    alone = server.at(1)
     concurrency = job.served_batch(worker, precision).batch if job.batch is None else job.batch
     result = serverless.simulate(
         arrivals,
-        service_s=serving.batch_latency(job.config, device=worker, **shape),
+        service_s=server.latency_s,
         concurrency=concurrency,
         cold_start_s=cold_start,
         idle_timeout_s=idle_timeout_s,

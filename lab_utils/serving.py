@@ -50,6 +50,7 @@ from lab_utils import assumptions, basics, checks, energy, engines, hardware, ll
 __all__ = [
     "PRECISIONS",
     "Precision",
+    "Estimates",
     "ServingEstimate",
     "at_load",
     "batch_latency",
@@ -334,9 +335,22 @@ def decode_step_s(
     sequence; the weights but the routed experts, and per MoE layer the experts the batch
     touches (uniform routing unless ``routing_skew``, the assumption of that name).
     Llama-3.1-8B, bf16, one H100 SXM, 4,096 tokens: 4.94 ms."""
-    step = _decode_parts(
-        model, device, batch, context_len, precision, weight_bytes_per_param, kv_bytes_per_value, routing_skew
+    return _step_s(
+        _decode_parts(
+            model,
+            device,
+            batch,
+            context_len,
+            precision,
+            weight_bytes_per_param,
+            kv_bytes_per_value,
+            routing_skew,
+        )
     )
+
+
+def _step_s(step: dict) -> float:
+    """The roofline of one step's work (a :func:`_decode_parts` dict)."""
     return step_bound_s(
         flops=step["flops"],
         bytes_read=step["weight_bytes"] + step["kv_bytes"],
@@ -357,9 +371,15 @@ def decode_limit(
 ) -> str:
     """What bounds that decode step: "compute", "weights" (reading them dominates the bytes) or
     "kv cache" (the batch's caches outweigh the weights)."""
-    step = _decode_parts(
-        model, device, batch, context_len, precision, weight_bytes_per_param, kv_bytes_per_value
+    return _limit(
+        _decode_parts(
+            model, device, batch, context_len, precision, weight_bytes_per_param, kv_bytes_per_value
+        )
     )
+
+
+def _limit(step: dict) -> str:
+    """What bounds one step's work (a :func:`_decode_parts` dict): see :func:`decode_limit`."""
     if (
         step["flops"] / step["peak_flops"]
         >= (step["weight_bytes"] + step["kv_bytes"]) / step["bandwidth_bytes_per_s"]
@@ -513,61 +533,168 @@ def estimate(
     :func:`engines.default_for`; "bound" for the bounds themselves). ``usd_per_hour``: default the
     price that stands for the device (``assumptions.device_price``). ValueError when the batch's KV
     caches do not fit (:func:`max_batch`)."""
-    config, spec = llms.as_config(model), _device(device)
-    prompt_len = checks.count("prompt_len", prompt_len)
-    output_len = checks.count("output_len", output_len)
     batch = checks.count("batch", batch)
-    efficiency = basics.engine_efficiency(efficiency)
-    served = resolve_precision(
-        precision,
-        device=spec,
-        weight_bytes_per_param=weight_bytes_per_param,
-        kv_bytes_per_value=kv_bytes_per_value,
-        model=config,
-    )
-    shape = dict(device=spec, precision=served.name, weight_bytes_per_param=weight_bytes_per_param)
-    kv = dict(kv_bytes_per_value=served.kv_bytes_per_value)
-    room = max_batch(config, context_len=prompt_len + output_len, **shape, **kv)
-    if batch > room:
-        raise ValueError(
-            f"batch={batch}: {spec.name} has room for the KV caches of {room} sequences of "
-            f"{prompt_len + output_len} tokens beside {config.name}'s weights in {served.label} "
-            f"(max_batch)"
-        )
-    context = prompt_len + max(1, output_len // 2)
-    times = engines.apply(
-        engine,
-        device=spec,
-        weight_bytes_per_param=served.weight_bytes_per_param,
-        prefill_s=prefill_s(config, prompt_len=prompt_len, **shape) / efficiency,
-        batch_prefill_s=prefill_s(config, prompt_len=prompt_len, batch=batch, **shape) / efficiency,
-        decode_step_s=decode_step_s(config, batch=batch, context_len=context, **shape, **kv) / efficiency,
-    )
-    cycle_s = times.batch_prefill_s + output_len * times.decode_step_s
-    usd_per_hour, source = _price(spec, usd_per_hour)
-    return ServingEstimate(
-        model=config.name,
-        device=spec.name,
-        batch=batch,
+    return Estimates(
+        model,
+        device=device,
         prompt_len=prompt_len,
         output_len=output_len,
-        ttft_s=times.ttft_s,
-        tpot_s=cycle_s / output_len,
-        latency_s=cycle_s,
-        tokens_per_s=batch * (prompt_len + output_len) / cycle_s,
-        output_tokens_per_s=batch * output_len / cycle_s,
-        requests_per_s=batch / cycle_s,
-        limit=decode_limit(config, batch=batch, context_len=context, **shape, **kv),
+        precision=precision,
+        weight_bytes_per_param=weight_bytes_per_param,
+        kv_bytes_per_value=kv_bytes_per_value,
+        efficiency=efficiency,
         usd_per_hour=usd_per_hour,
-        price_source=source,
-        engine=times.engine,
-        watts=energy.device_watts(spec) if spec.tdp_watts else None,
-        precision=served.label,
-        compute_dtype=served.compute_dtype,
-        engine_notes=times.notes,
-        kv_layout=memory.kv_layout(config),
-        routing=routing(config),
-    )
+        engine=engine,
+    ).at(batch)
+
+
+class Estimates:
+    """:func:`estimate` of one model on one device for one request shape, precision, efficiency,
+    price and engine, at any batch: what the batch does not change (the precision, the room for
+    KV caches, one prompt's prefill, the engine, the price) worked out once, and each batch's
+    estimate once. :func:`capacity`, :func:`at_load` and :func:`batch_latency` search through
+    one; a caller asking several of them about the same server (the advisor) shares one.
+    ``room``: the largest batch whose KV caches fit (:func:`max_batch`)."""
+
+    def __init__(
+        self,
+        model,
+        *,
+        device,
+        prompt_len,
+        output_len,
+        precision=None,
+        weight_bytes_per_param=None,
+        kv_bytes_per_value=None,
+        efficiency=None,
+        usd_per_hour=None,
+        engine=None,
+    ):
+        self.config, self.spec = llms.as_config(model), _device(device)
+        self.prompt_len = checks.count("prompt_len", prompt_len)
+        self.output_len = checks.count("output_len", output_len)
+        self.efficiency = basics.engine_efficiency(efficiency)
+        self.served = resolve_precision(
+            precision,
+            device=self.spec,
+            weight_bytes_per_param=weight_bytes_per_param,
+            kv_bytes_per_value=kv_bytes_per_value,
+            model=self.config,
+        )
+        self._shape = dict(
+            device=self.spec, precision=self.served.name, weight_bytes_per_param=weight_bytes_per_param
+        )
+        self._kv = dict(kv_bytes_per_value=self.served.kv_bytes_per_value)
+        self.room = max_batch(
+            self.config, context_len=self.prompt_len + self.output_len, **self._shape, **self._kv
+        )
+        self._engine, self._usd_per_hour = engine, usd_per_hour
+        self._at: dict[int, ServingEstimate] = {}
+
+    @functools.cached_property
+    def _fixed(self) -> dict:
+        """What every batch's estimate shares: one prompt's prefill, the engine, the price."""
+        config, spec = self.config, self.spec
+        usd_per_hour, source = _price(spec, self._usd_per_hour)
+        return dict(
+            prefill_s=prefill_s(config, prompt_len=self.prompt_len, **self._shape) / self.efficiency,
+            engine=self._engine
+            if isinstance(self._engine, engines.Profile)
+            else engines.get(self._engine, device=spec),
+            usd_per_hour=usd_per_hour,
+            price_source=source,
+            watts=energy.device_watts(spec) if spec.tdp_watts else None,
+            kv_layout=memory.kv_layout(config),
+            routing=routing(config),
+        )
+
+    def at(self, batch: int) -> ServingEstimate:
+        """:func:`estimate` at ``batch``; ValueError when its KV caches do not fit."""
+        if batch not in self._at:
+            self._at[batch] = self._estimate(checks.count("batch", batch))
+        return self._at[batch]
+
+    def _estimate(self, batch: int) -> ServingEstimate:
+        config, spec, served = self.config, self.spec, self.served
+        prompt_len, output_len = self.prompt_len, self.output_len
+        if batch > self.room:
+            raise ValueError(
+                f"batch={batch}: {spec.name} has room for the KV caches of {self.room} sequences of "
+                f"{prompt_len + output_len} tokens beside {config.name}'s weights in {served.label} "
+                f"(max_batch)"
+            )
+        fixed = self._fixed
+        context = prompt_len + max(1, output_len // 2)
+        step = _decode_parts(
+            config,
+            spec,
+            batch,
+            context,
+            served.name,
+            self._shape["weight_bytes_per_param"],
+            served.kv_bytes_per_value,
+        )
+        times = engines.apply(
+            fixed["engine"],
+            device=spec,
+            weight_bytes_per_param=served.weight_bytes_per_param,
+            prefill_s=fixed["prefill_s"],
+            batch_prefill_s=prefill_s(config, prompt_len=prompt_len, batch=batch, **self._shape)
+            / self.efficiency,
+            decode_step_s=_step_s(step) / self.efficiency,
+        )
+        cycle_s = times.batch_prefill_s + output_len * times.decode_step_s
+        return ServingEstimate(
+            model=config.name,
+            device=spec.name,
+            batch=batch,
+            prompt_len=prompt_len,
+            output_len=output_len,
+            ttft_s=times.ttft_s,
+            tpot_s=cycle_s / output_len,
+            latency_s=cycle_s,
+            tokens_per_s=batch * (prompt_len + output_len) / cycle_s,
+            output_tokens_per_s=batch * output_len / cycle_s,
+            requests_per_s=batch / cycle_s,
+            limit=_limit(step),
+            usd_per_hour=fixed["usd_per_hour"],
+            price_source=fixed["price_source"],
+            engine=times.engine,
+            watts=fixed["watts"],
+            precision=served.label,
+            compute_dtype=served.compute_dtype,
+            engine_notes=times.notes,
+            kv_layout=fixed["kv_layout"],
+            routing=fixed["routing"],
+        )
+
+    def latency_s(self, batch: int) -> float:
+        """Seconds a request takes in a batch of ``batch`` (what ``serverless.simulate`` takes)."""
+        return self.at(batch).latency_s
+
+    def largest_batch(self, fits) -> int:
+        """The largest batch in 1..``room`` whose estimate ``fits`` (latency and requests/s grow
+        with the batch); 0 when none does."""
+        low, high = 0, self.room
+        while low < high:
+            middle = (low + high + 1) // 2
+            if fits(self.at(middle)):
+                low = middle
+            else:
+                high = middle - 1
+        return low
+
+    def capacity(self, latency_target_s) -> ServingEstimate | None:
+        """:func:`capacity`: the estimate at the largest batch within ``latency_target_s``."""
+        latency_target_s = checks.number("latency_target_s", latency_target_s)
+        best = self.largest_batch(lambda e: e.latency_s <= latency_target_s)
+        return self.at(best) if best else None
+
+    def at_load(self, requests_per_s) -> ServingEstimate | None:
+        """:func:`at_load`: the estimate at the smallest batch that keeps up with ``requests_per_s``."""
+        requests_per_s = checks.number("requests_per_s", requests_per_s)
+        too_slow = self.largest_batch(lambda e: e.requests_per_s < requests_per_s)
+        return self.at(too_slow + 1) if too_slow < self.room else None
 
 
 def routing(model, routing_skew=None) -> str:
@@ -581,53 +708,6 @@ def routing(model, routing_skew=None) -> str:
     if skew == 0:
         return "uniform: a batch of B touches E(1 - (1 - k/E)^B) of a layer's E experts (k per token)"
     return f"skewed (Zipf exponent {skew:g}): a batch touches fewer experts than under uniform routing"
-
-
-def _largest_batch(model, common, room, fits) -> int:
-    """The largest batch in 1..``room`` whose estimate ``fits`` (latency and requests/s grow
-    with the batch); 0 when none does."""
-    low, high = 0, room
-    while low < high:
-        middle = (low + high + 1) // 2
-        if fits(estimate(model, batch=middle, **common)):
-            low = middle
-        else:
-            high = middle - 1
-    return low
-
-
-def _common(
-    model,
-    device,
-    prompt_len,
-    output_len,
-    precision,
-    weight_bytes_per_param,
-    kv_bytes_per_value,
-    efficiency,
-    usd_per_hour,
-    engine,
-):
-    common = dict(
-        device=device,
-        prompt_len=prompt_len,
-        output_len=output_len,
-        precision=precision,
-        weight_bytes_per_param=weight_bytes_per_param,
-        kv_bytes_per_value=kv_bytes_per_value,
-        efficiency=efficiency,
-        usd_per_hour=usd_per_hour,
-        engine=engine,
-    )
-    room = max_batch(
-        model,
-        device=device,
-        context_len=checks.count("prompt_len", prompt_len) + checks.count("output_len", output_len),
-        precision=precision,
-        weight_bytes_per_param=weight_bytes_per_param,
-        kv_bytes_per_value=kv_bytes_per_value,
-    )
-    return common, room
 
 
 def capacity(
@@ -648,20 +728,18 @@ def capacity(
     ``latency_target_s`` (:func:`estimate` at the largest such batch, up to :func:`max_batch`);
     None when even one request alone takes longer, or the weights do not fit."""
     latency_target_s = checks.number("latency_target_s", latency_target_s)
-    common, room = _common(
+    return Estimates(
         model,
-        device,
-        prompt_len,
-        output_len,
-        precision,
-        weight_bytes_per_param,
-        kv_bytes_per_value,
-        efficiency,
-        usd_per_hour,
-        engine,
-    )
-    best = _largest_batch(model, common, room, lambda e: e.latency_s <= latency_target_s)
-    return estimate(model, batch=best, **common) if best else None
+        device=device,
+        prompt_len=prompt_len,
+        output_len=output_len,
+        precision=precision,
+        weight_bytes_per_param=weight_bytes_per_param,
+        kv_bytes_per_value=kv_bytes_per_value,
+        efficiency=efficiency,
+        usd_per_hour=usd_per_hour,
+        engine=engine,
+    ).capacity(latency_target_s)
 
 
 def batch_latency(
@@ -679,23 +757,18 @@ def batch_latency(
     """A function of n: the seconds a request takes in a batch of n (:func:`estimate`'s
     ``latency_s``), each n computed once; what ``serverless.simulate`` takes as ``service_s``."""
 
-    @functools.cache
-    def latency_s(batch: int) -> float:
-        return estimate(
-            model,
-            device=device,
-            prompt_len=prompt_len,
-            output_len=output_len,
-            batch=batch,
-            precision=precision,
-            weight_bytes_per_param=weight_bytes_per_param,
-            kv_bytes_per_value=kv_bytes_per_value,
-            efficiency=efficiency,
-            usd_per_hour=0.0,
-            engine=engine,
-        ).latency_s
-
-    return latency_s
+    return Estimates(
+        model,
+        device=device,
+        prompt_len=prompt_len,
+        output_len=output_len,
+        precision=precision,
+        weight_bytes_per_param=weight_bytes_per_param,
+        kv_bytes_per_value=kv_bytes_per_value,
+        efficiency=efficiency,
+        usd_per_hour=0.0,
+        engine=engine,
+    ).latency_s
 
 
 def at_load(
@@ -716,17 +789,15 @@ def at_load(
     whose requests/s keep up (a request waits for no more than that batch); None when no batch
     that fits (:func:`max_batch`) keeps up: the queue grows without end."""
     requests_per_s = checks.number("requests_per_s", requests_per_s)
-    common, room = _common(
+    return Estimates(
         model,
-        device,
-        prompt_len,
-        output_len,
-        precision,
-        weight_bytes_per_param,
-        kv_bytes_per_value,
-        efficiency,
-        usd_per_hour,
-        engine,
-    )
-    too_slow = _largest_batch(model, common, room, lambda e: e.requests_per_s < requests_per_s)
-    return estimate(model, batch=too_slow + 1, **common) if too_slow < room else None
+        device=device,
+        prompt_len=prompt_len,
+        output_len=output_len,
+        precision=precision,
+        weight_bytes_per_param=weight_bytes_per_param,
+        kv_bytes_per_value=kv_bytes_per_value,
+        efficiency=efficiency,
+        usd_per_hour=usd_per_hour,
+        engine=engine,
+    ).at_load(requests_per_s)

@@ -39,7 +39,8 @@ WAIT_FIRST_JS = """
     await new Promise((r) => setTimeout(r, 20));
   }
   const api = window.liveCalculators || {};
-  return {firstAnswerMs: api.firstAnswerMs || null, state: api.state, error: api.error || null};
+  return {firstAnswerMs: api.firstAnswerMs || null, pythonReadyMs: api.pythonReadyMs || null,
+          workerTimings: api.workerTimings || null, state: api.state, error: api.error || null};
 })()
 """
 # Change the form, then wait until the named answer's text changed (the time of that change) and
@@ -99,6 +100,20 @@ def open_page(browser, tab, url: str, throttle: float, timeout_s: float) -> dict
     return sitecheck._evaluate(browser, tab, WAIT_FIRST_JS % (timeout_s * 1000), timeout_s + 10)
 
 
+def parts(opened: dict) -> dict | None:
+    """Where a first answer's time went, in seconds: Pyodide started in the worker (its files
+    fetched and its runtime up), the course imported there, Python ready in the page, the answer."""
+    timings = opened.get("workerTimings")
+    if not timings or not opened.get("pythonReadyMs"):
+        return None
+    return {
+        "pyodide_s": round((timings["pyodideMs"] - timings["startedMs"]) / 1000, 2),
+        "import_s": round((timings["readyMs"] - timings["pyodideMs"]) / 1000, 2),
+        "python_ready_in_page_s": round(opened["pythonReadyMs"] / 1000, 2),
+        "first_answer_s": round(opened["firstAnswerMs"] / 1000, 2) if opened.get("firstAnswerMs") else None,
+    }
+
+
 def change(browser, tab, values: dict, watch: str) -> dict:
     return sitecheck._evaluate(browser, tab, CHANGE_JS % json.dumps([values, watch]), 150)
 
@@ -116,6 +131,7 @@ def run(html: Path, throttle: float, timeout_s: float = 180) -> dict:
             url = sitecheck.page_url(base, PAGE)
             first = open_page(browser, tab, url, throttle, timeout_s)
             results["first_answer_s"] = first["firstAnswerMs"] and first["firstAnswerMs"] / 1000
+            results["first_visit_parts"] = parts(first)
             if first["state"] == "error":
                 raise RuntimeError(f"the page failed: {first['error']}")
             results["memory_s"] = [change(browser, tab, {"seq_len": n}, "memory") for n in ("1024", "2048")]
@@ -131,6 +147,7 @@ def run(html: Path, throttle: float, timeout_s: float = 180) -> dict:
             results["second_visit_first_answer_s"] = (
                 second["firstAnswerMs"] and second["firstAnswerMs"] / 1000
             )
+            results["second_visit_parts"] = parts(second)
         finally:
             browser.close()
     return results

@@ -55,14 +55,19 @@ def site_packages(tmp_path_factory) -> Path:
     return target
 
 
-def test_the_course_wheel_holds_the_package_and_its_data(site_packages):
-    sources = sorted(p for p in (ROOT / "lab_utils").rglob("*.py") if "__pycache__" not in p.parts)
-    assert ROOT / "lab_utils" / "cli" / "memory.py" in sources  # subpackages included
-    for source in sources:
-        shipped = site_packages / source.relative_to(ROOT)
-        assert shipped.is_file() and shipped.read_bytes() == source.read_bytes(), source
-    for toml in (ROOT / "lab_utils" / "data").glob("*.toml"):
-        assert (site_packages / "lab_utils" / "data" / toml.name).read_bytes() == toml.read_bytes()
+def test_the_course_wheel_holds_what_the_pages_commands_use(site_packages):
+    """Only the modules and data memory, cost and pick import or read, each as in this tree: the
+    page loads no measuring module (torch's) and no notebook helper."""
+    shipped = sorted(p for p in (site_packages / "lab_utils").rglob("*") if p.is_file())
+    for path in shipped:
+        assert path.read_bytes() == (ROOT / path.relative_to(site_packages)).read_bytes(), path
+    names = {p.relative_to(site_packages).as_posix() for p in shipped}
+    for used in ("cli/memory.py", "cli/cost.py", "cli/pick.py", "advisor_serving.py", "hf_config.py"):
+        assert f"lab_utils/{used}" in names  # subpackages and the pasted config's reader included
+    for data in ("assumptions", "hardware", "llm_configs", "prices", "engines"):
+        assert f"lab_utils/data/{data}.toml" in names
+    for unused in ("timing.py", "models.py", "training.py", "memory_measure.py", "data/published.toml"):
+        assert (ROOT / "lab_utils" / unused).is_file() and f"lab_utils/{unused}" not in names
     assert list(site_packages.glob("cpu_vs_gpu_course-*.dist-info/METADATA"))
     assert (site_packages / "tabulate" / "__init__.py").is_file()
 

@@ -1,9 +1,11 @@
 """The website's live calculators: the course's own ``lab-utils`` commands, run in the reader's
 browser by Pyodide (Python compiled to WebAssembly), offline.
 
-- At build time the course is built into a wheel from this tree (``pip wheel``, no network),
-  and tabulate, the one package the command line needs beyond the standard library, is packed
-  from the build environment (its version pinned by constraints.txt). Both land in
+- At build time the course is built into a wheel from this tree (``pip wheel``, no network)
+  holding only what the page's commands import or read (:func:`files_the_page_uses`: no
+  measuring module, no notebook helper), and tabulate, the one package the command line needs
+  beyond the standard library, is packed from the build environment (its version pinned by
+  constraints.txt). Both land in
   ``_static/live/`` with ``packages.json`` naming them, so the page runs the tested code of the
   very tree the website was built from and can never drift from it.
 - Pyodide itself is vendored by web_assets.py (npm package ``pyodide``, pinned, checksum-checked).
@@ -18,6 +20,9 @@ browser by Pyodide (Python compiled to WebAssembly), offline.
   holds the page) keeps Pyodide and the wheels in the browser's cache under a name made of
   their SHA-256 hashes (``packages.json`` lists them; the files are fetched with those hashes
   as Subresource Integrity), and the page itself, so a second visit answers at once, offline.
+  The worker keeps Python's memory once the first answers are shown (Pyodide's memory snapshot,
+  in Cache Storage under the same hashes): a later visit restores it rather than starting
+  Python and importing the course again.
 
 Loaded by course_site.py's setup.
 """
@@ -31,6 +36,7 @@ import importlib.metadata
 import importlib.util
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -42,6 +48,11 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +97,10 @@ def course_wheel(root: Path, destination: Path) -> Path:
         shutil.copytree(
             root / "lab_utils", source / "lab_utils", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
         )
+        used = files_the_page_uses(source)
+        for path in sorted((source / "lab_utils").rglob("*")):
+            if path.is_file() and path.name != "__init__.py" and path.resolve() not in used:
+                path.unlink()
         out = Path(scratch) / "out"
         offline = ["--no-build-isolation", "--no-index"] if importlib.util.find_spec("setuptools") else []
         result = subprocess.run(
@@ -110,6 +125,79 @@ def course_wheel(root: Path, destination: Path) -> Path:
             raise RuntimeError(f"building the course's wheel failed: {result.stderr.strip()[-800:]}")
         destination.mkdir(parents=True, exist_ok=True)
         return Path(shutil.copy2(wheels[0], destination / wheels[0].name))
+
+
+# Run by files_the_page_uses in a fresh interpreter: every command in argv (JSON) through cli.main
+# as the page runs them, then the files of the modules imported and every file opened, as JSON.
+_USED_FILES = r"""
+import contextlib, io, json, sys
+opened = set()
+sys.addaudithook(lambda event, args: event == "open" and isinstance(args[0], str) and opened.add(args[0]))
+from lab_utils import cli
+for argv in json.loads(sys.argv[1]):
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            cli.main(argv, json_answer=lambda text: None)
+        except SystemExit:
+            pass
+modules = {getattr(m, "__file__", None) for m in list(sys.modules.values())}
+print(json.dumps(sorted(f for f in modules | opened if f)))
+"""
+
+
+def page_commands(model: str) -> list[list[str]]:
+    """The commands the page runs for ``model`` (live-calculators.js's ``commands()``): memory,
+    cost and pick for every method, and each command's help."""
+    seq_len, tokens, gpu = "2048", START["tokens"], START["gpu"]
+    commands = [["memory", "--help"], ["cost", "--help"], ["pick", "--help"]]
+    for method in METHODS:
+        commands.append(["memory", "--model", model, "--method", method, "--seq-len", seq_len])
+        if method == "inference":
+            commands += [
+                ["cost", "serve", "--model", model, "--gpu", gpu, "--curve"],
+                ["pick", "serve", "--model", model, "--requests-per-day", START["requests_per_day"]],
+            ]
+        else:
+            commands += [
+                ["cost", "fine-tune", "--model", model, "--tokens", tokens, "--method", method]
+                + ["--gpu", gpu, "--seq-len", seq_len],
+                ["pick", "fine-tune", "--model", model, "--tokens", tokens, "--method", method]
+                + ["--seq-len", seq_len],
+            ]
+    return commands
+
+
+def files_the_page_uses(source: Path) -> set[Path]:
+    """The files of ``source``'s lab_utils that the page's commands import or read: its commands
+    (:func:`page_commands`) run for a dense catalog model, a mixture of experts pasted as a
+    config.json, a config it cannot read and a model the catalog lacks, each in a fresh Python
+    with only ``source`` on its path. What no command touches (the measuring modules, the
+    notebooks' helpers) stays out of the page's wheel."""
+    catalog = tomllib.loads((source / "lab_utils" / "data" / "llm_configs.toml").read_text(encoding="utf-8"))
+    moe = next(m["config"] for m in catalog["model"] if "num_experts_per_tok" in m.get("config", {}))
+    config = json.dumps(moe)
+    used: set[Path] = set()
+    with tempfile.TemporaryDirectory(prefix="live-used-") as work:
+        for model, text in (
+            (START["model"], None),
+            ("config.json", config),
+            ("config.json", "{"),
+            ("none", None),
+        ):
+            if text is not None:
+                (Path(work) / "config.json").write_text(text, encoding="utf-8")
+            result = subprocess.run(
+                [sys.executable, "-c", _USED_FILES, json.dumps(page_commands(model))],
+                cwd=work,
+                env={**os.environ, "PYTHONPATH": str(source), "PYTHONDONTWRITEBYTECODE": "1"},
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            if result.returncode != 0:
+                raise RuntimeError(f"running the page's commands failed: {result.stderr.strip()[-800:]}")
+            used.update(Path(work, f).resolve() for f in json.loads(result.stdout))
+    return used
 
 
 def installed_wheel(name: str, destination: Path) -> Path:

@@ -313,8 +313,9 @@ def test_the_page_fits_a_phone(opened):
 
 
 def test_the_page_works_offline_after_the_first_visit(opened):
-    """The service worker kept Pyodide, the wheels and the page: with the server stopped, the
-    page opens again and answers. Last in this file: it stops the server."""
+    """The service worker kept Pyodide, the wheels and the page, and the worker Python's memory:
+    with the server stopped, the page opens again, restores that memory and answers. Last in this
+    file: it stops the server."""
     browser, tab, _, ready, stop_server = opened
     kept = sitecheck._evaluate(
         browser,
@@ -337,11 +338,17 @@ def test_the_page_works_offline_after_the_first_visit(opened):
         130,
     )
     assert kept["page"], f"the service worker did not keep the page: {kept}"
+    memory_bytes = sitecheck._evaluate(
+        browser, tab, "(async () => await window.liveCalculators.pythonKept)()", 60
+    )
+    assert isinstance(memory_bytes, int) and memory_bytes > 0, f"Python's memory was not kept: {memory_bytes}"
     stop_server()
     browser.events.clear()
     browser.call("Page.reload", session_id=tab)  # not ignoreCache: that bypasses the service worker
     assert browser.wait_for_event("Page.loadEventFired", tab, 60), "the page did not load offline"
     again = sitecheck._evaluate(browser, tab, WAIT_READY_JS, PYTHON_TIMEOUT_S + 10)
     assert again["state"] == "ready", f"offline, the calculators did not answer: {again['error']}"
+    timings = sitecheck._evaluate(browser, tab, "window.liveCalculators.workerTimings", 10)
+    assert timings.get("restored"), f"Python started afresh instead of restoring its memory: {timings}"
     memory = sitecheck._evaluate(browser, tab, SET_INPUTS_JS % "{}", 120)[0]
     assert memory["status"] == 0 and memory["output"] == lab_utils_cli(memory["argv"]).stdout

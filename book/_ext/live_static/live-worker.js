@@ -3,26 +3,16 @@
 //   {id, argv}            -> {id, status, stdout, stderr, json}: `lab-utils ARGV` run once,
 //                            its text and its --json answer from that one run (cli.main's json_answer)
 //   {id, config}          -> {id, path}: the reader's config.json written where --model finds it
+//   {id, keep: true}      -> {id, kept}: Python's memory, the course imported and its catalogs
+//                            read, kept in the browser's cache (a later visit starts from it)
 // `json` is the command's --json answer (what the figures are drawn from) when it has one.
+// Python is only ever called through runPython with strings in and out: no JavaScript object
+// holds a Python one, so its memory can be kept whole (Pyodide's memory snapshot) and restored.
 const staticUrl = new URL("./", import.meta.url);  // started from a blob (live-calculators.js): not self.location
 const timings = { startedMs: performance.now() };
+const SNAPSHOTS = "live-python-memory";  // a cache apart from the service worker's (it clears its own)
 
-async function load() {
-  const manifest = await (await fetch(new URL("live/packages.json", staticUrl))).json();
-  const pyodideUrl = new URL(manifest.pyodide, staticUrl);
-  const [{ loadPyodide }, wheels] = await Promise.all([
-    import(pyodideUrl.href),
-    Promise.all(manifest.wheels.map(async (wheel) => {
-      const path = "live/" + wheel;
-      const integrity = (manifest.integrity || {})[path];
-      const response = await fetch(new URL(path, staticUrl), integrity ? { integrity } : {});
-      return response.arrayBuffer();
-    })),
-  ]);
-  const pyodide = await loadPyodide({ indexURL: pyodideUrl.href.replace(/[^/]*$/, ""), fullStdLib: false });
-  timings.pyodideMs = performance.now();
-  for (const data of wheels) pyodide.unpackArchive(data, "wheel");
-  pyodide.runPython(`
+const SETUP = `
 import contextlib, io, json, os
 from lab_utils import cli
 
@@ -45,7 +35,65 @@ def _write_config(text):
     elif os.path.exists("config.json"):
         os.remove("config.json")
     return "config.json"
-`);
+`;
+
+// The snapshot's address: named by the hashes of Pyodide's files and the wheels (another build,
+// another snapshot), so a kept memory always holds the very code this page serves.
+async function snapshotUrl(manifest) {
+  const pinned = new TextEncoder().encode(JSON.stringify(manifest.integrity || manifest.wheels));
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", pinned));
+  return new URL(`live/python-memory-${[...digest.slice(0, 8)].map((b) => b.toString(16).padStart(2, "0")).join("")}`, staticUrl).href;
+}
+
+async function keptSnapshot(url) {
+  try {
+    const response = await (await caches.open(SNAPSHOTS)).match(url);
+    return response ? new Uint8Array(await response.arrayBuffer()) : null;
+  } catch (error) {
+    return null;  // no Cache Storage here (an insecure origin, a private window): start afresh
+  }
+}
+
+let keep = null;  // how to keep this Python's memory (null: restored from a snapshot, nothing to keep)
+
+async function load() {
+  const manifest = await (await fetch(new URL("live/packages.json", staticUrl))).json();
+  const pyodideUrl = new URL(manifest.pyodide, staticUrl);
+  const memoryUrl = await snapshotUrl(manifest);
+  const [{ loadPyodide }, wheels, snapshot] = await Promise.all([
+    import(pyodideUrl.href),
+    Promise.all(manifest.wheels.map(async (wheel) => {
+      const path = "live/" + wheel;
+      const integrity = (manifest.integrity || {})[path];
+      const response = await fetch(new URL(path, staticUrl), integrity ? { integrity } : {});
+      return response.arrayBuffer();
+    })),
+    keptSnapshot(memoryUrl),
+  ]);
+  const options = { indexURL: pyodideUrl.href.replace(/[^/]*$/, ""), fullStdLib: false };
+  let pyodide = null;
+  if (snapshot) {
+    try {
+      pyodide = await loadPyodide({ ...options, _loadSnapshot: snapshot });
+      timings.restored = true;
+    } catch (error) {  // a snapshot this Pyodide cannot take: forget it, start afresh
+      timings.restoreError = String(error);
+      await caches.delete(SNAPSHOTS);
+    }
+  }
+  if (!pyodide) pyodide = await loadPyodide({ ...options, _makeSnapshot: true });
+  timings.pyodideMs = performance.now();
+  for (const data of wheels) pyodide.unpackArchive(data, "wheel");  // the files: modules imported later, catalogs
+  if (!timings.restored) {
+    pyodide.runPython(SETUP);
+    keep = async () => {
+      const memory = pyodide.makeMemorySnapshot();
+      const cache = await caches.open(SNAPSHOTS);
+      for (const old of await cache.keys()) await cache.delete(old);
+      await cache.put(memoryUrl, new Response(memory, { headers: { "Content-Type": "application/octet-stream" } }));
+      return memory.length;
+    };
+  }
   timings.readyMs = performance.now();
   timings.bodyBytes = performance.getEntriesByType("resource").reduce((sum, r) => sum + (r.encodedBodySize || 0), 0);
   return pyodide;
@@ -57,16 +105,27 @@ ready.then(
   (error) => self.postMessage({ ready: false, error: String(error) }),
 );
 
+function call(pyodide, name, text) {
+  pyodide.globals.set("_text", text);  // a str in Python: nothing of Python's held in JavaScript
+  return pyodide.runPython(`${name}(_text)`);
+}
+
 self.addEventListener("message", async (event) => {
   const { id, argv, config } = event.data;
   try {
     const pyodide = await ready;
+    if (event.data.keep) {
+      const taken = keep;
+      keep = null;
+      self.postMessage({ id, kept: taken ? await taken().catch((error) => "not kept: " + error) : false });
+      return;
+    }
     if (config !== undefined) {
-      self.postMessage({ id, path: pyodide.globals.get("_write_config")(config) });
+      self.postMessage({ id, path: call(pyodide, "_write_config", config) });
       return;
     }
     const started = performance.now();
-    const answer = JSON.parse(pyodide.globals.get("_answer")(JSON.stringify(argv)));
+    const answer = JSON.parse(call(pyodide, "_answer", JSON.stringify(argv)));
     self.postMessage({ id, ...answer, ms: performance.now() - started });
   } catch (error) {
     self.postMessage({ id, error: String(error) });
