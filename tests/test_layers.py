@@ -54,6 +54,8 @@ LAYERS = {
         "scheduler",
         "serverless",
         "serving",
+        "serving_bounds",
+        "serving_estimate",
         "splits",
     ),
     "measuring": (
@@ -95,6 +97,8 @@ CALCULATOR_ORDER = (
     "parallel",
     "splits",
     "serverless",
+    "serving_bounds",
+    "serving_estimate",
     "serving",
     "offload",
     "scheduler",
