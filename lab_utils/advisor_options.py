@@ -32,9 +32,14 @@ __all__ = [
     "price_fields",
 ]
 
-BOUNDS = ("memory", "compute", "bandwidth", "cold starts", "price")
+BOUNDS = ("memory", "compute", "bandwidth", "cold starts", "price", "interconnect", "network")
 """What limits an option: it does not fit (memory), FLOP/s, bytes/s, serverless cold starts,
-or the price of the smallest rental (the device idles most of the time)."""
+the price of the smallest rental (the device idles most of the time), or the GPUs' exchanges
+taking longer than their compute: inside one server (interconnect: PCIe or NVLink) or across
+servers (network). An option bound by its communication is never ranked first while another works
+(:func:`_first_not_waiting`)."""
+
+_COMMUNICATION = ("interconnect", "network")
 
 PERIODS = ("job", "month")
 """What an option's money and energy cover: one training job, or a month of serving."""
@@ -177,6 +182,18 @@ def _energy_key(o: Option):
 
 _RANK_KEYS = {"cost": _cost_key, "energy": _energy_key}
 
+
+def _first_not_waiting(options: list[Option]) -> tuple[Option, ...]:
+    """``options`` (ranked) with the first working one whose GPUs do not wait on their exchanges
+    more than they compute moved ahead of any that do: such an option may be cheap on paper, but
+    it is shown (its bound "interconnect" or "network"), not recommended."""
+    ranked = list(options)
+    first = next((i for i, o in enumerate(ranked) if o.works and o.bound not in _COMMUNICATION), None)
+    if first is not None:
+        ranked.insert(0, ranked.pop(first))
+    return tuple(ranked)
+
+
 _WORDS = {"hosted": "the same open model bought per token", "cpu": "a CPU", "serverless": "serverless GPUs"}
 
 _SERVING_WAYS = ((("hosted",), "per token"), (("serverless",), "serverless"), (("gpu", "cpu"), "always on"))
@@ -264,7 +281,7 @@ class Advice:
     @classmethod
     def ranking(cls, job, period, options, **parts) -> Advice:
         """The Advice of ``options`` ranked by cost (working first, then dollars, then time)."""
-        return cls(job, period, tuple(sorted(options, key=_cost_key)), **parts)
+        return cls(job, period, _first_not_waiting(sorted(options, key=_cost_key)), **parts)
 
     def ranked(self, by: str = "cost") -> Advice:
         """The same options ranked by "cost" (working ones first, then dollars, then time) or by
@@ -272,7 +289,7 @@ class Advice:
         estimate, such as per-token prices, last). The verdict stays on dollars."""
         by = checks.choice("by", by, tuple(_RANK_KEYS))
         return dataclasses.replace(
-            self, options=tuple(sorted(self.options, key=_RANK_KEYS[by])), ranked_by=by
+            self, options=_first_not_waiting(sorted(self.options, key=_RANK_KEYS[by])), ranked_by=by
         )
 
     @property
@@ -289,11 +306,11 @@ class Advice:
         raise ValueError(f"name={name!r} is not an option here; options: {[o.name for o in self.options]}")
 
     def cheapest(self, *kinds: str) -> Option | None:
-        """The cheapest working option of these kinds ("gpu", "serverless", "hosted", ...);
-        None when none works."""
+        """The cheapest working option of these kinds ("gpu", "serverless", "hosted", ...), one
+        bound by its GPUs' exchanges only when no other works; None when none works."""
         return min(
             (o for o in self.options if o.kind in kinds and o.works and _cost(o) is not None),
-            key=_cost_key,
+            key=lambda o: (o.bound in _COMMUNICATION, *_cost_key(o)),
             default=None,
         )
 
@@ -359,6 +376,12 @@ class Advice:
             + f"\n({note}; kWh: the devices at their TDP, no building overhead (PUE)"
             + ("; per-token prices publish none" if serving_job else "")
             + "; estimates from vendor specs and list prices)"
+            + (
+                "\n(bound interconnect or network: the GPUs' exchanges, at their links' pace, outlast their"
+                " compute; shown, never ranked first while another option works)"
+                if any(o.bound in _COMMUNICATION for o in self.options)
+                else ""
+            )
             + "".join(
                 f"\n({note})" for note in dict.fromkeys(n for o in self.options for n in o.engine_notes)
             )

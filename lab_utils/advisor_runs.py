@@ -179,7 +179,11 @@ def fine_tune(
     dollars by ``economics.run_estimate`` at ``mfu`` of the dense peak in the dtype each device
     computes in (left None: each GPU option at its regime's MFU, ``economics.mfu_assumption``;
     ``cpu_mfu`` on CPUs); GPUs split the job evenly and scale perfectly (a lower bound on hours);
-    beyond one server of ``max_devices`` GPUs, whole servers, priced as such. Every argument left
+    GPUs are rented in server shapes (1, 2, 4 or 8: ``assumptions.server_shapes``), beyond one
+    server of ``max_devices`` GPUs as whole servers, priced as such; sharded GPUs exchange the
+    weights and gradients (``economics.sharded_communication``) at their links' pace, and an
+    option whose exchanges outlast its compute is bound by "interconnect" or "network" and
+    ranked after the others. Every argument left
     None is the assumption of the same name in ``lab_utils.assumptions`` (seq_len: ``seq_len``;
     batch: ``batch``; recompute: ``recompute_fine_tune``).
     """
@@ -239,6 +243,12 @@ def fine_tune(
         max_devices=max_devices,
         cpu_offer=cpu_offer,
         servers=True,
+        communication=economics.sharded_communication(
+            config.n_params if config is not None else n_compute,
+            n_tokens,
+            method=method,
+            tokens_per_step=job["batch"] * job["seq_len"],
+        ),
     )
     if mfu is None:  # the regimes the GPU options took (economics.mfu_assumption)
         taken.update((name, assumptions.value(name)) for name in ("mfu_single_gpu", "mfu_multi_gpu"))

@@ -62,7 +62,8 @@ def _gb(n_bytes: float) -> str:
 
 
 def _fits_where(estimate) -> str:
-    """The smallest catalog GPU holding ``estimate`` alone, or how many of the largest it needs."""
+    """The smallest catalog GPU holding ``estimate`` alone, or how many of the largest hold it
+    (``memory.gpus_to_hold``, the count every face gives)."""
     from lab_utils import hardware, memory
 
     gpus = sorted(
@@ -72,7 +73,7 @@ def _fits_where(estimate) -> str:
     if one is not None:
         return f"one {one.name} ({_gb(one.memory_bytes)})"
     largest = gpus[-1]
-    return f"{memory.gpus_needed(estimate.total_bytes, largest)} x {largest.name}"
+    return f"{memory.gpus_to_hold(estimate.model, estimate, largest)} x {largest.name}"
 
 
 def _q00():

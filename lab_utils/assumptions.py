@@ -37,6 +37,7 @@ __all__ = [
     "lines",
     "precision_for",
     "resolve",
+    "server_shapes",
     "value",
 ]
 
@@ -202,6 +203,18 @@ def _rentable_offers(spec: hardware.Spec) -> list:
         for p in prices.hourly_prices()
         if p.gpu == spec.name and p.n_gpus and p.usd_per_hour > 0 and p.kind not in excluded
     ]
+
+
+def server_shapes(spec: hardware.Spec, max_devices: int | None = None) -> tuple[int, ...]:
+    """The GPU counts a server of ``spec`` is rented with, fewest first: the ``server_gpu_counts``
+    assumption (1, 2, 4 or 8) and every count the price data offers the GPU in, at most
+    ``max_devices`` per server (None: the ``max_devices`` assumption; always allowed itself)."""
+    if not isinstance(spec, hardware.Spec):
+        raise TypeError(f"spec must be a hardware.Spec, got {type(spec).__name__}")
+    per_node = checks.count("max_devices", value("max_devices") if max_devices is None else max_devices)
+    offered = {p.n_gpus for p in _rentable_offers(spec)}
+    counts = set(value("server_gpu_counts")) | offered
+    return tuple(sorted({n for n in counts if n <= per_node} | {per_node}))
 
 
 def _gpu_price(spec: hardware.Spec, n_gpus: int, per_node: int) -> DevicePrice:

@@ -20,6 +20,8 @@ Pure arithmetic: no torch, no clock, no screen. It imports only the data layer.
 ('fp16', 65000000000000.0)
 >>> whole_servers(12, 8)
 (2, 16)
+>>> whole_servers(3, 8, shapes=(1, 2, 4, 8))
+(1, 4)
 >>> weight_bytes(8e9, "bf16") / 1e9
 16.0
 """
@@ -89,14 +91,20 @@ def peak_flops(spec: hardware.Spec, dtype: str | None = None) -> tuple[str, floa
     return dtype, spec.peak_flops[dtype]
 
 
-def whole_servers(n_devices, per_server) -> tuple[int, int]:
+def whole_servers(n_devices, per_server, shapes=None) -> tuple[int, int]:
     """(servers, devices rented) for a job that needs ``n_devices``: within one server of
-    ``per_server`` devices, the devices it needs; beyond it, whole servers (a cluster rents
-    nodes, not single GPUs), so 12 GPUs of 8 per server rent 2 servers, 16 GPUs."""
+    ``per_server`` devices, the smallest server shape of ``shapes`` (GPU counts a server is
+    rented with, ``assumptions.server_shapes``; None: any count) that holds them, so 3 GPUs of
+    shapes (1, 2, 4, 8) rent a 4-GPU server; beyond it, whole servers of ``per_server`` (a
+    cluster rents nodes, not single GPUs), so 12 GPUs of 8 per server rent 2 servers, 16 GPUs."""
     n_devices = checks.count("n_devices", n_devices)
     per_server = checks.count("max_devices", per_server)
     servers = math.ceil(n_devices / per_server)
-    return servers, n_devices if servers == 1 else servers * per_server
+    if servers > 1:
+        return servers, servers * per_server
+    if shapes is None:
+        return 1, n_devices
+    return 1, min(checks.count("shapes", shape) for shape in (*shapes, per_server) if shape >= n_devices)
 
 
 def always_on_devices(load, capacity_per_device, utilisation=None) -> int:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from lab_utils import assumptions, basics, checks, energy, hardware, interconnects, llms, memory
+from lab_utils import assumptions, basics, checks, energy, hardware, interconnects, llms, memory, splits
 from lab_utils.basics import FLOPS_PER_PARAM_PER_TOKEN, HOURS_PER_MONTH
 from lab_utils.bills import (  # the serving bills, named here too
     ServingCosts,
@@ -55,6 +55,7 @@ __all__ = [
     "mfu_assumption",
     "range_verdict",
     "run_estimate",
+    "sharded_communication",
     "serving_costs",
     "training_flops",
     "training_hours",
@@ -213,7 +214,11 @@ class RunEstimate:
     saying which. ``n_servers``: servers rented (beyond one, whole servers: ``n_devices`` is
     then what they hold). ``price``: the price that stands for one device-hour
     (``assumptions.device_price``), or the one given; its ``usd_per_hour`` None when the data has
-    none. ``assumptions``: (name, value) of each default taken."""
+    none. ``assumptions``: (name, value) of each default taken. ``communication_hours``: the
+    bytes the devices exchange (FSDP's gathers and gradient reductions) at the pace of their
+    links, overlapped with compute (``hours`` is the longest of the three): bound "interconnect"
+    (inside one server) or "network" (across servers) when it is the longest; ``notes``: what
+    the estimate could not time."""
 
     device: str
     kind: str
@@ -225,6 +230,8 @@ class RunEstimate:
     bound: str
     price: assumptions.DevicePrice
     assumptions: tuple[tuple[str, object], ...] = ()
+    communication_hours: float = 0.0
+    notes: tuple[str, ...] = ()
 
     @property
     def device_hours(self) -> float:
@@ -257,13 +264,17 @@ def run_estimate(
     usd_per_hour=None,
     max_devices=None,
     cpu_offer=None,
+    communication=None,
 ) -> RunEstimate:
     """Price one job of ``flops`` (moving ``bytes_moved`` at ``bandwidth_efficiency`` of the
     memory bandwidth) on ``n_devices`` of ``device``, CPU or GPU: the one place a run's hours
     and dollars are computed (``fine_tune_estimate`` and every option of ``advisor`` ask it).
 
-    Beyond one server of ``max_devices`` (None: the assumption) whole servers are rented
-    (``basics.whole_servers``) and priced as such; hours by :func:`training_hours` at the dense
+    GPUs are rented in server shapes (``assumptions.server_shapes``: 3 GPUs rent a 4-GPU server)
+    and beyond one server of ``max_devices`` (None: the assumption) as whole servers
+    (``basics.whole_servers``), priced as such; ``communication`` (a function of the devices
+    rented, the bytes each sends over the job; None: nothing) is timed at their links' pace
+    (``splits.job_link``); hours by :func:`training_hours` at the dense
     peak in ``dtype`` (``basics.peak_flops``; None: the dtype the device computes in); ``mfu``
     None is the regime's assumption: ``cpu_mfu`` on a CPU, :func:`mfu_assumption` on GPUs;
     ``usd_per_hour`` None is the price that stands for the device (``assumptions.device_price``,
@@ -273,7 +284,10 @@ def run_estimate(
     flops = checks.number("flops", flops)
     bytes_moved = checks.number("bytes_moved", bytes_moved, strict=False)
     values, taken = assumptions.resolve(max_devices=max_devices)
-    n_servers, n_devices = basics.whole_servers(n_devices, values["max_devices"])
+    shapes = assumptions.server_shapes(spec, values["max_devices"]) if spec.kind == "gpu" else None
+    n_servers, n_devices = basics.whole_servers(n_devices, values["max_devices"], shapes)
+    if shapes and n_devices > 1:
+        taken["server_gpu_counts"] = assumptions.value("server_gpu_counts")
     if n_servers == 1:
         taken.pop("max_devices", None)
     if dtype is None:
@@ -300,6 +314,12 @@ def run_estimate(
             )
         efficiency = checks.number("bandwidth_efficiency", bandwidth_efficiency, maximum=1.0)
         memory_h = bytes_moved / (spec.bandwidth_bytes_per_s * efficiency * n_devices) / SECONDS_PER_HOUR
+    communication_h, notes = _communication_hours(
+        spec, n_devices, values["max_devices"], communication, taken
+    )
+    hours = {"compute": compute_h, "bandwidth": memory_h}
+    hours["network" if n_servers > 1 else "interconnect"] = communication_h
+    bound = max(hours, key=hours.get)
     return RunEstimate(
         device=spec.name,
         kind=spec.kind,
@@ -307,11 +327,44 @@ def run_estimate(
         n_servers=n_servers,
         dtype=dtype,
         mfu=checks.number("mfu", mfu, maximum=1.0),
-        hours=max(compute_h, memory_h),
-        bound="bandwidth" if memory_h > compute_h else "compute",
+        hours=hours[bound],
+        bound=bound,
         price=price,
         assumptions=tuple(taken.items()),
+        communication_hours=communication_h,
+        notes=notes,
     )
+
+
+def _communication_hours(spec, n_devices, per_server, communication, taken) -> tuple[float, tuple[str, ...]]:
+    """Hours the ``communication(n_devices)`` bytes per device take at the pace of the job's
+    links (``splits.job_link``), and a note when the data has no links for the device."""
+    if communication is None or n_devices == 1:
+        return 0.0, ()
+    try:
+        link = splits.job_link(spec, n_devices, per_server)
+    except ValueError:
+        return 0.0, (
+            f"{spec.name}: no link data (lab_utils/data/interconnects.toml): communication not timed",
+        )
+    taken.update(link.assumptions)
+    sent = checks.number("communication", communication(n_devices), strict=False)
+    return sent / link.bytes_per_s / SECONDS_PER_HOUR, ()
+
+
+def sharded_communication(n_params, n_tokens, *, method: str, tokens_per_step):
+    """The bytes each of n GPUs sends over a fine-tune of ``n_params`` on ``n_tokens`` tokens,
+    sharded (``splits.sharded_fine_tune``), each GPU taking ``tokens_per_step`` tokens (batch x
+    sequence) per step: a function of n, as :func:`run_estimate`'s ``communication`` takes it."""
+    n_params = checks.number("n_params", n_params)
+    n_tokens = checks.number("n_tokens", n_tokens)
+    tokens_per_step = checks.count("tokens_per_step", tokens_per_step)
+
+    def sent(n_gpus: int) -> float:
+        steps = n_tokens / (n_gpus * tokens_per_step)
+        return steps * splits.sharded_fine_tune(n_params, n_gpus, method=method).bytes_per_step
+
+    return sent
 
 
 # --- fine-tuning a real model ----------------------------------------------------------------
@@ -351,6 +404,7 @@ class FineTuneEstimate:
     attention_flops: float = 0.0  # the attention term, included in flops
     price_date: str = "given"  # the date of the price (YYYY-MM or YYYY), "given" when passed in
     run: RunEstimate | None = None  # the run's hours and dollars as run_estimate priced them
+    gpus_needed: int | None = None  # the fewest that hold it (memory.gpus_to_hold); n_gpus: rented
     offload: str | None = None  # memory.OFFLOADS: state in the host's RAM (ZeRO-Offload, ZeRO-Infinity)
     host: str | None = None  # the CPU beside the GPU when offloading
     host_bytes: float = 0.0  # what the host's RAM holds
@@ -445,7 +499,7 @@ def fine_tune_estimate(
         if n_gpus not in (None, 1):
             raise ValueError(f"n_gpus={n_gpus!r}: offload is estimated on one GPU")
         n_gpus = 1
-    needed = _gpus_for(config, estimate, spec) if n_gpus is None else checks.count("n_gpus", n_gpus)
+    needed = memory.gpus_to_hold(config, estimate, spec) if n_gpus is None else checks.count("n_gpus", n_gpus)
     if usd_per_gpu_hour is not None:
         usd_per_gpu_hour = checks.number("usd_per_gpu_hour", usd_per_gpu_hour, strict=False)
     shape = {}
@@ -465,6 +519,9 @@ def fine_tune_estimate(
         dtype=dtype,
         usd_per_hour=usd_per_gpu_hour,
         max_devices=max_devices,
+        communication=sharded_communication(
+            config.n_params, n_tokens, method=method, tokens_per_step=estimate.batch * estimate.seq_len
+        ),
     )
     taken.update(run.assumptions)
     recomputed = (
@@ -511,6 +568,7 @@ def fine_tune_estimate(
         price_date="given" if given else price.date,
         attention_flops=flops - parameters_only,
         run=run,
+        gpus_needed=needed,
         offload=offload,
         host=host_name,
         host_bytes=estimate.host_bytes,
@@ -540,33 +598,8 @@ def _offloaded_iteration(config, trainable, offload, gpu, host, compute_s):
     return (("GPU compute", compute_s), ("PCIe", exposed_s), ("CPU Adam", adam_s)), host_spec.name
 
 
-_MANY_GPUS = 2**30
-"""More GPUs than any job rents: ZeRO-3's shards per GPU at this count are the gathered module alone."""
-
-
-class DoesNotFit(ValueError):
-    """No number of GPUs of one type holds the job (what each GPU keeps besides its shards is too much)."""
-
-
-def _gpus_for(config: llms.LLMConfig, estimate, spec: hardware.Spec) -> int:
-    """The fewest GPUs that hold the job: its total split evenly; a full fine-tune on more than
-    one GPU by ZeRO-3 as DeepSpeed reserves it (``memory.zero3_bytes_per_gpu``: 18 bytes per
-    parameter over the GPUs plus the largest module gathered), beside what each GPU holds besides
-    the model state (its activations and the loss at its peak)."""
-    n_gpus = memory.gpus_needed(estimate.total_bytes, spec)
-    if estimate.method != "full" or n_gpus == 1 or not config.layers:
-        return n_gpus
-    state = sum(estimate.part(label) for label in ("weights", "gradients", "optimizer states"))
-    per_gpu = estimate.total_bytes - state
-    if not memory.fits(memory.zero3_bytes_per_gpu(config, _MANY_GPUS) + per_gpu, spec):
-        raise DoesNotFit(
-            f"gpu={spec.name!r}: each GPU holds {per_gpu / 1e9:.1f} GB of activations and loss beside "
-            "its ZeRO-3 shards and the gathered module, more than it has: no number of GPUs holds the "
-            "job (a shorter sequence, a chunked loss or a larger GPU would)"
-        )
-    while not memory.fits(memory.zero3_bytes_per_gpu(config, n_gpus) + per_gpu, spec):
-        n_gpus += 1
-    return n_gpus
+DoesNotFit = memory.DoesNotFit
+"""No number of GPUs of one type holds the job (``memory.gpus_to_hold``)."""
 
 
 # --- claim checks ----------------------------------------------------------------------------

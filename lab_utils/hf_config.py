@@ -73,12 +73,22 @@ def load(path_or_mapping) -> tuple[dict, str]:
     if not path.is_file():
         raise ValueError(f"path_or_mapping={str(path_or_mapping)!r}: no such config.json file or folder")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: not a readable JSON config ({exc})") from exc
+    return parse(text, str(path)), str(path)
+
+
+def parse(text: str, origin: str) -> dict:
+    """The JSON object of a config.json's ``text`` (a file's, or one pasted into a calculator);
+    anything else is a one-line ValueError that starts with ``origin``."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{origin}: not a readable JSON config ({exc})") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: a config.json holds a JSON object, got {type(data).__name__}")
-    return data, str(path)
+        raise ValueError(f"{origin}: a config.json holds a JSON object, got {type(data).__name__}")
+    return data
 
 
 class _Keys:

@@ -46,7 +46,9 @@ def pcie_bytes_per_s(generation: int = 4, lanes: int = 16) -> float:
 @dataclass(frozen=True)
 class Interconnect:
     """One device's links: NVLink generation (0: none) and bytes/s each way, PCIe generation
-    and lanes; source and date of the figures; note (e.g. a bridge between two cards only)."""
+    and lanes; source and date of the figures; note (e.g. a bridge between two cards only);
+    ``nvlink_bridge_gpus``: the cards one NVLink bridge joins (None: an NVLink switch joins every
+    GPU of the server, as in HGX and DGX servers)."""
 
     name: str
     nvlink_generation: int
@@ -56,11 +58,26 @@ class Interconnect:
     source: str
     source_date: str
     note: str | None = None
+    nvlink_bridge_gpus: int | None = None
 
     @property
     def pcie_bytes_per_s_each_way(self) -> float:
         """PCIe bytes/s one way (``pcie_bytes_per_s``): Gen5 x16 63 GB/s."""
         return pcie_bytes_per_s(self.pcie_generation, self.pcie_lanes)
+
+    @property
+    def switched(self) -> bool:
+        """True when an NVLink switch joins every GPU of the server (an HGX/DGX server, whose
+        GPUs each have their own network port); False for PCIe cards, bridged or not."""
+        return self.nvlink_generation > 0 and self.nvlink_bridge_gpus is None
+
+    def in_server_bytes_per_s(self, n_gpus: int) -> float:
+        """Bytes/s each way one GPU sends to the others of a server of ``n_gpus``: NVLink when a
+        switch or one bridge joins them all, else PCIe (a bridge joins only its cards)."""
+        n_gpus = checks.count("n_gpus", n_gpus)
+        if self.switched or (self.nvlink_bridge_gpus and n_gpus <= self.nvlink_bridge_gpus):
+            return self.nvlink_bytes_per_s_each_way
+        return self.pcie_bytes_per_s_each_way
 
 
 @functools.cache

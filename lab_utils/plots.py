@@ -143,7 +143,15 @@ def roofline(
 
 # --- the advisor's ranking: cost against time, one point per working option -----------------
 
-_BOUND_MARKERS = {"compute": "o", "bandwidth": "s", "memory": "x", "cold starts": "^", "price": "D"}
+_BOUND_MARKERS = {
+    "compute": "o",
+    "bandwidth": "s",
+    "memory": "x",
+    "cold starts": "^",
+    "price": "D",
+    "interconnect": "v",
+    "network": "P",
+}
 _KIND_COLOURS = {
     "cpu": "vermillion",
     "gpu": "blue",

@@ -43,6 +43,7 @@ from lab_utils import assumptions, checks, comms, hardware, interconnects, llms,
 __all__ = [
     "ACTIVATION_BYTES",
     "SPLITS",
+    "Link",
     "ClusterPlan",
     "PlanRow",
     "Split",
@@ -51,7 +52,9 @@ __all__ = [
     "data_parallel",
     "expert_parallel",
     "fully_sharded",
+    "job_link",
     "pipeline_parallel",
+    "sharded_fine_tune",
     "tensor_parallel",
     "tiny_gpt_splits",
 ]
@@ -201,6 +204,50 @@ def expert_parallel(
         all_to_all + comms.ring_all_reduce_bytes(gradients, n_ranks),
         all_to_all_bytes_per_step=all_to_all,
     )
+
+
+def sharded_fine_tune(n_params, n_ranks: int, *, method: str = "full") -> Split:
+    """A fine-tune of ``n_params`` sharded over ``n_ranks`` GPUs, as FSDP / ZeRO-3 runs it, one
+    micro-batch per rank per step. ``method`` "full": :func:`fully_sharded` in mixed precision;
+    "lora" and "qlora": the frozen weights (in the method's precision, ``lab_utils.assumptions``)
+    all-gathered for the forward and again for the backward, (N-1)/N · 2P per rank; the
+    adapters' gradients (a fraction of a percent of the weights) are left out. State per rank:
+    the shard of the weights (full: of the training state)."""
+    method = checks.choice("method", method, assumptions.FINE_TUNE_METHODS)
+    n_ranks = checks.count("n_ranks", n_ranks)
+    if method == "full":
+        return fully_sharded(n_params, n_ranks, precision=assumptions.precision_for("full"))
+    weights = memory.weight_bytes(n_params, assumptions.precision_for(method))
+    return Split("fsdp", n_ranks, weights / n_ranks, (n_ranks - 1) / n_ranks * 2 * weights)
+
+
+@dataclass(frozen=True)
+class Link:
+    """The pace of a collective over a job's GPUs: ``bytes_per_s`` each way per GPU, over
+    ``medium`` ("NVLink", "PCIe", or "network" across servers); ``assumptions`` taken."""
+
+    bytes_per_s: float
+    medium: str
+    assumptions: tuple[tuple[str, object], ...] = ()
+
+
+def job_link(gpu, n_gpus: int, gpus_per_server: int) -> Link:
+    """How fast each of ``n_gpus`` catalog ``gpu`` s exchanges data in a ring over them, on
+    servers of ``gpus_per_server``. Inside one server: NVLink where a switch (or one bridge)
+    joins them all, else PCIe (``lab_utils.interconnects``). Across servers the ring also
+    crosses the network, and goes at the slower of the two: a GPU of an NVLink-switched server
+    (HGX) has its own port (``inter_node_bytes_per_s``); a server of PCIe cards shares one
+    (``ethernet_server_bytes_per_s`` over its GPUs). ValueError without link data for ``gpu``."""
+    links = interconnects.get(gpu if isinstance(gpu, str) else hardware.as_spec(gpu).name)
+    n_gpus = checks.count("n_gpus", n_gpus)
+    per_server = checks.count("gpus_per_server", gpus_per_server)
+    inside = links.in_server_bytes_per_s(min(n_gpus, per_server))
+    medium = "NVLink" if inside == links.nvlink_bytes_per_s_each_way else "PCIe"
+    if n_gpus <= per_server:
+        return Link(inside, medium)
+    name = "inter_node_bytes_per_s" if links.switched else "ethernet_server_bytes_per_s"
+    network = assumptions.value(name) / (1 if links.switched else per_server)
+    return Link(min(inside, network), "network", ((name, assumptions.value(name)),))
 
 
 def bubble_fraction(stages: int, microbatches: int) -> float:

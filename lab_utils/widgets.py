@@ -19,6 +19,7 @@ from lab_utils import (
     economics,
     engines,
     hardware,
+    hf_config,
     llms,
     memory,
     plots,
@@ -63,8 +64,39 @@ def _live_panel(draw, controls: dict, rows):
     return panel
 
 
-def _memory_figure(model, method, precision, batch, seq_len, recompute):
+PASTED_CONFIG = "pasted config.json"
+"""How the calculators name a config.json pasted into them, in its model's name and its errors."""
+
+
+def pasted_model(model, config_json: str = ""):
+    """The model a calculator draws: the model of ``config_json``, a config.json's text pasted into
+    the calculator, when it holds any, else ``model``. The text is read by ``llms.from_hf_config``
+    as ``lab-utils --model`` reads a file, so a bad one is the command line's one-line ValueError
+    (not JSON, a missing field, an unsupported ``model_type``)."""
+    if not isinstance(config_json, str):
+        raise TypeError(f"config_json must be a config.json's text, got {type(config_json).__name__}")
+    if not config_json.strip():
+        return model
+    data = hf_config.parse(config_json, PASTED_CONFIG)
+    return llms.from_hf_config(data, source=PASTED_CONFIG)
+
+
+def _config_box(config_json: str):
+    """The Textarea a learner pastes a config.json into; it redraws when it loses the focus."""
+    import ipywidgets as w
+
+    return w.Textarea(
+        value=config_json,
+        placeholder="paste a model's config.json here: it replaces the model above (empty: that model)",
+        description="config.json",
+        continuous_update=False,
+        layout=w.Layout(width="95%", height="7em"),
+    )
+
+
+def _memory_figure(model, method, precision, batch, seq_len, recompute, config_json=""):
     """The job's memory, part by part, above a bar per catalog GPU marked fits / does not fit."""
+    model = pasted_model(model, config_json)
     estimate = memory.job_estimate(
         model, method=method, precision=precision, batch=batch, seq_len=seq_len, recompute=recompute
     )
@@ -135,11 +167,13 @@ def memory_calculator(
     seq_len: int | None = None,
     recompute: str | None = None,
     static: bool = False,
+    config_json: str = "",
 ):
     """Will this job fit? The memory of ``memory.job_estimate`` against every catalog GPU.
 
     Controls: model (``llms.catalog()``), method (inference, full fine-tune, LoRA, QLoRA),
-    precision (the ones the method allows), batch, sequence length, activation recomputation.
+    precision (the ones the method allows), batch, sequence length, activation recomputation,
+    and a box to paste a config.json into, which replaces the model (:func:`pasted_model`).
     precision, batch, seq_len and recompute left None are ``memory.job_estimate``'s defaults
     (the assumptions).
     ``static=True`` returns the matplotlib figure for these inputs; otherwise an ipywidgets
@@ -148,12 +182,17 @@ def memory_calculator(
     if not isinstance(static, bool):
         raise TypeError(f"static must be True or False, got {static!r}")
     if static:
-        return _memory_figure(model, method, precision, batch, seq_len, recompute)
+        return _memory_figure(model, method, precision, batch, seq_len, recompute, config_json)
 
     import ipywidgets as w
 
     start = memory.job_estimate(
-        model, method=method, precision=precision, batch=batch, seq_len=seq_len, recompute=recompute
+        pasted_model(model, config_json),
+        method=method,
+        precision=precision,
+        batch=batch,
+        seq_len=seq_len,
+        recompute=recompute,
     )  # bad starting values fail here, naming the parameter
     precision, recompute, batch, seq_len = start.precision, start.recompute, start.batch, start.seq_len
     controls = {
@@ -171,6 +210,7 @@ def memory_calculator(
             options=sorted({*_SEQ_LENS, seq_len}), value=seq_len, description="tokens"
         ),
         "recompute": w.Dropdown(options=memory.RECOMPUTE, value=recompute, description="recompute"),
+        "config_json": _config_box(config_json),
     }
 
     def allowed_precisions(change):
@@ -178,7 +218,9 @@ def memory_calculator(
 
     controls["method"].observe(allowed_precisions, names="value")  # before any redraw
     return _live_panel(
-        _memory_figure, controls, [("model", "method", "precision"), ("batch", "seq_len", "recompute")]
+        _memory_figure,
+        controls,
+        [("model", "method", "precision"), ("batch", "seq_len", "recompute"), ("config_json",)],
     )
 
 
@@ -343,12 +385,13 @@ def _cost_figure(
     efficiency,
     amortize_months,
     requests_per_day_grid=None,
+    config_json="",
 ):
     """Monthly cost against requests per day from :func:`cost_curves`: filled markers where the
     option meets the latency target, crosses where it does not; the volume from which each way of
     serving your own weights costs no more than the per-token price of the same model marked."""
     curves = cost_curves(
-        model,
+        pasted_model(model, config_json),
         gpu,
         api,
         batch=batch,
@@ -432,6 +475,7 @@ def cost_calculator(
     amortize_months: int | None = None,
     static: bool = False,
     requests_per_day_grid=None,
+    config_json: str = "",
 ):
     """API, per token or self-hosted? Monthly cost against requests per day, every point an answer
     of ``advisor.serve`` (:func:`cost_curves`), so the calculator, ``lab-utils pick serve`` and the
@@ -443,7 +487,8 @@ def cost_calculator(
     factor on the serving engine's times (``advisor.serve``'s ``efficiency``; None: 1, the
     engine's profile alone). Left None: model, gpu, method and api are the ``default_model``,
     ``default_gpu``, ``default_method`` and ``compare_api`` assumptions, fine_tune_tokens and
-    amortize_months their own, mfu the fine-tune's regime.
+    amortize_months their own, mfu the fine-tune's regime. ``config_json``: a config.json's text
+    pasted into the calculator (its box in the panel), which replaces the model (:func:`pasted_model`).
     ``static=True`` returns the matplotlib figure for these inputs; otherwise an ipywidgets panel.
     ``requests_per_day_grid``: the volumes asked about (None: :data:`REQUESTS_PER_DAY_GRID`).
     """
@@ -463,7 +508,9 @@ def cost_calculator(
     )
     efficiency, amortize_months = basics.engine_efficiency(efficiency), values["amortize_months"]
     if mfu is None:  # the MFU of the fine-tune's regime (economics.mfu_assumption)
-        mfu = economics.fine_tune_estimate(model, fine_tune_tokens, method=method, gpu=gpu).mfu
+        mfu = economics.fine_tune_estimate(
+            pasted_model(model, config_json), fine_tune_tokens, method=method, gpu=gpu
+        ).mfu
     values = {
         "model": model,
         "gpu": gpu,
@@ -474,6 +521,7 @@ def cost_calculator(
         "mfu": mfu,
         "efficiency": efficiency,
         "amortize_months": amortize_months,
+        "config_json": config_json,
     }
     draw = functools.partial(_cost_figure, requests_per_day_grid=_requests_grid(requests_per_day_grid))
     if static:
@@ -510,9 +558,10 @@ def cost_calculator(
         "mfu": w.FloatSlider(value=mfu, min=0.05, max=0.8, step=0.05, description="MFU"),
         "efficiency": w.FloatSlider(value=efficiency, min=0.1, max=1.0, step=0.05, description="x engine"),
         "amortize_months": w.IntSlider(value=amortize_months, min=1, max=36, description="months"),
+        "config_json": _config_box(config_json),
     }
     names = list(controls)
-    return _live_panel(draw, controls, [names[:4], names[4:7], names[7:]])
+    return _live_panel(draw, controls, [names[:4], names[4:7], names[7:9], names[9:]])
 
 
 # --- which hardware for my job? (notebook 08) -----------------------------------------------

@@ -10,9 +10,7 @@ import json
 import re
 from pathlib import Path
 
-import pytest
-
-from lab_utils import answers, cli, course
+from lab_utils import answers, assumptions, cli, course
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -77,16 +75,42 @@ def test_lora_of_an_8b_on_a_24_gb_card_is_one_answer_in_the_calculator_the_comma
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="lab-utils memory says 2 H100s and cost fine-tune 3 for the same 136.8 GB, still after merging "
-    "branch engine: one owner for the count is left to do, then remove this mark",
-)
 def test_h100s_for_a_full_fine_tune_of_an_8b_is_one_figure_in_memory_and_cost():
+    """memory and cost fine-tune give one count, memory.gpus_to_hold's (ZeRO-3 as DeepSpeed
+    reserves it: 3 H100s, where the total split evenly said 2); cost rents the server shape that
+    holds it (basics.whole_servers), and says both."""
+    from lab_utils import basics, hardware, memory
+
     memory_json = json.loads(command_line("memory", "--model", "llama-3.1-8b", "--method", "full", "--json"))
     cost_json = json.loads(
         command_line(
             "cost", "fine-tune", "--model", "llama-3.1-8b", "--tokens", "1e8", "--method", "full", "--json"
         )
     )
-    assert memory_json["gpus_needed"]["H100 SXM"] == cost_json["n_gpus"]
+    estimate = memory.job_estimate("llama-3.1-8b", "full")
+    held = memory.gpus_to_hold("llama-3.1-8b", estimate, "H100 SXM")
+    assert memory_json["gpus_needed"]["H100 SXM"] == cost_json["gpus_needed"] == held
+    assert held > memory.gpus_needed(estimate.total_bytes, "H100 SXM")  # even splitting undercounts
+    shapes = assumptions.server_shapes(hardware.get("H100 SXM"))
+    assert cost_json["n_gpus"] == basics.whole_servers(held, 8, shapes)[1] >= held
+
+
+def test_split_names_the_same_count_as_memory_for_the_whole_job():
+    """`split`'s state column is the paper's (no activations); the count it gives for the whole job
+    is memory.gpus_to_hold's, as `memory` gives."""
+    memory_json = json.loads(command_line("memory", "--model", "llama-3.1-8b", "--method", "full", "--json"))
+    split_json = json.loads(
+        command_line(
+            "split",
+            "--model",
+            "llama-3.1-8b",
+            "--gpu",
+            "h100",
+            "--nodes",
+            "1",
+            "--gpus-per-node",
+            "2",
+            "--json",
+        )
+    )
+    assert split_json["gpus_to_hold"] == memory_json["gpus_needed"]["H100 SXM"] == 3

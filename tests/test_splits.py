@@ -196,7 +196,9 @@ def test_cli_split_json_is_the_calculators_answer(capsys):
     )
     data = json.loads(capsys.readouterr().out)
     plan = splits.cluster_plan("llama-3.1-70b", "h100", None, 2, microbatches=16, network_bytes_per_s=25e9)
-    assert data == json.loads(json.dumps(plan.to_dict()))
+    estimate = memory.job_estimate("llama-3.1-70b", "full", batch=plan.batch, seq_len=plan.seq_len)
+    held = memory.gpus_to_hold("llama-3.1-70b", estimate, "H100 SXM")  # the whole job's count, as memory's
+    assert data == json.loads(json.dumps({**plan.to_dict(), "gpus_to_hold": held}))
     assert "inter_node_bytes_per_s" not in dict(plan.assumptions)
 
 

@@ -80,8 +80,12 @@ def run_fine_tune(args: argparse.Namespace) -> int:
                     f"attention); the GPUs execute {estimate.hardware_flops:.3g} "
                     f"(recomputation), HFU {estimate.hfu:.2f}",
                 ),
-                ("memory", format_bytes(estimate.memory_bytes, binary=False)),
-                ("time", f"{estimate.hours:.3g} h wall clock, {estimate.gpu_hours:.3g} GPU-hours"),
+                ("memory", format_bytes(estimate.memory_bytes, binary=False) + _held(estimate)),
+                (
+                    "time",
+                    f"{estimate.hours:.3g} h wall clock, {estimate.gpu_hours:.3g} GPU-hours, "
+                    f"{estimate.run.bound} bound" + _exchanges(estimate.run),
+                ),
                 ("price", f"{price} ({estimate.price_source})"),
                 ("cost", cost),
             ]
@@ -89,6 +93,21 @@ def run_fine_tune(args: argparse.Namespace) -> int:
     )
     print_assumptions(estimate.assumptions, args)
     return 0
+
+
+def _held(estimate) -> str:
+    """': N x GPU hold it, rented as a server of M' where renting rounds the count up."""
+    needed = estimate.gpus_needed
+    if needed is None or needed == 1 and estimate.n_gpus == 1:
+        return ""
+    rented = "" if needed == estimate.n_gpus else f"; rented as {estimate.n_gpus} (a server shape)"
+    return f": {needed} x {estimate.gpu} hold it{rented}"
+
+
+def _exchanges(run) -> str:
+    """'; the GPUs' exchanges N h' when they exchange data, and what could not be timed."""
+    said = f"; the GPUs' exchanges {run.communication_hours:.3g} h" if run.communication_hours else ""
+    return said + "".join(f" ({note})" for note in run.notes)
 
 
 def run_serve(args: argparse.Namespace) -> int:

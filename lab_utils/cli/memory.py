@@ -68,7 +68,12 @@ def run(args: argparse.Namespace) -> int:
             "(a lower bound: the weights and training state only; give --model for the KV cache, adapters "
             "and activations)"
         )
-    gpus = [(spec, memory.gpus_needed(total, spec)) for spec in hardware.catalog("gpu") if spec.memory_bytes]
+    specs = [spec for spec in hardware.catalog("gpu") if spec.memory_bytes]
+    if args.model is not None:  # the one count the cost and the advisor give (memory.gpus_to_hold)
+        gpus = [(spec, _gpus_to_hold(memory, args.model, estimate, spec)) for spec in specs]
+    else:
+        gpus = [(spec, memory.gpus_needed(total, spec)) for spec in specs]
+    zero3 = args.model is not None and args.method == "full"
     data = {
         "parts_bytes": dict(parts),
         "total_bytes": total,
@@ -90,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
             spec.name,
             format_bytes(spec.memory_bytes),
             format_bytes(memory.usable_bytes(spec)),
-            "fits on one" if n == 1 else f"needs at least {n} (split evenly)",
+            _verdict(n, zero3),
         )
         for spec, n in gpus
     ]
@@ -100,6 +105,22 @@ def run(args: argparse.Namespace) -> int:
         _offloaded(args, estimate, taken)
     print_assumptions({**taken, "cuda_context_bytes": assumptions.value("cuda_context_bytes")}, args)
     return 0
+
+
+def _gpus_to_hold(memory, model, estimate, spec) -> int | None:
+    """The fewest GPUs that hold the job (``memory.gpus_to_hold``); None when no count does."""
+    try:
+        return memory.gpus_to_hold(model, estimate, spec)
+    except memory.DoesNotFit:
+        return None
+
+
+def _verdict(n: int | None, zero3: bool) -> str:
+    if n is None:
+        return "no number of them (ZeRO-3: activations and loss on each)"
+    if n == 1:
+        return "fits on one"
+    return f"needs {n} (ZeRO-3 as DeepSpeed reserves it)" if zero3 else f"needs at least {n} (split evenly)"
 
 
 def _offloaded(args: argparse.Namespace, estimate, taken: dict) -> None:

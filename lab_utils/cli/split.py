@@ -33,8 +33,9 @@ def run(args: argparse.Namespace) -> int:
         microbatches=args.microbatches,
         network_bytes_per_s=network,
     )
+    held = _gpus_to_hold(plan)
     if args.json:
-        print(json.dumps(plan.to_dict(), indent=2))
+        print(json.dumps({**plan.to_dict(), "gpus_to_hold": held}, indent=2))
         return 0
     print(
         f"{plan.model}, full fine-tune in {plan.precision}, on {plan.nodes} node(s) x {plan.gpus_per_node} "
@@ -80,8 +81,25 @@ def run(args: argparse.Namespace) -> int:
         "state: weights, gradients, AdamW states (no activations); comm time: bytes / bandwidth, "
         "no latency, no overlap with compute"
     )
+    print(
+        "the whole job (each GPU's activations and loss too, ZeRO-3 as DeepSpeed reserves it): "
+        + ("no number of them holds it" if held is None else f"{held} x {plan.gpu}")
+        + " (memory.gpus_to_hold, as lab-utils memory and cost fine-tune)"
+    )
     print_assumptions(plan.assumptions, args)
     return 0
+
+
+def _gpus_to_hold(plan) -> int | None:
+    """The GPUs that hold the whole full fine-tune of the plan's model, batch and sequence
+    (``memory.gpus_to_hold``, the count every face gives); None when no count does."""
+    from lab_utils import memory
+
+    estimate = memory.job_estimate(plan.model, "full", batch=plan.batch, seq_len=plan.seq_len)
+    try:
+        return memory.gpus_to_hold(plan.model, estimate, plan.gpu)
+    except memory.DoesNotFit:
+        return None
 
 
 def register(commands) -> None:
