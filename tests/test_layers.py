@@ -75,7 +75,16 @@ LAYERS = {
         "torch_compat",
         "training",
     ),
-    "faces": ("__main__", "answers", "cli", "plots", "widgets"),
+    "faces": (
+        "__main__",
+        "answers",
+        "cli",
+        "plots",
+        "widgets",
+        "widgets_cost",
+        "widgets_hardware",
+        "widgets_panel",
+    ),
 }
 """Layer of every module, lowest first. Data: the catalogs in lab_utils/data and the modules that
 read them, with the checks and formatting everything shares. Calculators: pure arithmetic. Measuring:
