@@ -9,6 +9,7 @@ No arithmetic of its own: memory from ``lab_utils.memory``, speeds from ``lab_ut
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from lab_utils import (
@@ -244,19 +245,24 @@ class _ServeJob:
     def p95_at(self, spec, n_devices: int, precision: str, rate_per_s: float) -> float:
         """The 95th-percentile latency of a request (arrival to last token) on one replica of
         ``n_devices`` x ``spec`` at Poisson ``rate_per_s``: ``replica.at_rate`` over the
-        ``replica_requests`` assumption's requests, the times divided by ``efficiency``."""
-        simulated = replica.at_rate(
-            self.config,
+        ``replica_requests`` assumption's requests, the times divided by ``efficiency``. Where
+        fewer than 5% of the requests would share the replica with another (Poisson: 1 - exp(-2 x
+        rate x one request's latency) < 0.05), the p95 is one request's latency alone, and that
+        one request is all that is simulated."""
+        job = dict(
             device=spec,
             n_devices=n_devices,
             rate_per_s=rate_per_s,
             prompt_len=max(1, self.input_tokens),
             output_len=self.output_tokens,
-            n_requests=assumptions.value("replica_requests"),
             precision=precision,
             engine=self.engine,
             usd_per_hour=0.0,
         )
+        alone_s = replica.at_rate(self.config, n_requests=1, **job).e2e.p95
+        if 1 - math.exp(-2 * rate_per_s * alone_s) < 0.05:
+            return alone_s / self.efficiency
+        simulated = replica.at_rate(self.config, n_requests=assumptions.value("replica_requests"), **job)
         return simulated.e2e.p95 / self.efficiency
 
     def served_batch(self, device, precision: str):

@@ -28,6 +28,8 @@ NOTEBOOKS = {
     "08": "08_choose_your_hardware",
     "09": "09_where_the_time_goes",
     "10": "10_split_the_model",
+    "11": "11_latency_under_load",
+    "12": "12_cpu_and_gpu_together",
 }
 SERVED_7B = "Mistral-7B-v0.1"  # the 7B of notebooks 03 and 06: 4-bit weights fit a free T4
 SERVED_7B_PRECISION = "int4"
@@ -311,6 +313,60 @@ def _q10():
     )
 
 
+def _q11():
+    from lab_utils import assumptions, replica, serving
+
+    job = dict(device="H100 SXM", prompt_len=1000, output_len=200)  # notebook 11's job
+    room = serving.max_batch(
+        SMALL_JOB, device=job["device"], context_len=job["prompt_len"] + job["output_len"]
+    )
+    steady = serving.estimate(SMALL_JOB, batch=room, **job)
+    knee = steady.requests_per_s
+    half = replica.at_rate(
+        SMALL_JOB, rate_per_s=knee / 2, n_requests=assumptions.value("replica_requests"), **job
+    )
+    return (
+        Answer(
+            f"How many requests per second can one H100 serve with {SMALL_JOB}?",
+            f"About {knee:.1f} at {job['prompt_len']:,} tokens in and {job['output_len']} out, kept full "
+            f"(steady-state estimate, engine {steady.engine}); past it the queue grows.",
+            "The knee: how many requests per second one replica serves",
+        ),
+        Answer(
+            "What will users wait at half that rate?",
+            f"Simulated: time to first token {half.ttft.p50 * 1e3:.0f} ms at the median, "
+            f"{half.ttft.p99 * 1e3:.0f} ms at p99; {half.tpot.p50 * 1e3:.1f} ms per output token.",
+            "Simulate: the replica step by step",
+        ),
+    )
+
+
+def _q12():
+    from lab_utils import llms, offload
+
+    gpu, host, model, precision = "RTX 4090", "AMD Ryzen 9 7950X", "Llama-3.1-70B", "q4_k_m"  # notebook 12's
+    n_layers = len(llms.get(model).layers)
+    placements = [
+        offload.estimate(model, gpu=gpu, host=host, gpu_layers=n, precision=precision, context_len=4096)
+        for n in range(n_layers + 1)
+    ]
+    most = max((p for p in placements if p.fits), key=lambda p: p.gpu_layers)
+    return (
+        Answer(
+            f"Can a 24 GB {gpu} run {model} ({precision}) with the rest in a desktop's RAM?",
+            f"Yes: {most.gpu_layers} of its {n_layers} blocks fit on the card, the rest in RAM, at most "
+            f"{most.decode_bound_tokens_per_s:.1f} tokens/s (bound, vendor specifications).",
+            "1 · Layers on the GPU, layers in RAM: the cliff",
+        ),
+        Answer(
+            "Why do mixtures of experts run well with their experts in RAM?",
+            "A token reads only the experts it is routed to: the host reads a small share of the "
+            "weights per token while attention and the KV cache stay on the GPU.",
+            "3 · A mixture of experts: the experts in RAM",
+        ),
+    )
+
+
 def _cheapest(advice):
     """The cheapest option that fits and has a price."""
     priced = (o for o in advice.options if o.fits and o.cost_per_job_usd is not None)
@@ -329,11 +385,13 @@ _QUESTIONS = {
     "08": _q08,
     "09": _q09,
     "10": _q10,
+    "11": _q11,
+    "12": _q12,
 }
 
 
 def for_notebook(number: str) -> tuple[Answer, ...]:
-    """The questions notebook ``number`` ("00" ... "10") answers, each answered now."""
+    """The questions notebook ``number`` ("00" ... "12") answers, each answered now."""
     if number not in _QUESTIONS:
         raise ValueError(f"number={number!r}: a course notebook, one of {', '.join(_QUESTIONS)}")
     return _QUESTIONS[number]()

@@ -19,6 +19,7 @@ from alternating import median_ratio
 
 from lab_utils import (
     bench,
+    course_files,
     distributed,
     hardware,
     machine,
@@ -175,7 +176,7 @@ def test_a_short_fine_tune_learns_on_the_gpu():
 def test_nccl_data_parallel_with_one_rank(tmp_path):
     out = tmp_path / "result.json"
     result = distributed.run_torchrun(
-        ROOT / "notebooks" / "scripts" / "ddp_train.py",
+        course_files.path("scripts/ddp_train.py"),  # package data since it left notebooks/scripts
         [
             "--out",
             str(out),
