@@ -61,6 +61,8 @@ LAYERS = {
     "measuring": (
         "batching",
         "bench",
+        "bench_cases",
+        "bench_results",
         "distributed",
         "energy_measure",
         "latency",
