@@ -12,7 +12,7 @@ import pytest
 import torch
 from alternating import median_ratio
 
-from lab_utils import bench
+from lab_utils import bench, bench_cases
 
 BUSY_HINT = (
     "measured on a busy machine? Other programs holding cores slow bench's multi-threaded "
@@ -143,9 +143,9 @@ def test_measure_copy_cuts_the_arrays_over_threads_and_copies_every_byte():
         assert f"{threads} thread" in row.describe()
     assert bench.measure_copy(src, dst, min_run_time=0.01).threads == torch.get_num_threads()
     # 40,000 bytes in 3 pieces on 4 KiB pages: ceil(40000 / 3 / 4096) = 4 pages = 16,384 bytes each
-    pieces = bench._chunks(np.zeros(40_000, dtype=np.uint8), 3)
+    pieces = bench_cases._chunks(np.zeros(40_000, dtype=np.uint8), 3)
     assert [p.size for p in pieces] == [16_384, 16_384, 7_232]
-    assert bench._chunks(np.zeros(0, dtype=np.uint8), 2) == []
+    assert bench_cases._chunks(np.zeros(0, dtype=np.uint8), 2) == []
 
 
 def test_measure_triad_computes_b_plus_scalar_c_and_counts_three_arrays():
@@ -200,9 +200,9 @@ def test_sweep_keeps_the_newer_fp32_precision_api_and_restores_it():
     matmul.fp32_precision = "tf32"
     try:
         with bench._matmul_precision("fp32"):
-            assert matmul.fp32_precision == "ieee" and not bench._tf32_matmuls()
+            assert matmul.fp32_precision == "ieee" and not bench_cases._tf32_matmuls()
         with bench._matmul_precision("tf32"):
-            assert matmul.fp32_precision == "tf32" and bench._tf32_matmuls()
+            assert matmul.fp32_precision == "tf32" and bench_cases._tf32_matmuls()
         table = bench.sweep(sizes=(32,), copy_bytes=(), device="cpu", budget_s=60, min_run_time=0.01)
         assert matmul.fp32_precision == "tf32" and table.rows[0].dtype == "fp32"
     finally:

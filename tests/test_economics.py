@@ -527,7 +527,7 @@ def test_cost_calculator_draws_the_given_volumes_with_the_same_figures(monkeypat
     pytest.importorskip("ipywidgets")
     import matplotlib.pyplot as plt
 
-    from lab_utils import widgets
+    from lab_utils import widgets, widgets_cost
 
     decades = (10, 1_000, 100_000)
     coarse = widgets.cost_curves("Llama-3.1-8B", "H100 SXM", requests_per_day_grid=decades)
@@ -545,9 +545,9 @@ def test_cost_calculator_draws_the_given_volumes_with_the_same_figures(monkeypat
         if not line.get_label().startswith("_")
     )
     panel = widgets.cost_calculator("Llama-3.1-8B", "H100 SXM", requests_per_day_grid=decades)
-    asked, serve = [], widgets.advisor.serve
+    asked, serve = [], widgets_cost.advisor.serve  # the module the cost calculator asks
     monkeypatch.setattr(
-        widgets.advisor,
+        widgets_cost.advisor,
         "serve",
         lambda model, volume, **kw: asked.append(volume) or serve(model, volume, **kw),
     )

@@ -15,7 +15,13 @@ ROOT = Path(__file__).resolve().parents[1]
 RULES = {
     "FLOPs per parameter (2N, 4N, 6N): economics.training_flops": (
         r"\b[246]\.?0?\s*\*\s*[\w.]*(n_params|params_per_token)\b",
-        {"lab_utils/economics.py", "lab_utils/memory.py"},  # memory: bytes per parameter, its own
+        {
+            "lab_utils/economics.py",
+            "lab_utils/memory.py",
+            "lab_utils/memory_training.py",
+            "lab_utils/memory_jobs.py",
+        },
+        # memory: bytes per parameter, its own
         "",
     ),
     "dollars per million tokens: prices.usd_per_million_tokens, economics.api_cost": (
@@ -63,8 +69,8 @@ RULES = {
 part of the repository searched: "" everything, "lab_utils/" the package)."""
 
 PENDING = {
-    ("lab_utils/serving.py", "a device's peak in its compute dtype: basics.peak_flops"),
-    ("lab_utils/serving.py", "FLOPs per parameter (2N, 4N, 6N): economics.training_flops"),
+    ("lab_utils/serving_bounds.py", "a device's peak in its compute dtype: basics.peak_flops"),
+    ("lab_utils/serving_bounds.py", "FLOPs per parameter (2N, 4N, 6N): economics.training_flops"),
     # offload's prefill counts each device's share of the layers as serving's prefill counts the
     # whole model (economics sits above both); one owner once basics has a prefill kernel
     ("lab_utils/offload.py", "FLOPs per parameter (2N, 4N, 6N): economics.training_flops"),
