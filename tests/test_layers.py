@@ -70,6 +70,7 @@ LAYERS = {
         "bench_cases",
         "bench_results",
         "distributed",
+        "distributed_rank",
         "energy_measure",
         "latency",
         "llm_measure",
