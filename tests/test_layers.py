@@ -63,6 +63,8 @@ LAYERS = {
         "serving_bounds",
         "serving_estimate",
         "splits",
+        "splits_formulas",
+        "splits_plan",
     ),
     "measuring": (
         "batching",
@@ -113,6 +115,8 @@ CALCULATOR_ORDER = (
     "comms",
     "routing",
     "parallel",
+    "splits_formulas",
+    "splits_plan",
     "splits",
     "serverless",
     "serving_bounds",
