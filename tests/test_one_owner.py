@@ -16,7 +16,8 @@ RULES = {
     "FLOPs per parameter (2N, 4N, 6N): economics.training_flops": (
         r"\b[246]\.?0?\s*\*\s*[\w.]*(n_params|params_per_token)\b",
         {
-            "lab_utils/economics.py",
+            "lab_utils/economics_flops.py",
+            "lab_utils/economics_fine_tune.py",  # ZeRO-Offload's CPU Adam and its transfers
             "lab_utils/memory.py",
             "lab_utils/memory_training.py",
             "lab_utils/memory_jobs.py",

@@ -1,0 +1,143 @@
+"""The advisor's serving job, checked (:class:`_ServeJob`): what every part of
+``advisor_serving.serve`` asks the calculators about, the month and day in seconds, the best
+precision of a server's options and a device's kWh. Pure Python: no torch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from lab_utils import (
+    assumptions,
+    basics,
+    energy,
+    hardware,
+    llms,
+    memory,
+    prices,
+    replica,
+    serving,
+)
+from lab_utils.advisor_options import (
+    Option,
+)
+
+_SECONDS_PER_DAY = 24 * prices.SECONDS_PER_HOUR
+_SECONDS_PER_MONTH = basics.HOURS_PER_MONTH * prices.SECONDS_PER_HOUR
+
+
+@dataclass(frozen=True)
+class _ServeJob:
+    """One serving job, checked: what every part of :func:`serve` asks the calculators about."""
+
+    config: llms.LLMConfig
+    rate_per_s: float
+    input_tokens: int
+    output_tokens: int
+    latency_target_s: float
+    precisions: tuple[str, ...]
+    batch: int | None
+    utilisation: float
+    efficiency: float
+    engine: str | None
+    max_devices: int
+    price_bound_load_share: float
+    cold_start_bound_ratio: float
+    servers: dict = field(default_factory=dict, compare=False, repr=False)  # see estimates()
+
+    @property
+    def tokens_per_request(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def precisions_for(self, spec) -> tuple[str, ...]:
+        """The precisions tried on ``spec``: a CPU's first one; a GPU's all, but fp8 only where it
+        has FP8 units (a T4 or an A100 serves 8-bit weights as int8), unless fp8 was all asked."""
+        if spec.kind != "gpu":
+            return self.precisions[:1]
+        usable = tuple(p for p in self.precisions if p != "fp8" or "fp8" in spec.peak_flops)
+        return usable or self.precisions
+
+    def shape(self, precision: str) -> dict:
+        """The keywords ``serving.estimate`` and friends take for this job in ``precision``."""
+        return dict(
+            prompt_len=max(1, self.input_tokens),
+            output_len=self.output_tokens,
+            precision=precision,
+            efficiency=self.efficiency,
+            engine=self.engine,
+        )
+
+    def replica_bytes(self, precision: str) -> float:
+        """Bytes of the weights in ``precision`` and one request's KV cache (``memory.job_estimate``)."""
+        return memory.job_estimate(
+            self.config, method="inference", precision=precision, batch=1, seq_len=self.tokens_per_request
+        ).total_bytes
+
+    def batch_bytes(self, precision: str, batch: int) -> float:
+        """Bytes a replica holds serving ``batch`` requests: one request's plus the other caches."""
+        return self.replica_bytes(precision) + (batch - 1) * serving.kv_bytes_per_sequence(
+            self.config, context_len=self.tokens_per_request
+        )
+
+    def estimates(self, device, precision: str) -> serving.Estimates:
+        """``serving.Estimates`` of this job on ``device`` (a replica) in ``precision``, made once
+        and kept: the always-on server and a serverless worker of the same GPUs ask the same."""
+        key = (device.name, precision)
+        if key not in self.servers:
+            self.servers[key] = serving.Estimates(
+                self.config, device=device, usd_per_hour=0.0, **self.shape(precision)
+            )
+        return self.servers[key]
+
+    def p95_at(self, spec, n_devices: int, precision: str, rate_per_s: float) -> float:
+        """The 95th-percentile latency of a request (arrival to last token) on one replica of
+        ``n_devices`` x ``spec`` at Poisson ``rate_per_s``: ``replica.at_rate`` over the
+        ``replica_requests`` assumption's requests, the times divided by ``efficiency``. Where
+        fewer than 5% of the requests would share the replica with another (Poisson: 1 - exp(-2 x
+        rate x one request's latency) < 0.05), the p95 is one request's latency alone, and that
+        one request is all that is simulated."""
+        job = dict(
+            device=spec,
+            n_devices=n_devices,
+            rate_per_s=rate_per_s,
+            prompt_len=max(1, self.input_tokens),
+            output_len=self.output_tokens,
+            precision=precision,
+            engine=self.engine,
+            usd_per_hour=0.0,
+        )
+        alone_s = replica.at_rate(self.config, n_requests=1, **job).e2e.p95
+        if 1 - math.exp(-2 * rate_per_s * alone_s) < 0.05:
+            return alone_s / self.efficiency
+        simulated = replica.at_rate(self.config, n_requests=assumptions.value("replica_requests"), **job)
+        return simulated.e2e.p95 / self.efficiency
+
+    def served_batch(self, device, precision: str):
+        """``serving.estimate`` at the batch a replica runs: ``batch`` when given, else the
+        largest that keeps a request within the target (``serving.capacity``), at least 1."""
+        server = self.estimates(device, precision)
+        if self.batch is not None:
+            return server.at(self.batch)
+        return server.capacity(self.latency_target_s) or server.at(1)
+
+
+def _best_precision(candidates: list[Option]) -> Option:
+    """The cheapest working option of one device, the better precision first on a tie (the
+    candidates come in quality order); the first one when none works."""
+    working = [o for o in candidates if o.works and o.cost_per_month_usd is not None]
+    return min(working, key=lambda o: o.cost_per_month_usd) if working else candidates[0]
+
+
+def _kwh(device_hours: float, spec: hardware.Spec) -> float | None:
+    """kWh of ``device_hours`` of ``spec`` at its TDP (``energy.job_energy_kwh``); None without one."""
+    return energy.job_energy_kwh(device_hours, 1, spec.tdp_watts) if spec.tdp_watts else None
+
+
+def _has_peak(spec: hardware.Spec) -> bool:
+    """Whether the catalog has a peak of ``spec`` in a dtype it computes in (``basics.peak_flops``)."""
+    try:
+        basics.peak_flops(spec)
+    except ValueError:
+        return False
+    return True
