@@ -41,7 +41,7 @@ def test_every_priced_job_option_carries_its_energy():
     worked = [o for o in advice.options if o.works]
     assert worked
     for option in worked:
-        spec = hardware.get(option.name.split(" x ")[-1])
+        spec = hardware.get(option.device)
         expected_kwh = (
             option.hours * option.n_devices * spec.tdp_watts * assumptions.value("power_share_of_tdp") / 1e3
         )

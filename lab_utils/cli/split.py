@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
         microbatches=args.microbatches,
         network_bytes_per_s=network,
     )
-    held = _gpus_to_hold(plan)
+    held = _gpus_to_hold(plan, args.model)
     if args.json:
         print(json.dumps({**plan.to_dict(), "gpus_to_hold": held}, indent=2))
         return 0
@@ -90,14 +90,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _gpus_to_hold(plan) -> int | None:
-    """The GPUs that hold the whole full fine-tune of the plan's model, batch and sequence
+def _gpus_to_hold(plan, model) -> int | None:
+    """The GPUs that hold the whole full fine-tune of ``model`` (the one the plan was made for:
+    a catalog name, a config.json or an LLMConfig) at the plan's batch and sequence
     (``memory.gpus_to_hold``, the count every face gives); None when no count does."""
     from lab_utils import memory
 
-    estimate = memory.job_estimate(plan.model, "full", batch=plan.batch, seq_len=plan.seq_len)
+    estimate = memory.job_estimate(model, "full", batch=plan.batch, seq_len=plan.seq_len)
     try:
-        return memory.gpus_to_hold(plan.model, estimate, plan.gpu)
+        return memory.gpus_to_hold(model, estimate, plan.gpu)
     except memory.DoesNotFit:
         return None
 

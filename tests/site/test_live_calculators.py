@@ -218,7 +218,9 @@ def test_each_answer_is_what_the_cli_prints_and_each_figure_its_json(opened, val
         if cli.returncode != 0:
             continue
         expected = json.loads(lab_utils_cli([*argv, "--json"]).stdout)
-        assert json.loads(section["json"]) == expected, f"{section['name']}: the page's JSON is the CLI's"
+        page = json.loads(section["json"])
+        difference = _first_difference(page, expected)
+        assert difference is None, f"{section['name']}: the page's JSON is the CLI's, but {difference}"
         if section["name"] == "pick":
             assert section["headline"] == expected["verdict"]
         if section["name"] == "cost" and "curve" not in expected:
@@ -352,3 +354,26 @@ def test_the_page_works_offline_after_the_first_visit(opened):
     assert timings.get("restored"), f"Python started afresh instead of restoring its memory: {timings}"
     memory = sitecheck._evaluate(browser, tab, SET_INPUTS_JS % "{}", 120)[0]
     assert memory["status"] == 0 and memory["output"] == lab_utils_cli(memory["argv"]).stdout
+
+
+def _first_difference(page, cli, where="answer"):
+    """None when the page's JSON equals the CLI's, floats to 1e-9 of each other (Pyodide's maths
+    library may round a last bit differently from this machine's); else where they first differ."""
+    if isinstance(page, dict) and isinstance(cli, dict):
+        if page.keys() != cli.keys():
+            return f"{where} has keys {sorted(page)} on the page, {sorted(cli)} in the CLI"
+        return next((d for k in page if (d := _first_difference(page[k], cli[k], f"{where}.{k}"))), None)
+    if isinstance(page, list) and isinstance(cli, list):
+        if len(page) != len(cli):
+            return f"{where} has {len(page)} items on the page, {len(cli)} in the CLI"
+        return next(
+            (d for i, (a, b) in enumerate(zip(page, cli)) if (d := _first_difference(a, b, f"{where}[{i}]"))),
+            None,
+        )
+    if isinstance(page, float) and isinstance(cli, float):
+        return (
+            None
+            if page == pytest.approx(cli, rel=1e-9)
+            else f"{where} is {page!r} on the page, {cli!r} in the CLI"
+        )
+    return None if page == cli else f"{where} is {page!r} on the page, {cli!r} in the CLI"
