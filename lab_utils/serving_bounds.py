@@ -139,18 +139,9 @@ step_bound_s = basics.step_bound_s
 """The roofline of one step (its owner: ``basics.step_bound_s``)."""
 
 
-def _decode_parts(
-    model,
-    device,
-    batch,
-    context_len,
-    precision,
-    weight_bytes_per_param,
-    kv_bytes_per_value,
-    routing_skew=None,
-):
-    """One decode step's work: dict(flops, weight_bytes, kv_bytes, peak_flops, bandwidth_bytes_per_s)
-    (``basics.decode_work``: the experts the batch touches, the KV cache per layer kind)."""
+def _step_inputs(model, device, precision, weight_bytes_per_param, kv_bytes_per_value, routing_skew):
+    """(config, spec, served precision, routing skew) of a step of ``model`` on ``device``, each
+    None resolved to its assumption; the ValueError of :func:`sizable` when the layers are missing."""
     config, spec = llms.as_config(model), _device(device)
     why = sizable(config)
     if why:
@@ -163,6 +154,24 @@ def _decode_parts(
         model=config,
     )
     skew = assumptions.resolve(routing_skew=routing_skew)[0]["routing_skew"]
+    return config, spec, served, skew
+
+
+def _decode_parts(
+    model,
+    device,
+    batch,
+    context_len,
+    precision,
+    weight_bytes_per_param,
+    kv_bytes_per_value,
+    routing_skew=None,
+):
+    """One decode step's work: dict(flops, weight_bytes, kv_bytes, peak_flops, bandwidth_bytes_per_s)
+    (``basics.decode_work``: the experts the batch touches, the KV cache per layer kind)."""
+    config, spec, served, skew = _step_inputs(
+        model, device, precision, weight_bytes_per_param, kv_bytes_per_value, routing_skew
+    )
     work = basics.decode_work(
         config,
         batch=batch,
@@ -216,18 +225,9 @@ def step(
     each chunk's causal attention (``basics.chunk_attention_flops``). Bytes: the weights, each
     decode's KV cache and each chunk's cached prefix (``basics.kv_values_per_sequence``).
     :func:`decode_step_s` and :func:`prefill_s` are its two pure cases (tests/test_replica.py)."""
-    config, spec = llms.as_config(model), _device(device)
-    why = sizable(config)
-    if why:
-        raise ValueError(f"model={config.name!r}: {why}")
-    served = resolve_precision(
-        precision,
-        device=spec,
-        weight_bytes_per_param=weight_bytes_per_param,
-        kv_bytes_per_value=kv_bytes_per_value,
-        model=config,
+    config, spec, served, skew = _step_inputs(
+        model, device, precision, weight_bytes_per_param, kv_bytes_per_value, routing_skew
     )
-    skew = assumptions.resolve(routing_skew=routing_skew)[0]["routing_skew"]
     contexts = collections.Counter(decode_contexts)  # a mapping {context: sequences} counts as given
     for context, n in contexts.items():
         checks.count("context_len", context), checks.count("sequences at a context", n, minimum=0)
