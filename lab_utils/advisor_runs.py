@@ -107,21 +107,26 @@ def _run_options(memory_bytes, flops, bytes_moved, specs, *, gpu_mfu, cpu_mfu, m
     return options
 
 
+def _fine_tune_keywords(spec, method, mfu, job, max_devices) -> dict:
+    """The keywords of ``economics.fine_tune_estimate`` for one GPU's option of the job."""
+    return dict(
+        gpu=spec,
+        method=method,
+        mfu=mfu,
+        seq_len=job["seq_len"],
+        batch=job["batch"],
+        recompute=job["recompute_fine_tune"],
+        lora_rank=job["lora_rank"],
+        max_devices=max_devices,
+    )
+
+
 def _fine_tune_option(config, n_tokens, method, spec, mfu, job, max_devices) -> Option:
     """One GPU's option for a fine-tune of a catalog LLM: ``economics.fine_tune_estimate``."""
     common = dict(kind="gpu", device=spec.name, period="job")
     try:
         estimate = economics.fine_tune_estimate(
-            config,
-            n_tokens,
-            method=method,
-            gpu=spec,
-            mfu=mfu,
-            seq_len=job["seq_len"],
-            batch=job["batch"],
-            recompute=job["recompute_fine_tune"],
-            lora_rank=job["lora_rank"],
-            max_devices=max_devices,
+            config, n_tokens, **_fine_tune_keywords(spec, method, mfu, job, max_devices)
         )
     except economics.DoesNotFit as why:
         return not_possible(spec.name, fits=False, n=1, bytes_=None, bound="memory", why=str(why), **common)
@@ -148,16 +153,7 @@ def _hybrid_fine_tune_option(config, n_tokens, method, spec, mfu, job, max_devic
     alone (its whole-GPU option covers it) or no placement fits."""
     if not spec.memory_bytes:
         return None
-    common = dict(
-        gpu=spec,
-        method=method,
-        mfu=mfu,
-        seq_len=job["seq_len"],
-        batch=job["batch"],
-        recompute=job["recompute_fine_tune"],
-        lora_rank=job["lora_rank"],
-        max_devices=max_devices,
-    )
+    common = _fine_tune_keywords(spec, method, mfu, job, max_devices)
     for offload in memory.OFFLOADS:
         try:
             estimate = economics.fine_tune_estimate(config, n_tokens, offload=offload, **common)
