@@ -300,43 +300,8 @@ def simulate(
     if capacity_blocks < 1:
         raise ValueError(f"model={config.name!r}: its weights leave no KV cache on {spec.name}")
     bucket = checks.count("context_bucket", context_bucket)
-    shape = dict(
-        device=spec,
-        precision=served.name,
-        weight_bytes_per_param=served.weight_bytes_per_param,
-        kv_bytes_per_value=served.kv_bytes_per_value,
-    )
     notes: dict[str, None] = {}
-
-    def engine_s(bound: serving.StepBound) -> float:
-        time = engines.step_time(
-            profile,
-            compute_s=bound.compute_s,
-            memory_s=bound.memory_s,
-            compute_dtype=bound.compute_dtype,
-            weight_bytes_per_param=served.weight_bytes_per_param,
-        )
-        notes.update(dict.fromkeys(time.notes))
-        return time.seconds
-
-    cache: dict = {}
-
-    def timer(n, mean_context, chunks) -> float:
-        context = max(1, math.floor(mean_context / bucket + 0.5) * bucket) if n else 0
-        key = (n, context, tuple(sorted((tokens, int(r.computed)) for r, tokens in chunks)))
-        if key not in cache:
-            verify = [(decode_tokens, context)] * n if decode_tokens > 1 else []
-            decodes = {context: n} if n and decode_tokens == 1 else {}
-            bound = serving.step(
-                config, decode_contexts=decodes, prefill_chunks=list(key[2]) + verify, **shape
-            )
-            seconds = engine_s(bound)
-            if n and spec_draft_model is not None and decode_tokens > 1:
-                draft = serving.step(spec_draft_model, decode_contexts={context: n}, **shape)
-                seconds += (decode_tokens - 1) * engine_s(draft)
-            cache[key] = seconds
-        return cache[key]
-
+    timer = _timer(_step_times(config, spec, served, profile, spec_draft_model, decode_tokens), notes)
     closed = None
     if concurrency is not None:
         clients = checks.count("concurrency", concurrency)
@@ -365,6 +330,87 @@ def simulate(
         usd_per_hour,
         capacity,
     )
+
+
+class _StepTimes:
+    """The engine's seconds for each step of one job (model, replica, served precision, engine,
+    draft model, tokens a decode computes), each worked out once, with the engine's notes:
+    :func:`serving.step`'s bound (its verify tokens as prompt tokens after the context), the
+    draft's decode steps added, through :func:`engines.step_time`."""
+
+    def __init__(self, config, spec, served, profile, draft, decode_tokens):
+        self.config, self.profile, self.served, self.draft = config, profile, served, draft
+        self.decode_tokens = decode_tokens
+        self.shape = dict(
+            device=spec,
+            precision=served.name,
+            weight_bytes_per_param=served.weight_bytes_per_param,
+            kv_bytes_per_value=served.kv_bytes_per_value,
+        )
+        self.known: dict = {}
+
+    def __call__(self, n: int, context: int, chunks: tuple) -> tuple[float, dict]:
+        """(seconds, notes) of a step of ``n`` decodes at ``context`` and prompt ``chunks``
+        ((tokens, cached) each, sorted)."""
+        key = (n, context, chunks)
+        if key not in self.known:
+            if len(self.known) >= _STEPS_KEPT:
+                self.known.clear()
+            self.known[key] = self._price(n, context, chunks)
+        return self.known[key]
+
+    def _price(self, n, context, chunks) -> tuple[float, dict]:
+        k, notes = self.decode_tokens, {}
+        verify = [(k, context)] * n if k > 1 else []
+        decodes = {context: n} if n and k == 1 else {}
+        bound = serving.step(
+            self.config, decode_contexts=decodes, prefill_chunks=list(chunks) + verify, **self.shape
+        )
+        seconds = self._engine_s(bound, notes)
+        if n and self.draft is not None and k > 1:
+            draft = serving.step(self.draft, decode_contexts={context: n}, **self.shape)
+            seconds += (k - 1) * self._engine_s(draft, notes)
+        return seconds, notes
+
+    def _engine_s(self, bound: serving.StepBound, notes: dict) -> float:
+        time = engines.step_time(
+            self.profile,
+            compute_s=bound.compute_s,
+            memory_s=bound.memory_s,
+            compute_dtype=bound.compute_dtype,
+            weight_bytes_per_param=self.served.weight_bytes_per_param,
+        )
+        notes.update(dict.fromkeys(time.notes))
+        return time.seconds
+
+
+_TABLES_KEPT, _STEPS_KEPT = 16, 20_000
+"""The step times kept: of the last 16 jobs, at most 20,000 steps each."""
+_TABLES: collections.OrderedDict = collections.OrderedDict()
+
+
+def _step_times(config, spec, served, profile, draft, decode_tokens) -> _StepTimes:
+    """The :class:`_StepTimes` of one job, kept across simulations (the last ``_TABLES_KEPT``
+    jobs): keyed by everything a step's time reads, the assumptions included."""
+    draft = None if draft is None else llms.resolve(draft)
+    skew, dtypes = assumptions.value("routing_skew"), tuple(assumptions.value("compute_dtypes"))
+    key = (config, spec, served, repr(profile), draft, decode_tokens, skew, dtypes)
+    _TABLES[key] = _TABLES.pop(key, None) or _StepTimes(config, spec, served, profile, draft, decode_tokens)
+    if len(_TABLES) > _TABLES_KEPT:
+        _TABLES.popitem(last=False)
+    return _TABLES[key]
+
+
+def _timer(times: _StepTimes, notes: dict):
+    """The scheduler's timer(decodes, context, chunks) -> seconds: ``times`` of the step, its
+    engine notes gathered in ``notes``."""
+
+    def timer(n, context, chunks) -> float:
+        seconds, step_notes = times(n, context, tuple(sorted((t, int(r.computed)) for r, t in chunks)))
+        notes.update(step_notes)
+        return seconds
+
+    return timer
 
 
 def _result(

@@ -116,9 +116,14 @@ class Scheduler:
 
     # --- a decoding sequence's tokens, from the decode steps since it joined -------------------
 
+    def _computed(self, request: Request) -> float:
+        """A decoding sequence's tokens in the cache."""
+        return request.computed + self.gain * (self.decode_steps - request.g0)
+
     def _tokens(self, request: Request) -> tuple[float, float]:
-        steps = self.decode_steps - request.g0
-        return request.computed + self.gain * steps, min(request.output, request.made + self.gain * steps)
+        """A decoding sequence's (tokens in the cache, output tokens made)."""
+        made = request.made + self.gain * (self.decode_steps - request.g0)
+        return self._computed(request), min(request.output, made)
 
     def _join(self, request: Request) -> None:
         """``request`` (its prompt done, a token made) decodes from the next step."""
@@ -130,8 +135,7 @@ class Scheduler:
         self._schedule_block(request)
 
     def _schedule_block(self, request: Request) -> None:
-        computed = self._tokens(request)[0]
-        room = request.prefix + request.blocks * self.block_size - computed
+        room = request.prefix + request.blocks * self.block_size - self._computed(request)
         due = self.decode_steps + max(0, math.floor(room / self.gain + 1e-9))
         heapq.heappush(self.block_due, (due, request.index, request.version, request))
 
@@ -144,14 +148,21 @@ class Scheduler:
 
     # --- blocks and preemption --------------------------------------------------------------
 
-    def _grow(self, request: Request, tokens: float) -> bool:
-        """Give ``request`` the blocks ``tokens`` in its cache need; False when there are none."""
-        need = math.ceil((tokens - request.prefix) / self.block_size) - request.blocks
-        if need > self.free:
-            return False
+    def _short(self, request: Request, tokens: float) -> int:
+        """Blocks ``request`` lacks to hold ``tokens`` in its cache (0 or less: none)."""
+        return math.ceil((tokens - request.prefix) / self.block_size) - request.blocks
+
+    def _give(self, request: Request, need: int) -> None:
         if need > 0:
             self.free -= need
             request.blocks += need
+
+    def _grow(self, request: Request, tokens: float) -> bool:
+        """Give ``request`` the blocks ``tokens`` in its cache need; False when there are none."""
+        need = self._short(request, tokens)
+        if need > self.free:
+            return False
+        self._give(request, need)
         return True
 
     def _preempt(self, request: Request) -> None:
@@ -181,8 +192,31 @@ class Scheduler:
             _, _, version, request = heapq.heappop(self.block_due)
             if version != request.version or request.index not in self.decoding:
                 continue
-            if self._make_room(request, self._tokens(request)[0] + self.gain):
+            if self._make_room(request, self._computed(request) + self.gain):
                 self._schedule_block(request)
+
+    def _grant_due(self) -> bool:
+        """:meth:`_grow_decodes` when the free blocks cover every decode due a block; False, and
+        nothing done, when one would have to preempt."""
+        block_due, now = self.block_due, self.decode_steps
+        if not block_due or block_due[0][0] > now:
+            return True
+        due, short = [], 0
+        while block_due and block_due[0][0] <= now:
+            entry = heapq.heappop(block_due)
+            request = entry[3]
+            if entry[2] == request.version and request.index in self.decoding:
+                need = self._short(request, self._computed(request) + self.gain)
+                due.append((entry, need))
+                short += max(0, need)
+        if short > self.free:
+            for entry, _ in due:
+                heapq.heappush(block_due, entry)
+            return False
+        for entry, need in due:
+            self._give(entry[3], need)
+            self._schedule_block(entry[3])
+        return True
 
     # --- prompts ---------------------------------------------------------------------------
 
@@ -218,57 +252,98 @@ class Scheduler:
     # --- the step ----------------------------------------------------------------------------
 
     def step(self) -> bool:
-        """One step; False when nothing could be scheduled."""
+        """One step; False when nothing could be scheduled. A decode-only step goes on through
+        the decode-only steps alike after it (:meth:`_decode_only`)."""
         if self.chunked:
             self._grow_decodes()
             chunks = self._chunks(self.budget - len(self.decoding) * self.decode_tokens)
-            decoding = bool(self.decoding)
+            n = len(self.decoding)
         else:  # a prefill step when a prompt can start, else a decode step
             chunks = self._chunks(self.budget)
             if not chunks:
                 self._grow_decodes()
-            decoding = not chunks and bool(self.decoding)
-        if not decoding and not chunks:
+            n = 0 if chunks else len(self.decoding)
+        if not n and not chunks:
             return False
-        n = len(self.decoding) if decoding else 0
-        seconds = self.timer(n, self.context / n if n else 0.0, chunks)
-        repeat = self._quiet_steps(n, seconds) if decoding and not chunks else 1
+        seconds = self.timer(n, self._bucketed(n), chunks)
+        if chunks:
+            self._advance(1, seconds, n)
+            self._prefilled(chunks)
+        else:
+            self._decode_only(n, seconds)
+        return True
+
+    def _bucketed(self, n: int) -> int:
+        """The decodes' mean context to the nearest ``context_bucket`` tokens (0 for none): the
+        context the timer prices a step at."""
+        if not n:
+            return 0
+        return max(1, math.floor(self.context / n / self.context_bucket + 0.5) * self.context_bucket)
+
+    def _advance(self, repeat: int, seconds: float, n: int) -> bool:
+        """``repeat`` steps of ``seconds`` in which ``n`` sequences decode; the sequences that
+        made their output leave. True when the finish heap was due (a sequence may have left)."""
         self.clock += repeat * seconds
         self.steps += repeat
-        if decoding:
-            self.decode_steps += repeat
-            self.context += self.gain * n * repeat
-            while self.finish_due and self.finish_due[0][0] <= self.decode_steps:
-                _, _, version, request = heapq.heappop(self.finish_due)
-                if version == request.version and request.index in self.decoding:
-                    self._leave(request)
-                    self._finish(request)
+        if not n:
+            return False
+        self.decode_steps += repeat
+        self.context += self.gain * n * repeat
+        due = bool(self.finish_due) and self.finish_due[0][0] <= self.decode_steps
+        while self.finish_due and self.finish_due[0][0] <= self.decode_steps:
+            _, _, version, request = heapq.heappop(self.finish_due)
+            if version == request.version and request.index in self.decoding:
+                self._leave(request)
+                self._finish(request)
+        return due
+
+    def _prefilled(self, chunks: list[tuple[Request, int]]) -> None:
+        """The prompt tokens of ``chunks`` are in the cache: a prompt done samples its first token
+        (the last position samples) and decodes from the next step, or finishes."""
         for request, tokens in chunks:
             request.computed += tokens
             if request.computed >= request.target:
                 del self.prefilling[request.index]
                 if request.first_s is None:
                     request.first_s = self.clock
-                request.made = min(
-                    request.output, math.floor(request.made) + 1.0
-                )  # the last position samples
+                request.made = min(request.output, math.floor(request.made) + 1.0)
                 if request.made >= request.output:
                     self._finish(request)
                 else:
                     self._join(request)
-        return True
+
+    def _decode_only(self, n: int, seconds: float) -> None:
+        """Decode-only steps of ``n`` sequences, from this one on while the next would be one
+        alike: nothing finished, nothing arrived and the free blocks cover what the decodes need
+        next (so nothing is preempted, and no prompt can start: the free blocks only shrink).
+        Taken as :meth:`step` would take them one by one, with the same sums: runs of steps alike
+        at once (:meth:`_quiet_steps`), the blocks due granted between runs, the time asked again
+        when the mean context changes bucket."""
+        context = self._bucketed(n)
+        while True:
+            repeat = self._quiet_steps(n, seconds)
+            if self._advance(repeat, seconds, n) or self._arrived() or not self._grant_due():
+                return
+            if self._bucketed(n) != context:
+                context = self._bucketed(n)
+                seconds = self.timer(n, context, ())
+
+    def _arrived(self) -> bool:
+        return bool(self.arrivals) and self.arrivals[0][0] <= self.clock
 
     def _quiet_steps(self, n: int, seconds: float) -> int:
         """How many decode-only steps alike (same batch, same context bucket, so the same time)
         run before anything changes: a sequence needs a block or finishes, the context crosses
-        into the next bucket, or a request arrives. They are taken at once."""
-        limits = [due[0][0] - self.decode_steps for due in (self.block_due, self.finish_due) if due]
+        into the next bucket, or a request arrives."""
         mean, bucket = self.context / n, self.context_bucket
         boundary = (math.floor(mean / bucket + 0.5) + 0.5) * bucket
-        limits.append(math.ceil((boundary - mean) / (self.gain * 1.0) - 1e-9))
+        limit = math.ceil((boundary - mean) / (self.gain * 1.0) - 1e-9)
+        for due in (self.block_due, self.finish_due):
+            if due and due[0][0] - self.decode_steps < limit:
+                limit = due[0][0] - self.decode_steps
         if self.arrivals and seconds > 0:
-            limits.append(math.ceil((self.arrivals[0][0] - self.clock) / seconds - 1e-12))
-        return max(1, min(limits))
+            limit = min(limit, math.ceil((self.arrivals[0][0] - self.clock) / seconds - 1e-12))
+        return max(1, limit)
 
     def _finish(self, request: Request) -> None:
         request.finish_s = self.clock
