@@ -384,7 +384,7 @@ class _StepTimes:
         return time.seconds
 
 
-_TABLES_KEPT, _STEPS_KEPT = 16, 20_000
+_TABLES_KEPT, _STEPS_KEPT = 256, 20_000
 """The step times kept: of the last 16 jobs, at most 20,000 steps each."""
 _TABLES: collections.OrderedDict = collections.OrderedDict()
 

@@ -27,6 +27,11 @@ from lab_utils import checks
 __all__ = ["Request", "Scheduler", "requests_from"]
 
 
+def _rounded(mean: float, bucket: int) -> int:
+    """``mean`` in whole ``bucket``s, to the nearest."""
+    return math.floor(mean / bucket + 0.5)
+
+
 class Request:
     """One request's state in the scheduler (times in seconds of the simulated clock)."""
 
@@ -100,6 +105,7 @@ class Scheduler:
     ):
         self.timer, self.capacity, self.block_size = timer, capacity_blocks, block_size
         self.context_bucket = context_bucket  # the timer's: a step's time changes only across buckets
+        self.decode_s: dict[tuple[int, int], float] = {}  # a decode-only step's seconds
         self.budget, self.max_seqs, self.chunked = budget, max_seqs, chunked
         self.decode_tokens, self.gain = spec
         self.closed = closed
@@ -199,8 +205,6 @@ class Scheduler:
         """:meth:`_grow_decodes` when the free blocks cover every decode due a block; False, and
         nothing done, when one would have to preempt."""
         block_due, now = self.block_due, self.decode_steps
-        if not block_due or block_due[0][0] > now:
-            return True
         due, short = [], 0
         while block_due and block_due[0][0] <= now:
             entry = heapq.heappop(block_due)
@@ -265,37 +269,34 @@ class Scheduler:
             n = 0 if chunks else len(self.decoding)
         if not n and not chunks:
             return False
-        seconds = self.timer(n, self._bucketed(n), chunks)
         if chunks:
-            self._advance(1, seconds, n)
+            self._advance(1, self.timer(n, self._bucketed(n), chunks), n)
             self._prefilled(chunks)
         else:
-            self._decode_only(n, seconds)
+            self._decode_only(n)
         return True
 
     def _bucketed(self, n: int) -> int:
-        """The decodes' mean context to the nearest ``context_bucket`` tokens (0 for none): the
-        context the timer prices a step at."""
-        if not n:
-            return 0
-        return max(1, math.floor(self.context / n / self.context_bucket + 0.5) * self.context_bucket)
+        """The context the timer prices ``n`` decodes at: their mean to the nearest
+        ``context_bucket`` tokens, at least 1 (0 for no decodes)."""
+        return max(1, _rounded(self.context / n, self.context_bucket) * self.context_bucket) if n else 0
 
-    def _advance(self, repeat: int, seconds: float, n: int) -> bool:
-        """``repeat`` steps of ``seconds`` in which ``n`` sequences decode; the sequences that
-        made their output leave. True when the finish heap was due (a sequence may have left)."""
+    def _advance(self, repeat: int, seconds: float, n: int) -> None:
+        """``repeat`` steps of ``seconds`` in which ``n`` sequences decode; those that made
+        their output finish."""
         self.clock += repeat * seconds
         self.steps += repeat
-        if not n:
-            return False
-        self.decode_steps += repeat
-        self.context += self.gain * n * repeat
-        due = bool(self.finish_due) and self.finish_due[0][0] <= self.decode_steps
+        if n:
+            self.decode_steps += repeat
+            self.context += self.gain * n * repeat
+            self._finish_due()
+
+    def _finish_due(self) -> None:
         while self.finish_due and self.finish_due[0][0] <= self.decode_steps:
             _, _, version, request = heapq.heappop(self.finish_due)
             if version == request.version and request.index in self.decoding:
                 self._leave(request)
                 self._finish(request)
-        return due
 
     def _prefilled(self, chunks: list[tuple[Request, int]]) -> None:
         """The prompt tokens of ``chunks`` are in the cache: a prompt done samples its first token
@@ -312,38 +313,48 @@ class Scheduler:
                 else:
                     self._join(request)
 
-    def _decode_only(self, n: int, seconds: float) -> None:
+    def _decode_time(self, n: int, context: int) -> float:
+        """The timer's seconds of a decode-only step, kept by (decodes, context)."""
+        key = (n, context)
+        if key not in self.decode_s:
+            self.decode_s[key] = self.timer(n, context, ())
+        return self.decode_s[key]
+
+    def _decode_only(self, n: int) -> None:
         """Decode-only steps of ``n`` sequences, from this one on while the next would be one
         alike: nothing finished, nothing arrived and the free blocks cover what the decodes need
         next (so nothing is preempted, and no prompt can start: the free blocks only shrink).
-        Taken as :meth:`step` would take them one by one, with the same sums: runs of steps alike
-        at once (:meth:`_quiet_steps`), the blocks due granted between runs, the time asked again
-        when the mean context changes bucket."""
-        context = self._bucketed(n)
+        Taken as :meth:`step` would take them one by one, with the same sums, in runs of steps
+        alike (same time): a run ends where a sequence needs a block or finishes, the mean
+        context crosses into the next bucket, or a request arrives; between runs the blocks due
+        are granted (:meth:`_grant_due`) and the time asked again when the bucket changed."""
+        gain, bucket, block_due, finish_due = self.gain, self.context_bucket, self.block_due, self.finish_due
+        arrival = self.arrivals[0][0] if self.arrivals else None  # none join: nothing finishes
+        clock, steps, done, total = self.clock, self.steps, self.decode_steps, self.context
+        context = seconds = None
         while True:
-            repeat = self._quiet_steps(n, seconds)
-            if self._advance(repeat, seconds, n) or self._arrived() or not self._grant_due():
-                return
-            if self._bucketed(n) != context:
-                context = self._bucketed(n)
-                seconds = self.timer(n, context, ())
-
-    def _arrived(self) -> bool:
-        return bool(self.arrivals) and self.arrivals[0][0] <= self.clock
-
-    def _quiet_steps(self, n: int, seconds: float) -> int:
-        """How many decode-only steps alike (same batch, same context bucket, so the same time)
-        run before anything changes: a sequence needs a block or finishes, the context crosses
-        into the next bucket, or a request arrives."""
-        mean, bucket = self.context / n, self.context_bucket
-        boundary = (math.floor(mean / bucket + 0.5) + 0.5) * bucket
-        limit = math.ceil((boundary - mean) / (self.gain * 1.0) - 1e-9)
-        for due in (self.block_due, self.finish_due):
-            if due and due[0][0] - self.decode_steps < limit:
-                limit = due[0][0] - self.decode_steps
-        if self.arrivals and seconds > 0:
-            limit = min(limit, math.ceil((self.arrivals[0][0] - self.clock) / seconds - 1e-12))
-        return max(1, limit)
+            mean = total / n
+            rounded = _rounded(mean, bucket)
+            if max(1, rounded * bucket) != context:
+                context = max(1, rounded * bucket)
+                seconds = self._decode_time(n, context)
+            run = math.ceil(((rounded + 0.5) * bucket - mean) / gain - 1e-9)  # to the next bucket
+            for due in (block_due, finish_due):
+                if due and due[0][0] - done < run:
+                    run = due[0][0] - done
+            if arrival is not None and seconds > 0:
+                run = min(run, math.ceil((arrival - clock) / seconds - 1e-12))
+            run = max(1, run)
+            clock, steps, done = clock + run * seconds, steps + run, done + run
+            total += gain * n * run
+            if (finish_due and finish_due[0][0] <= done) or (arrival is not None and arrival <= clock):
+                break
+            if block_due and block_due[0][0] <= done:
+                self.clock, self.steps, self.decode_steps, self.context = clock, steps, done, total
+                if not self._grant_due():
+                    return
+        self.clock, self.steps, self.decode_steps, self.context = clock, steps, done, total
+        self._finish_due()
 
     def _finish(self, request: Request) -> None:
         request.finish_s = self.clock
