@@ -158,17 +158,14 @@ class Scheduler:
         """Blocks ``request`` lacks to hold ``tokens`` in its cache (0 or less: none)."""
         return math.ceil((tokens - request.prefix) / self.block_size) - request.blocks
 
-    def _give(self, request: Request, need: int) -> None:
-        if need > 0:
-            self.free -= need
-            request.blocks += need
-
     def _grow(self, request: Request, tokens: float) -> bool:
         """Give ``request`` the blocks ``tokens`` in its cache need; False when there are none."""
         need = self._short(request, tokens)
         if need > self.free:
             return False
-        self._give(request, need)
+        if need > 0:
+            self.free -= need
+            request.blocks += need
         return True
 
     def _preempt(self, request: Request) -> None:
@@ -192,34 +189,37 @@ class Scheduler:
                 return False
         return True
 
-    def _grow_decodes(self) -> None:
-        """Each decoding sequence whose next tokens need a block gets one (or preempts)."""
+    def _grow_decodes(self, preempt: bool = True) -> bool:
+        """Each decoding sequence whose next tokens need a block gets one, preempting the latest
+        admitted while none is free; with ``preempt`` False it stops there instead (False)."""
         while self.block_due and self.block_due[0][0] <= self.decode_steps:
-            _, _, version, request = heapq.heappop(self.block_due)
-            if version != request.version or request.index not in self.decoding:
-                continue
-            if self._make_room(request, self._computed(request) + self.gain):
-                self._schedule_block(request)
+            _, _, version, request = self.block_due[0]
+            if version == request.version and request.index in self.decoding:
+                tokens = self._computed(request) + self.gain
+                if not preempt and self._short(request, tokens) > self.free:
+                    return False
+                heapq.heappop(self.block_due)
+                if self._make_room(request, tokens):
+                    self._schedule_block(request)
+            else:
+                heapq.heappop(self.block_due)
+        return True
 
-    def _grant_due(self) -> bool:
-        """:meth:`_grow_decodes` when the free blocks cover every decode due a block; False, and
-        nothing done, when one would have to preempt."""
-        block_due, now = self.block_due, self.decode_steps
-        due, short = [], 0
-        while block_due and block_due[0][0] <= now:
-            entry = heapq.heappop(block_due)
-            request = entry[3]
-            if entry[2] == request.version and request.index in self.decoding:
-                need = self._short(request, self._computed(request) + self.gain)
-                due.append((entry, need))
-                short += max(0, need)
-        if short > self.free:
-            for entry, _ in due:
-                heapq.heappush(block_due, entry)
-            return False
-        for entry, need in due:
-            self._give(entry[3], need)
-            self._schedule_block(entry[3])
+    def _grow_unit_decodes(self) -> bool:
+        """:meth:`_grow_decodes` without preempting, when every decode makes one token a step
+        (gain 1): a sequence due a block has filled its last one exactly, so it needs one, and
+        its next ``block_size`` steps on."""
+        block_due, decoding = self.block_due, self.decoding
+        while block_due and block_due[0][0] <= self.decode_steps:
+            due, index, version, request = block_due[0]
+            if version != request.version or index not in decoding:
+                heapq.heappop(block_due)
+            elif self.free < 1:
+                return False
+            else:
+                self.free -= 1
+                request.blocks += 1
+                heapq.heapreplace(block_due, (due + self.block_size, index, version, request))
         return True
 
     # --- prompts ---------------------------------------------------------------------------
@@ -326,32 +326,38 @@ class Scheduler:
         next (so nothing is preempted, and no prompt can start: the free blocks only shrink).
         Taken as :meth:`step` would take them one by one, with the same sums, in runs of steps
         alike (same time): a run ends where a sequence needs a block or finishes, the mean
-        context crosses into the next bucket, or a request arrives; between runs the blocks due
-        are granted (:meth:`_grant_due`) and the time asked again when the bucket changed."""
-        gain, bucket, block_due, finish_due = self.gain, self.context_bucket, self.block_due, self.finish_due
-        arrival = self.arrivals[0][0] if self.arrivals else None  # none join: nothing finishes
+        context crosses into the next bucket, or a request arrives. Between runs the blocks due
+        are granted (:meth:`_grow_decodes`, stopping where it would preempt), and the time asked
+        again when the bucket changed."""
+        gain, bucket, block_due, step_tokens = self.gain, self.context_bucket, self.block_due, self.gain * n
+        finish = self.finish_due[0][0] if self.finish_due else math.inf  # none join: fixed
+        arrival = self.arrivals[0][0] if self.arrivals else None  # none finish: fixed
         clock, steps, done, total = self.clock, self.steps, self.decode_steps, self.context
-        context = seconds = None
+        rounded = seconds = None
         while True:
             mean = total / n
-            rounded = _rounded(mean, bucket)
-            if max(1, rounded * bucket) != context:
-                context = max(1, rounded * bucket)
-                seconds = self._decode_time(n, context)
+            if _rounded(mean, bucket) != rounded:
+                rounded = _rounded(mean, bucket)
+                seconds = self._decode_time(n, max(1, rounded * bucket))
             run = math.ceil(((rounded + 0.5) * bucket - mean) / gain - 1e-9)  # to the next bucket
-            for due in (block_due, finish_due):
-                if due and due[0][0] - done < run:
-                    run = due[0][0] - done
+            if finish - done < run:
+                run = finish - done
+            if block_due and block_due[0][0] - done < run:
+                run = block_due[0][0] - done
             if arrival is not None and seconds > 0:
                 run = min(run, math.ceil((arrival - clock) / seconds - 1e-12))
             run = max(1, run)
-            clock, steps, done = clock + run * seconds, steps + run, done + run
-            total += gain * n * run
-            if (finish_due and finish_due[0][0] <= done) or (arrival is not None and arrival <= clock):
+            clock, steps, done, total = (
+                clock + run * seconds,
+                steps + run,
+                done + run,
+                total + step_tokens * run,
+            )
+            if done >= finish or (arrival is not None and arrival <= clock):
                 break
             if block_due and block_due[0][0] <= done:
                 self.clock, self.steps, self.decode_steps, self.context = clock, steps, done, total
-                if not self._grant_due():
+                if not (self._grow_unit_decodes() if gain == 1.0 else self._grow_decodes(preempt=False)):
                     return
         self.clock, self.steps, self.decode_steps, self.context = clock, steps, done, total
         self._finish_due()
