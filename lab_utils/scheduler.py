@@ -19,6 +19,7 @@ in its bucket) are taken at once.
 from __future__ import annotations
 
 import collections
+import functools
 import heapq
 import math
 
@@ -333,6 +334,9 @@ class Scheduler:
         finish = self.finish_due[0][0] if self.finish_due else math.inf  # none join: fixed
         arrival = self.arrivals[0][0] if self.arrivals else None  # none finish: fixed
         clock, steps, done, total = self.clock, self.steps, self.decode_steps, self.context
+        grow = (
+            self._grow_unit_decodes if gain == 1.0 else functools.partial(self._grow_decodes, preempt=False)
+        )
         rounded = seconds = None
         while True:
             mean = total / n
@@ -346,18 +350,15 @@ class Scheduler:
                 run = block_due[0][0] - done
             if arrival is not None and seconds > 0:
                 run = min(run, math.ceil((arrival - clock) / seconds - 1e-12))
-            run = max(1, run)
-            clock, steps, done, total = (
-                clock + run * seconds,
-                steps + run,
-                done + run,
-                total + step_tokens * run,
-            )
+            run = run if run > 1 else 1
+            clock += run * seconds
+            total += step_tokens * run
+            steps, done = steps + run, done + run
             if done >= finish or (arrival is not None and arrival <= clock):
                 break
             if block_due and block_due[0][0] <= done:
                 self.clock, self.steps, self.decode_steps, self.context = clock, steps, done, total
-                if not (self._grow_unit_decodes() if gain == 1.0 else self._grow_decodes(preempt=False)):
+                if not grow():
                     return
         self.clock, self.steps, self.decode_steps, self.context = clock, steps, done, total
         self._finish_due()
