@@ -38,16 +38,17 @@ from dataclasses import dataclass
 
 from lab_utils import (
     assumptions,
-    basics,
     checks,
     engines,
     hardware,
     llms,
     prices,
+    replica_steps,
     scheduler,
     serverless,
     serving,
 )
+from lab_utils.replica_steps import kv_capacity_tokens  # named here, its home beside the step times
 
 __all__ = [
     "Percentiles",
@@ -163,42 +164,6 @@ def _vllm_default(name: str, spec: hardware.Spec):
     return rule["large" if large else "other"]
 
 
-def kv_capacity_tokens(
-    model,
-    *,
-    device,
-    precision=None,
-    kv_bytes_per_value=None,
-    gpu_memory_utilization=None,
-    weight_bytes_per_param=None,
-) -> int:
-    """Tokens the KV cache holds: (memory x ``gpu_memory_utilization`` - weights - the
-    ``cuda_context_bytes`` reserve) / KV bytes per token; 0 when the weights do not fit."""
-    config, spec = llms.resolve(model), hardware.as_spec(device)
-    served = serving.resolve_precision(
-        precision,
-        device=spec,
-        weight_bytes_per_param=weight_bytes_per_param,
-        kv_bytes_per_value=kv_bytes_per_value,
-        model=config,
-    )
-    share = assumptions.resolve(gpu_memory_utilization=gpu_memory_utilization)[0]["gpu_memory_utilization"]
-    share = checks.number("gpu_memory_utilization", share, maximum=1.0)
-    free = (
-        (spec.memory_bytes or 0) * share
-        - assumptions.value("cuda_context_bytes")
-        - basics.held_weight_bytes(
-            config,
-            weight_bytes_per_param=served.weight_bytes_per_param,
-            expert_bytes_per_param=served.expert_bytes_per_param,
-        )
-    )
-    per_token = serving.kv_bytes_per_sequence(
-        config, context_len=1, kv_bytes_per_value=served.kv_bytes_per_value
-    )
-    return max(0, math.floor(free / per_token))
-
-
 def _spec(spec_tokens, spec_acceptance) -> tuple[int, float]:
     """(tokens a decode computes per step, tokens it keeps on average)."""
     if not spec_tokens:
@@ -282,18 +247,8 @@ def simulate(
             f"max_num_batched_tokens={budget}: must be at least max_num_seqs x tokens per decode "
             f"({max_seqs} x {decode_tokens}), as vLLM requires"
         )
-    capacity = (
-        kv_cache_tokens
-        if kv_cache_tokens is not None
-        else kv_capacity_tokens(
-            config,
-            device=spec,
-            precision=served.name,
-            weight_bytes_per_param=served.weight_bytes_per_param,
-            kv_bytes_per_value=served.kv_bytes_per_value,
-            gpu_memory_utilization=gpu_memory_utilization,
-        )
-    )
+    job = replica_steps.job(config, spec, served, profile, spec_draft_model, decode_tokens)
+    capacity = kv_cache_tokens if kv_cache_tokens is not None else job.capacity(gpu_memory_utilization)
     pending = scheduler.requests_from(requests, profile.per_request_s, hit, block_size)
     shared_blocks = max(r.prefix for r in pending) // block_size  # the shared prefix, held once
     capacity_blocks = checks.count("kv_cache_tokens", capacity, minimum=0) // block_size - shared_blocks
@@ -301,7 +256,7 @@ def simulate(
         raise ValueError(f"model={config.name!r}: its weights leave no KV cache on {spec.name}")
     bucket = checks.count("context_bucket", context_bucket)
     notes: dict[str, None] = {}
-    timer = _timer(_step_times(config, spec, served, profile, spec_draft_model, decode_tokens), notes)
+    timer = replica_steps.timer(job, notes)
     closed = None
     if concurrency is not None:
         clients = checks.count("concurrency", concurrency)
@@ -330,87 +285,6 @@ def simulate(
         usd_per_hour,
         capacity,
     )
-
-
-class _StepTimes:
-    """The engine's seconds for each step of one job (model, replica, served precision, engine,
-    draft model, tokens a decode computes), each worked out once, with the engine's notes:
-    :func:`serving.step`'s bound (its verify tokens as prompt tokens after the context), the
-    draft's decode steps added, through :func:`engines.step_time`."""
-
-    def __init__(self, config, spec, served, profile, draft, decode_tokens):
-        self.config, self.profile, self.served, self.draft = config, profile, served, draft
-        self.decode_tokens = decode_tokens
-        self.shape = dict(
-            device=spec,
-            precision=served.name,
-            weight_bytes_per_param=served.weight_bytes_per_param,
-            kv_bytes_per_value=served.kv_bytes_per_value,
-        )
-        self.known: dict = {}
-
-    def __call__(self, n: int, context: int, chunks: tuple) -> tuple[float, dict]:
-        """(seconds, notes) of a step of ``n`` decodes at ``context`` and prompt ``chunks``
-        ((tokens, cached) each, sorted)."""
-        key = (n, context, chunks)
-        if key not in self.known:
-            if len(self.known) >= _STEPS_KEPT:
-                self.known.clear()
-            self.known[key] = self._price(n, context, chunks)
-        return self.known[key]
-
-    def _price(self, n, context, chunks) -> tuple[float, dict]:
-        k, notes = self.decode_tokens, {}
-        verify = [(k, context)] * n if k > 1 else []
-        decodes = {context: n} if n and k == 1 else {}
-        bound = serving.step(
-            self.config, decode_contexts=decodes, prefill_chunks=list(chunks) + verify, **self.shape
-        )
-        seconds = self._engine_s(bound, notes)
-        if n and self.draft is not None and k > 1:
-            draft = serving.step(self.draft, decode_contexts={context: n}, **self.shape)
-            seconds += (k - 1) * self._engine_s(draft, notes)
-        return seconds, notes
-
-    def _engine_s(self, bound: serving.StepBound, notes: dict) -> float:
-        time = engines.step_time(
-            self.profile,
-            compute_s=bound.compute_s,
-            memory_s=bound.memory_s,
-            compute_dtype=bound.compute_dtype,
-            weight_bytes_per_param=self.served.weight_bytes_per_param,
-        )
-        notes.update(dict.fromkeys(time.notes))
-        return time.seconds
-
-
-_TABLES_KEPT, _STEPS_KEPT = 256, 20_000
-"""The step times kept: of the last 16 jobs, at most 20,000 steps each."""
-_TABLES: collections.OrderedDict = collections.OrderedDict()
-
-
-def _step_times(config, spec, served, profile, draft, decode_tokens) -> _StepTimes:
-    """The :class:`_StepTimes` of one job, kept across simulations (the last ``_TABLES_KEPT``
-    jobs): keyed by everything a step's time reads, the assumptions included."""
-    draft = None if draft is None else llms.resolve(draft)
-    skew, dtypes = assumptions.value("routing_skew"), tuple(assumptions.value("compute_dtypes"))
-    key = (config, spec, served, repr(profile), draft, decode_tokens, skew, dtypes)
-    _TABLES[key] = _TABLES.pop(key, None) or _StepTimes(config, spec, served, profile, draft, decode_tokens)
-    if len(_TABLES) > _TABLES_KEPT:
-        _TABLES.popitem(last=False)
-    return _TABLES[key]
-
-
-def _timer(times: _StepTimes, notes: dict):
-    """The scheduler's timer(decodes, context, chunks) -> seconds: ``times`` of the step, its
-    engine notes gathered in ``notes``."""
-
-    def timer(n, context, chunks) -> float:
-        seconds, step_notes = times(n, context, tuple(sorted((t, int(r.computed)) for r, t in chunks)))
-        notes.update(step_notes)
-        return seconds
-
-    return timer
 
 
 def _result(
