@@ -79,7 +79,7 @@ class Job:
         self.steps: dict = {}
         self.capacities: dict = {}
 
-    def seconds(self, n: int, context: int, chunks: tuple) -> tuple[float, tuple]:
+    def seconds(self, n: int, context: int, chunks: tuple) -> tuple[float, dict]:
         key = (n, context, chunks)
         if key not in self.steps:
             self.steps[key] = self._price(n, context, chunks)
@@ -98,7 +98,7 @@ class Job:
             )
         return self.capacities[key]
 
-    def _price(self, n, context, chunks) -> tuple[float, tuple]:
+    def _price(self, n, context, chunks) -> tuple[float, dict]:
         k, notes = self.decode_tokens, {}
         verify = [(k, context)] * n if k > 1 else []
         decodes = {context: n} if n and k == 1 else {}
@@ -109,7 +109,7 @@ class Job:
         if n and self.draft is not None and k > 1:
             draft = serving.step(self.draft, decode_contexts={context: n}, **self.shape)
             seconds += (k - 1) * self._engine_s(draft, notes)
-        return seconds, tuple(notes)
+        return seconds, notes
 
     def _engine_s(self, bound: serving.StepBound, notes: dict) -> float:
         time = engines.step_time(
@@ -148,7 +148,7 @@ def timer(kept: Job, notes: dict):
 
     def seconds(n, context, chunks) -> float:
         found, step_notes = kept.seconds(n, context, tuple(sorted((t, int(r.computed)) for r, t in chunks)))
-        notes.update(dict.fromkeys(step_notes))
+        notes.update(step_notes)
         return found
 
     return seconds

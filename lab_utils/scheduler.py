@@ -337,19 +337,20 @@ class Scheduler:
         grow = (
             self._grow_unit_decodes if gain == 1.0 else functools.partial(self._grow_decodes, preempt=False)
         )
-        rounded = seconds = None
+        floor, ceil, rounded, seconds = math.floor, math.ceil, None, 0.0
         while True:
             mean = total / n
-            if _rounded(mean, bucket) != rounded:
-                rounded = _rounded(mean, bucket)
+            if floor(mean / bucket + 0.5) != rounded:  # as _rounded
+                rounded = floor(mean / bucket + 0.5)
                 seconds = self._decode_time(n, max(1, rounded * bucket))
-            run = math.ceil(((rounded + 0.5) * bucket - mean) / gain - 1e-9)  # to the next bucket
+            run = ceil(((rounded + 0.5) * bucket - mean) / gain - 1e-9)  # to the next bucket
             if finish - done < run:
                 run = finish - done
             if block_due and block_due[0][0] - done < run:
                 run = block_due[0][0] - done
             if arrival is not None and seconds > 0:
-                run = min(run, math.ceil((arrival - clock) / seconds - 1e-12))
+                wait = ceil((arrival - clock) / seconds - 1e-12)
+                run = wait if wait < run else run
             run = run if run > 1 else 1
             clock += run * seconds
             total += step_tokens * run
@@ -357,9 +358,9 @@ class Scheduler:
             if done >= finish or (arrival is not None and arrival <= clock):
                 break
             if block_due and block_due[0][0] <= done:
-                self.clock, self.steps, self.decode_steps, self.context = clock, steps, done, total
+                self.decode_steps = done  # what the growth reads
                 if not grow():
-                    return
+                    break
         self.clock, self.steps, self.decode_steps, self.context = clock, steps, done, total
         self._finish_due()
 
