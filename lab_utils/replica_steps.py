@@ -65,7 +65,10 @@ def kv_capacity_tokens(
 class Job:
     """One job's steps: ``seconds(n, context, chunks)`` -> (seconds, the engine's notes) of a
     step of ``n`` decodes at ``context`` and prompt ``chunks`` ((tokens, cached) each, sorted),
-    each worked out once; ``capacity(gpu_memory_utilization)``: :func:`kv_capacity_tokens`."""
+    each worked out once; ``capacity(gpu_memory_utilization)``: :func:`kv_capacity_tokens`.
+    ``Job.held``: the steps the kept jobs hold in all (``kept``: this one is among them)."""
+
+    held = 0
 
     def __init__(self, config, spec, served, profile, draft, decode_tokens):
         self.config, self.spec, self.served, self.profile = config, spec, served, profile
@@ -78,11 +81,13 @@ class Job:
         )
         self.steps: dict = {}
         self.capacities: dict = {}
+        self.kept = True
 
     def seconds(self, n: int, context: int, chunks: tuple) -> tuple[float, dict]:
         key = (n, context, chunks)
         if key not in self.steps:
             self.steps[key] = self._price(n, context, chunks)
+            Job.held += self.kept
         return self.steps[key]
 
     def capacity(self, gpu_memory_utilization) -> int:
@@ -131,14 +136,12 @@ def job(config, spec, served, profile, draft, decode_tokens) -> Job:
     draft = None if draft is None else llms.resolve(draft)
     skew, dtypes = assumptions.value("routing_skew"), tuple(assumptions.value("compute_dtypes"))
     key = (id(config), spec, served, repr(profile), id(draft), decode_tokens, skew, dtypes)
-    kept = _JOBS.pop(key, None)
-    if kept is None or kept.config is not config or kept.draft is not draft:
-        kept = Job(config, spec, served, profile, draft, decode_tokens)
+    kept = _JOBS.pop(key, None) or Job(config, spec, served, profile, draft, decode_tokens)
     _JOBS[key] = kept
-    while len(_JOBS) > 1 and (
-        len(_JOBS) > _JOBS_KEPT or sum(len(j.steps) for j in _JOBS.values()) > _STEPS_KEPT
-    ):
-        _JOBS.popitem(last=False)
+    while len(_JOBS) > 1 and (len(_JOBS) > _JOBS_KEPT or Job.held > _STEPS_KEPT):
+        _, evicted = _JOBS.popitem(last=False)
+        evicted.kept = False
+        Job.held -= len(evicted.steps)
     return kept
 
 
