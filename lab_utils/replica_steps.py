@@ -15,6 +15,7 @@ step's time reads: the job's objects and the assumptions a step resolves. Pure P
 from __future__ import annotations
 
 import collections
+import functools
 import math
 
 from lab_utils import assumptions, basics, checks, engines, hardware, llms, serving
@@ -103,17 +104,21 @@ class Job:
             )
         return self.capacities[key]
 
+    @functools.cached_property
+    def _model_step(self):
+        return serving.step_pricer(self.config, **self.shape)
+
+    @functools.cached_property
+    def _draft_step(self):
+        return serving.step_pricer(self.draft, **self.shape)
+
     def _price(self, n, context, chunks) -> tuple[float, dict]:
         k, notes = self.decode_tokens, {}
         verify = [(k, context)] * n if k > 1 else []
         decodes = {context: n} if n and k == 1 else {}
-        bound = serving.step(
-            self.config, decode_contexts=decodes, prefill_chunks=list(chunks) + verify, **self.shape
-        )
-        seconds = self._engine_s(bound, notes)
+        seconds = self._engine_s(self._model_step(decodes, list(chunks) + verify), notes)
         if n and self.draft is not None and k > 1:
-            draft = serving.step(self.draft, decode_contexts={context: n}, **self.shape)
-            seconds += (k - 1) * self._engine_s(draft, notes)
+            seconds += (k - 1) * self._engine_s(self._draft_step({context: n}), notes)
         return seconds, notes
 
     def _engine_s(self, bound: serving.StepBound, notes: dict) -> float:
@@ -131,11 +136,11 @@ class Job:
 def job(config, spec, served, profile, draft, decode_tokens) -> Job:
     """The kept :class:`Job` of ``config`` (an ``llms.LLMConfig``) on ``spec`` in ``served``
     under ``profile`` with ``draft`` (a model or None) and ``decode_tokens``, made when new. The
-    configs are keyed by identity (a catalog model is one object; the job holds it, so its id
-    is not reused), the rest by value, with the assumptions a step reads."""
-    draft = None if draft is None else llms.resolve(draft)
+    models are keyed by identity (a catalog model is one object; the job holds it, so its id is
+    not reused) or name, the rest by value, with the assumptions a step reads."""
     skew, dtypes = assumptions.value("routing_skew"), tuple(assumptions.value("compute_dtypes"))
-    key = (id(config), spec, served, repr(profile), id(draft), decode_tokens, skew, dtypes)
+    drafted = draft if draft is None or isinstance(draft, str) else id(draft)
+    key = (id(config), spec, served, repr(profile), drafted, decode_tokens, skew, dtypes)
     kept = _JOBS.pop(key, None) or Job(config, spec, served, profile, draft, decode_tokens)
     _JOBS[key] = kept
     while len(_JOBS) > 1 and (len(_JOBS) > _JOBS_KEPT or Job.held > _STEPS_KEPT):

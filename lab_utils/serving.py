@@ -55,6 +55,7 @@ from lab_utils.serving_bounds import (  # the modules of one idea each, named he
     sizable,
     step,
     step_bound_s,
+    step_pricer,
 )
 from lab_utils.serving_estimate import Estimates, ServingEstimate, estimate
 
@@ -79,6 +80,7 @@ __all__ = [
     "StepBound",
     "step",
     "step_bound_s",
+    "step_pricer",
 ]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 
@@ -247,9 +248,33 @@ def step(
     each chunk's causal attention (``basics.chunk_attention_flops``). Bytes: the weights, each
     decode's KV cache and each chunk's cached prefix (``basics.kv_values_per_sequence``).
     :func:`decode_step_s` and :func:`prefill_s` are its two pure cases (tests/test_replica.py)."""
+    pricer = step_pricer(
+        model,
+        device=device,
+        precision=precision,
+        weight_bytes_per_param=weight_bytes_per_param,
+        kv_bytes_per_value=kv_bytes_per_value,
+        routing_skew=routing_skew,
+    )
+    return pricer(decode_contexts, prefill_chunks)
+
+
+def step_pricer(
+    model, *, device, precision=None, weight_bytes_per_param=None, kv_bytes_per_value=None, routing_skew=None
+):
+    """:func:`step` of ``model`` on ``device`` in one precision, what it resolves (the model, the
+    device, the served precision, the routing skew) resolved once: a function
+    (decode_contexts, prefill_chunks) -> :class:`StepBound`, for a caller that prices many steps
+    (``lab_utils.replica``'s step loop)."""
     config, spec, served, skew = _step_inputs(
         model, device, precision, weight_bytes_per_param, kv_bytes_per_value, routing_skew
     )
+
+    return functools.partial(_bound, config, spec, served, skew)
+
+
+def _bound(config, spec, served, routing_skew, decode_contexts=(), prefill_chunks=()) -> StepBound:
+    """:func:`step` of the resolved ``config`` on ``spec`` in ``served``."""
     contexts = collections.Counter(decode_contexts)  # a mapping {context: sequences} counts as given
     for context, n in contexts.items():
         checks.count("context_len", context), checks.count("sequences at a context", n, minimum=0)
@@ -259,7 +284,7 @@ def step(
     tokens = sum(contexts.values()) + sum(t for t, _ in chunks)
     if not tokens:
         raise ValueError("step: give decode_contexts or prefill_chunks (a step of no tokens takes no time)")
-    layers, skew = config.layers, checks.number("routing_skew", skew, strict=False)
+    layers, skew = config.layers, checks.number("routing_skew", routing_skew, strict=False)
     flops = (
         basics.FLOPS_PER_PARAM_PER_TOKEN["inference"] * config.params_per_token * tokens
         + sum(n * _once(config, basics.decode_attention_flops, layers, c) for c, n in contexts.items() if n)
