@@ -39,6 +39,7 @@ __all__ = [
     "default_for",
     "get",
     "step_time",
+    "step_timer",
     "weight_bits",
 ]
 
@@ -314,11 +315,25 @@ def step_time(engine, *, compute_s, memory_s, compute_dtype, weight_bytes_per_pa
     ...                 weight_bytes_per_param=2.0).seconds, 4)  # 10 ms / 0.79
     0.0127
     """
+    timer = step_timer(
+        engine, compute_dtype=compute_dtype, weight_bytes_per_param=weight_bytes_per_param, device=device
+    )
+    return timer(compute_s, memory_s)
+
+
+def step_timer(engine, *, compute_dtype, weight_bytes_per_param, device=None):
+    """:func:`step_time` with the engine's figures for ``compute_dtype`` and the weights' bits
+    found once: a function (compute_s, memory_s) -> :class:`StepTime`, for a caller that times
+    many steps (``lab_utils.replica``'s step loop)."""
     profile = engine if isinstance(engine, Profile) else get(engine, device=device)
-    compute_s = checks.number("compute_s", compute_s, strict=False)
-    memory_s = checks.number("memory_s", memory_s, strict=False)
     bandwidth, bits_note = _nearest_bits(profile, weight_bytes_per_param)
     compute, compute_note = _compute_figure(profile, compute_dtype, bandwidth)
-    seconds = max(compute_s / compute, memory_s / bandwidth) + profile.per_step_s
     notes = tuple(note for note in (bits_note, compute_note) if note)
-    return StepTime(seconds, bandwidth, compute, notes)
+
+    def timed(compute_s, memory_s) -> StepTime:
+        compute_s = checks.number("compute_s", compute_s, strict=False)
+        memory_s = checks.number("memory_s", memory_s, strict=False)
+        seconds = max(compute_s / compute, memory_s / bandwidth) + profile.per_step_s
+        return StepTime(seconds, bandwidth, compute, notes)
+
+    return timed

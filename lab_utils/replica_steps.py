@@ -82,6 +82,7 @@ class Job:
         )
         self.steps: dict = {}
         self.capacities: dict = {}
+        self.timers: dict = {}  # the engine's step timer by the dtype a step computes in
         self.kept = True
 
     def seconds(self, n: int, context: int, chunks: tuple) -> tuple[float, dict]:
@@ -122,13 +123,12 @@ class Job:
         return seconds, notes
 
     def _engine_s(self, bound: serving.StepBound, notes: dict) -> float:
-        time = engines.step_time(
-            self.profile,
-            compute_s=bound.compute_s,
-            memory_s=bound.memory_s,
-            compute_dtype=bound.compute_dtype,
-            weight_bytes_per_param=self.served.weight_bytes_per_param,
-        )
+        dtype = bound.compute_dtype
+        if dtype not in self.timers:
+            self.timers[dtype] = engines.step_timer(
+                self.profile, compute_dtype=dtype, weight_bytes_per_param=self.served.weight_bytes_per_param
+            )
+        time = self.timers[dtype](bound.compute_s, bound.memory_s)
         notes.update(dict.fromkeys(time.notes))
         return time.seconds
 
