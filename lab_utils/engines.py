@@ -8,8 +8,9 @@ how its figures were derived) turns bounds into an estimate (:func:`apply`)::
 
 Efficiencies are at most 1 and overheads at least 0, so an engine is never faster than the
 bound. A weight format or figure that no source gives is left out, never guessed: :func:`apply`
-takes the bound for that part and says so in :attr:`EngineTimes.notes` ("decode at the bound:
-no published figure for vllm with 4-bit weights"); ``unsourced`` names such figures. The default
+takes it from the nearest sourced regime of the same engine (never the bound) and says so in
+:attr:`EngineTimes.notes` ("vllm's compute: no published figure; its decode figure (0.74) stands
+in"); ``unsourced`` names such figures. The default
 engine is the one a practitioner runs on the device (:func:`default_for`, the ``engine``
 assumption: vLLM on GPUs, llama.cpp on Apple silicon). Pure Python: no torch.
 
@@ -33,6 +34,7 @@ from lab_utils import assumptions, catalogs, checks, hardware, lookup
 __all__ = [
     "EngineTimes",
     "Profile",
+    "Source",
     "StepTime",
     "apply",
     "catalog",
@@ -64,7 +66,24 @@ _RECORD_KEYS = {
     "url",
     "cite",
     "derived",
+    "further_sources",
 }
+_SOURCE_KEYS = {"figures", "title", "source", "source_date", "url", "cite", "derived"}
+
+
+@dataclass(frozen=True)
+class Source:
+    """Another published measurement a profile's figures come from: ``figures`` (which ones,
+    e.g. "decode_efficiency[8]"), ``title``, ``source`` (publisher), ``source_date`` (YYYY-MM),
+    ``url``, ``cite`` (its key in book/references.bib) and ``derived`` (the arithmetic)."""
+
+    figures: tuple[str, ...]
+    title: str
+    source: str
+    source_date: str
+    url: str
+    cite: str
+    derived: str
 
 
 @dataclass(frozen=True)
@@ -75,7 +94,8 @@ class Profile:
     tokenising, launching); ``per_step_s`` the fixed seconds each decode step adds. ``unsourced``
     names the figures no source gave (left at the bound); ``title``, ``source`` (publisher),
     ``source_date`` (YYYY-MM), ``url``, ``cite`` (its key in book/references.bib) and
-    ``derived`` say where the figures come from."""
+    ``derived`` say where the figures come from; ``further_sources``: the :class:`Source` of each
+    figure another publication gives."""
 
     name: str
     aliases: tuple[str, ...]
@@ -92,6 +112,7 @@ class Profile:
     cite: str | None
     derived: str
     compute_efficiency: dict[str, float] = dataclasses.field(default_factory=dict)
+    further_sources: tuple[Source, ...] = ()
 
     def decode_efficiency_for(self, weight_bytes_per_param: float) -> float:
         """The decode efficiency of weights of ``weight_bytes_per_param`` bytes (see
@@ -124,6 +145,16 @@ class EngineTimes:
 def weight_bits(weight_bytes_per_param) -> float:
     """Bits per weight: 8 x ``weight_bytes_per_param`` (2.0 -> 16, 0.5625 for Q4_0 -> 4.5)."""
     return 8 * checks.number("weight_bytes_per_param", weight_bytes_per_param)
+
+
+def _source(entry: dict, where: str) -> Source:
+    if not isinstance(entry, dict) or set(entry) != _SOURCE_KEYS:
+        raise ValueError(f"{where}: each further_sources entry needs exactly {sorted(_SOURCE_KEYS)}")
+    if not catalogs.DATE.match(entry["source_date"]):
+        raise ValueError(
+            f"{where}: further_sources source_date must be YYYY-MM, got {entry['source_date']!r}"
+        )
+    return Source(**{**entry, "figures": tuple(entry["figures"])})
 
 
 def _profile(record: dict) -> Profile:
@@ -161,6 +192,7 @@ def _profile(record: dict) -> Profile:
             dtype: checks.number(f"{where}: compute_efficiency[{dtype}]", value, maximum=1.0)
             for dtype, value in record.get("compute_efficiency", {}).items()
         },
+        further_sources=tuple(_source(entry, where) for entry in record.get("further_sources", ())),
     )
 
 
@@ -217,11 +249,11 @@ def apply(
     prefill from the profile's compute figure, else its decode figure.
 
     >>> times = apply(
-    ...     "vllm", weight_bytes_per_param=0.5, prefill_s=0.1, batch_prefill_s=0.1, decode_step_s=0.01
+    ...     "vllm", weight_bytes_per_param=4.0, prefill_s=0.1, batch_prefill_s=0.1, decode_step_s=0.01
     ... )
     >>> for note in times.notes: print(note)
     vllm's compute: no published figure; its decode figure (0.74) stands in
-    vllm with 4-bit weights: no published decode figure; its 16-bit figure (0.74 of the bandwidth) stands in
+    vllm with 32-bit weights: no published decode figure; its 16-bit figure (0.74 of the bandwidth) stands in
     """
     profile = engine if isinstance(engine, Profile) else get(engine, device=device)
     prefill_s, batch_prefill_s, decode_step_s = (

@@ -66,6 +66,7 @@ __all__ = [
     "replica_tpot_p50_s",
     "replica_ttft_p50_s",
     "request_output_tokens_per_s",
+    "request_latency_s",
     "request_prompt_tokens_per_s",
     "restored_start_s",
     "samples_per_s",
@@ -134,6 +135,20 @@ def request_output_tokens_per_s(*, model, device, prompt_len, output_len, **opti
     return serving.estimate(
         model, device=device, prompt_len=prompt_len, output_len=output_len, usd_per_hour=0.0, **options
     ).output_tokens_per_s
+
+
+def request_latency_s(*, model, device, prompt_len, output_len, n_devices=1, **options):
+    """Seconds one request takes alone, from sending its prompt to its last token (one stream,
+    nothing queued): :func:`serving.estimate`'s ``latency_s`` at batch 1 on ``n_devices`` of
+    ``device`` as one replica; ``options`` (engine, precision, ...) go to it as they are."""
+    return serving.estimate(
+        model,
+        device=serving.replica(device, n_devices),
+        prompt_len=prompt_len,
+        output_len=output_len,
+        usd_per_hour=0.0,
+        **options,
+    ).latency_s
 
 
 def request_prompt_tokens_per_s(*, model, device, prompt_len, **options):
@@ -326,6 +341,7 @@ QUESTIONS = {
     "prefill_tokens_per_s": (prefill_tokens_per_s, "tokens/s", "more"),
     "request_output_tokens_per_s": (request_output_tokens_per_s, "tokens/s", "more"),
     "request_prompt_tokens_per_s": (request_prompt_tokens_per_s, "tokens/s", "more"),
+    "request_latency_s": (request_latency_s, "s", "less"),
     "training_tokens_per_s": (training_tokens_per_s, "tokens/s", "more"),
     "recommender_training_s": (recommender_training_s, "s", "less"),
     "longest_sequence_tokens": (longest_sequence_tokens, "tokens", "more"),
