@@ -239,8 +239,7 @@ def test_serverless_workers_batch_as_the_pod_does(monkeypatch):
 def test_at_high_traffic_a_batching_serverless_worker_meets_the_target_one_at_a_time_does_not():
     # an hour of traffic: the first workers' start (engine start included, about 105 s) queues
     # some 120 requests, which must stay under 5% of the window for its p95 to reach steady state
-    # in bf16: in int4 a one-at-a-time 4090 decodes fast enough for this traffic (vLLM's 4-bit
-    # decode has no published figure, so its 16-bit figure stands in)
+    # in bf16: in int4 a one-at-a-time 4090 decodes fast enough for this traffic
     busy = dict(
         input_tokens=IN,
         output_tokens=OUT,
