@@ -71,6 +71,7 @@ __all__ = [
     "restored_start_s",
     "samples_per_s",
     "server_output_tokens_per_s",
+    "server_requests_per_s",
     "serving_joules_per_output_token",
     "table",
     "training_tokens_per_s",
@@ -106,13 +107,9 @@ def decode_tokens_per_s(*, model, device, context_len, **options):
     return 1.0 / serving.decode_step_s(model, device=device, context_len=context_len, **options)
 
 
-def server_output_tokens_per_s(
-    *, model, device, prompt_len, output_len, n_devices=1, engine="bound", **options
-):
-    """Generated tokens/s of a server kept full (continuous batching at the largest batch whose
-    KV caches fit, :func:`serving.max_batch`), on ``n_devices`` of ``device`` as one replica;
-    ``engine`` (default "bound": the roofline itself) turns it into an engine's estimate;
-    ``options`` (weight_bytes_per_param, kv_bytes_per_value, ...) go to both as they are."""
+def _full_server(model, device, prompt_len, output_len, n_devices, engine, options):
+    """:func:`serving.estimate` of a server kept full: continuous batching at the largest batch
+    whose KV caches fit (:func:`serving.max_batch`), on ``n_devices`` of ``device`` as one replica."""
     spec = serving.replica(device, n_devices)
     batch = serving.max_batch(model, device=spec, context_len=prompt_len + output_len, **options)
     if batch < 1:
@@ -126,7 +123,22 @@ def server_output_tokens_per_s(
         usd_per_hour=0.0,
         engine=engine,
         **options,
-    ).output_tokens_per_s
+    )
+
+
+def server_output_tokens_per_s(
+    *, model, device, prompt_len, output_len, n_devices=1, engine="bound", **options
+):
+    """Generated tokens/s of a server kept full (:func:`_full_server`); ``engine`` (default
+    "bound": the roofline itself) turns it into an engine's estimate; ``options``
+    (weight_bytes_per_param, kv_bytes_per_value, ...) go to both as they are."""
+    return _full_server(model, device, prompt_len, output_len, n_devices, engine, options).output_tokens_per_s
+
+
+def server_requests_per_s(*, model, device, prompt_len, output_len, n_devices=1, engine="bound", **options):
+    """Requests/s of the same full server as :func:`server_output_tokens_per_s` (a load
+    generator's "maximum throughput" in queries per second)."""
+    return _full_server(model, device, prompt_len, output_len, n_devices, engine, options).requests_per_s
 
 
 def request_output_tokens_per_s(*, model, device, prompt_len, output_len, **options):
@@ -338,6 +350,7 @@ QUESTIONS = {
     "samples_per_s": (samples_per_s, "samples/s", "more"),
     "decode_tokens_per_s": (decode_tokens_per_s, "tokens/s", "more"),
     "server_output_tokens_per_s": (server_output_tokens_per_s, "tokens/s", "more"),
+    "server_requests_per_s": (server_requests_per_s, "requests/s", "more"),
     "prefill_tokens_per_s": (prefill_tokens_per_s, "tokens/s", "more"),
     "request_output_tokens_per_s": (request_output_tokens_per_s, "tokens/s", "more"),
     "request_prompt_tokens_per_s": (request_prompt_tokens_per_s, "tokens/s", "more"),
