@@ -144,7 +144,7 @@ def _serverless_at(
     concurrency = job.served_batch(worker, precision).batch if job.batch is None else job.batch
     result = serverless.simulate(
         arrivals,
-        service_s=server.latency_s,
+        service_s=_BatchLatencies(server).__getitem__,
         concurrency=concurrency,
         cold_start_s=cold_start,
         idle_timeout_s=idle_timeout_s,
@@ -190,6 +190,19 @@ def _serverless_at(
         ),
         **price_fields(flex),
     )
+
+
+class _BatchLatencies(dict):
+    """``server.latency_s`` of each batch, asked once: ``serverless.simulate`` asks it for every
+    request, and a dict's lookup is a fraction of the estimate's method call."""
+
+    def __init__(self, server: serving.Estimates):
+        super().__init__()
+        self.server = server
+
+    def __missing__(self, batch: int) -> float:
+        self[batch] = seconds = self.server.latency_s(batch)
+        return seconds
 
 
 def _per_token(job: _ServeJob) -> list[Option]:
