@@ -19,6 +19,7 @@ from lab_utils import (
     memory,
     prices,
     replica,
+    serverless,
     serving,
 )
 from lab_utils.advisor_options import (
@@ -27,6 +28,7 @@ from lab_utils.advisor_options import (
 
 _SECONDS_PER_DAY = 24 * prices.SECONDS_PER_HOUR
 _SECONDS_PER_MONTH = basics.HOURS_PER_MONTH * prices.SECONDS_PER_HOUR
+_LIGHT_LOAD_SHARE = 0.05  # below this share of requests sharing a replica, one request alone times it
 
 
 @dataclass(frozen=True)
@@ -120,10 +122,31 @@ class _ServeJob:
         rate x one request's latency) < 0.05), the p95 is one request's latency alone, and that
         one request is all that is simulated."""
         alone_s = self.replica_at(spec, n_devices, precision, rate_per_s, 1).e2e.p95
-        if 1 - math.exp(-2 * rate_per_s * alone_s) < 0.05:
+        if 1 - math.exp(-2 * rate_per_s * alone_s) < _LIGHT_LOAD_SHARE:
             return alone_s / self.efficiency
         n_requests = assumptions.value("replica_requests")
         return self.replica_at(spec, n_devices, precision, rate_per_s, n_requests).e2e.p95 / self.efficiency
+
+    def worker_p95(self, spec, n_devices: int, precision: str, result: serverless.SimulationResult) -> float:
+        """The 95th-percentile latency of the requests of ``result`` (``serverless.simulate`` of
+        workers of ``n_devices`` x ``spec``), each request's wait for a worker (queue and cold
+        start) plus a time inside the worker from the replica simulator
+        (``serverless.latencies_with_worker_times_s``): ``replica.at_rate`` at the rate one busy
+        worker sees (``serverless.requests_per_busy_worker_s``), over the ``replica_requests``
+        assumption's requests, the times divided by ``efficiency``. Where fewer than 5% of the
+        requests started on a worker serving another (``serverless.shared_start_share``), as
+        :meth:`p95_at`'s light load, the time inside is one request's alone."""
+        alone_s = self.replica_at(spec, n_devices, precision, self.rate_per_s, 1).e2e.p95
+        if not result.waits_s:
+            return alone_s / self.efficiency
+        if serverless.shared_start_share(result) < _LIGHT_LOAD_SHARE:
+            in_worker_s = [alone_s / self.efficiency]
+        else:
+            rate_per_s = serverless.requests_per_busy_worker_s(result)
+            n_requests = assumptions.value("replica_requests")
+            simulated = self.replica_at(spec, n_devices, precision, rate_per_s, n_requests)
+            in_worker_s = [r.e2e_s / self.efficiency for r in simulated.requests]
+        return serverless.percentile(serverless.latencies_with_worker_times_s(result, in_worker_s), 95)
 
     def served_batch(self, device, precision: str):
         """``serving.estimate`` at the batch a replica runs: ``batch`` when given, else the
@@ -139,7 +162,7 @@ class _Priced:
     """An option of one precision whose cost, and all else deciding whether it works but its
     latency, is known: ``finish()`` simulates the latency and gives the :class:`Option`."""
 
-    cost_usd: float | None  # None: it cannot work whatever its latency (no price in the data)
+    cost_usd: float | None  # None: known not to work before its latency (no price; its waits too long)
     finish: Callable[[], Option]
 
 
