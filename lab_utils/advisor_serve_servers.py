@@ -76,11 +76,11 @@ def _always_on_at(job: _ServeJob, spec, price, precision: str) -> Option | _Pric
     replicas = basics.always_on_devices(job.rate_per_s, served.requests_per_s, job.utilisation)
     n = replicas * per_replica
     load = job.rate_per_s / (served.requests_per_s * replicas)
-    if job.batch is None:  # the batch the average load fills
-        served = job.estimates(replica, precision).at_load(job.rate_per_s / replicas) or served
     cost = None if price.usd_per_hour is None else basics.always_on_per_month_usd(n, price.usd_per_hour)
 
-    def timed() -> Option:  # the priced server, with its p95 at the rate simulated
+    def timed(served=served) -> Option:  # the priced server, with its p95 at the rate simulated
+        if job.batch is None:  # the batch the average load fills
+            served = job.estimates(replica, precision).at_load(job.rate_per_s / replicas) or served
         try:
             latency_s = job.p95_at(spec, per_replica, precision, job.rate_per_s / replicas)
         except ValueError as error:  # vLLM's share of the memory leaves no KV cache beside the weights
