@@ -486,3 +486,42 @@ def test_options_name_their_device_and_period():
     month = advisor.serve("Llama-3.1-8B", 1000)
     assert all(o.period == "month" and o.cost_per_job_usd is None for o in month.options)
     assert {o.device for o in month.options if o.kind in ("api", "hosted")} == {None}
+
+
+def test_best_precision_simulates_only_the_latencies_that_decide():
+    """Each precision priced before its latency: the cheapest is finished first, the next only when
+    it fails, the first precision when none works; a tie goes to the better precision (listed first)."""
+    from lab_utils.advisor_options import Option, period_fields
+    from lab_utils.advisor_serve_job import _best_precision, _Priced
+
+    finished = []
+
+    def priced(name, cost_usd, works=True):
+        def finish():
+            finished.append(name)
+            return Option(
+                name=name,
+                kind="gpu",
+                device="x",
+                n_devices=1,
+                fits=True,
+                usd_per_hour=1.0,
+                price_source="-",
+                price_date="-",
+                bound="bandwidth",
+                why=None if works else "too slow",
+                **period_fields("month", cost_usd=cost_usd),
+            )
+
+        return _Priced(cost_usd, finish)
+
+    best = _best_precision([priced("bf16", 3.0), priced("fp8", 1.0, works=False), priced("int4", 2.0)])
+    assert best.name == "int4" and finished == ["fp8", "int4"]  # bf16, dearer, never simulated
+    finished.clear()
+    best = _best_precision([priced("bf16", 2.0), priced("int4", 2.0)])
+    assert best.name == "bf16" and finished == ["bf16"]
+    finished.clear()
+    best = _best_precision(
+        [priced("bf16", 2.0, works=False), priced("int4", None), priced("int8", 1.0, False)]
+    )
+    assert best.name == "bf16" and best.why == "too slow" and finished == ["int8", "bf16"]
