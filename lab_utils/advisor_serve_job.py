@@ -28,7 +28,6 @@ from lab_utils.advisor_options import (
 
 _SECONDS_PER_DAY = 24 * prices.SECONDS_PER_HOUR
 _SECONDS_PER_MONTH = basics.HOURS_PER_MONTH * prices.SECONDS_PER_HOUR
-_LIGHT_LOAD_SHARE = 0.05  # below this share of requests sharing a replica, one request alone times it
 
 
 @dataclass(frozen=True)
@@ -118,11 +117,11 @@ class _ServeJob:
         """The 95th-percentile latency of a request (arrival to last token) on one replica of
         ``n_devices`` x ``spec`` at Poisson ``rate_per_s``: ``replica.at_rate`` over the
         ``replica_requests`` assumption's requests, the times divided by ``efficiency``. Where
-        fewer than 5% of the requests would share the replica with another (Poisson: 1 - exp(-2 x
-        rate x one request's latency) < 0.05), the p95 is one request's latency alone, and that
-        one request is all that is simulated."""
+        fewer than the ``light_load_share`` assumption's share of the requests would share the
+        replica with another (Poisson: 1 - exp(-2 x rate x one request's latency)), the p95 is
+        one request's latency alone, and that one request is all that is simulated."""
         alone_s = self.replica_at(spec, n_devices, precision, rate_per_s, 1).e2e.p95
-        if 1 - math.exp(-2 * rate_per_s * alone_s) < _LIGHT_LOAD_SHARE:
+        if 1 - math.exp(-2 * rate_per_s * alone_s) < assumptions.value("light_load_share"):
             return alone_s / self.efficiency
         n_requests = assumptions.value("replica_requests")
         return self.replica_at(spec, n_devices, precision, rate_per_s, n_requests).e2e.p95 / self.efficiency
@@ -133,13 +132,14 @@ class _ServeJob:
         start) plus a time inside the worker from the replica simulator
         (``serverless.latencies_with_worker_times_s``): ``replica.at_rate`` at the rate one busy
         worker sees (``serverless.requests_per_busy_worker_s``), over the ``replica_requests``
-        assumption's requests, the times divided by ``efficiency``. Where fewer than 5% of the
-        requests started on a worker serving another (``serverless.shared_start_share``), as
-        :meth:`p95_at`'s light load, the time inside is one request's alone."""
+        assumption's requests, the times divided by ``efficiency``. Where fewer than the
+        ``light_load_share`` of the requests started on a worker serving another
+        (``serverless.shared_start_share``), as :meth:`p95_at`'s light load, the time inside is
+        one request's alone."""
         alone_s = self.replica_at(spec, n_devices, precision, self.rate_per_s, 1).e2e.p95
         if not result.waits_s:
             return alone_s / self.efficiency
-        if serverless.shared_start_share(result) < _LIGHT_LOAD_SHARE:
+        if serverless.shared_start_share(result) < assumptions.value("light_load_share"):
             in_worker_s = [alone_s / self.efficiency]
         else:
             rate_per_s = serverless.requests_per_busy_worker_s(result)

@@ -72,7 +72,11 @@ def _always_on_at(job: _ServeJob, spec, price, precision: str) -> Option | _Pric
             **common,
         )
     replica = serving.replica(spec, per_replica)
-    served = job.served_batch(replica, precision)
+    try:
+        served = job.served_batch(replica, precision)
+    except ValueError as error:  # the batch asked for has no room beside the weights
+        name = spec.name if per_replica == 1 else f"{per_replica} x {spec.name}"
+        return not_possible(name, fits=False, n=per_replica, bound="memory", why=str(error), **common)
     replicas = basics.always_on_devices(job.rate_per_s, served.requests_per_s, job.utilisation)
     n = replicas * per_replica
     load = job.rate_per_s / (served.requests_per_s * replicas)

@@ -525,3 +525,12 @@ def test_best_precision_simulates_only_the_latencies_that_decide():
         [priced("bf16", 2.0, works=False), priced("int4", None), priced("int8", 1.0, False)]
     )
     assert best.name == "bf16" and best.why == "too slow" and finished == ["int8", "bf16"]
+
+
+def test_a_batch_a_device_cannot_hold_gives_it_a_row_that_says_so():
+    """A serving batch given to the advisor that leaves no room on a device beside the weights is
+    that device's not-possible row (the max_batch error as its why), not an error for the whole job."""
+    advice = advisor.serve("qwen3-30b-a3b", 1_000, batch=32, max_simulated_requests=50)
+    m1_max = next(o for o in advice.options if o.device == "Apple M1 Max")
+    assert not m1_max.works and m1_max.bound == "memory"
+    assert "room for the KV caches of 11 sequences" in m1_max.why
