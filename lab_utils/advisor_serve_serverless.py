@@ -25,6 +25,7 @@ from lab_utils.advisor_serve_job import (
     _SECONDS_PER_MONTH,
     _best_precision,
     _kwh,
+    _Priced,
     _ServeJob,
 )
 from lab_utils.units import format_seconds
@@ -116,8 +117,12 @@ def _serverless(
 
 def _serverless_at(
     job: _ServeJob, price, spec, precision, arrivals, window_s, cold_start, *, idle_timeout_s, max_workers
-) -> Option:
-    """One serverless class at one precision: ``cold_start`` a ``serverless.ColdStart`` or seconds."""
+) -> Option | _Priced:
+    """One serverless class at one precision: ``cold_start`` a ``serverless.ColdStart`` or seconds.
+    ``serverless.simulate`` of the arrivals with each request's time in the worker from the
+    batch's estimate (``serving.Estimates.latency_s``) places them on workers and bills them; the
+    p95 latency, simulated only when it decides (:func:`_best_precision`), adds the replica
+    simulator's time inside a worker to each request's wait (``_ServeJob.worker_p95``)."""
     single = job.replica_bytes(precision)
     per_worker = memory.gpus_needed(single, spec)
     label = price.name if per_worker == 1 else f"{price.name}, {per_worker} GPUs per worker"
@@ -144,7 +149,7 @@ def _serverless_at(
     concurrency = job.served_batch(worker, precision).batch if job.batch is None else job.batch
     result = serverless.simulate(
         arrivals,
-        service_s=server.latency_s,
+        service_s=_BatchLatencies(server).__getitem__,
         concurrency=concurrency,
         cold_start_s=cold_start,
         idle_timeout_s=idle_timeout_s,
@@ -152,44 +157,78 @@ def _serverless_at(
         price_per_worker_s=price.flex_per_s * per_worker,
     )
     scale = _SECONDS_PER_MONTH / window_s
-    p95 = result.p95_s if arrivals else alone.latency_s
-    bound = (
-        "cold starts"
-        if p95 > job.cold_start_bound_ratio * alone.latency_s
-        else "compute"
-        if alone.limit == "compute"
-        else "bandwidth"
-    )
-    why = None
-    if p95 > job.latency_target_s:
-        why = (
-            f"p95 latency {format_seconds(p95, 2)} > the target ({result.cold_starts} cold starts simulated, "
-            f"{result.restored_starts} of them snapshot restores)"
-        )
     device_hours = (
         result.billed_s * per_worker * scale / prices.SECONDS_PER_HOUR
     )  # worker-hours x GPUs per worker
-    return Option(
-        name=label,
-        kind="serverless",
-        device=spec.name,
-        n_devices=per_worker,
-        fits=True,
-        bound=bound,
-        why=why,
-        latency_s=p95,
-        memory_bytes=job.batch_bytes(precision, concurrency),
-        precision=precision,
-        engine=alone.engine,
-        engine_notes=alone.engine_notes,
-        **period_fields(
-            "month",
-            cost_usd=result.cost_usd * scale,
-            energy_kwh=_kwh(device_hours, spec),
-            device_hours=device_hours,
-        ),
-        **price_fields(flex),
-    )
+    cost = result.cost_usd * scale
+
+    def timed() -> Option:  # the priced class, with its p95 latency simulated
+        try:
+            p95 = job.worker_p95(spec, per_worker, precision, result)
+            alone_s = job.replica_at(spec, per_worker, precision, job.rate_per_s, 1).e2e.p95 / job.efficiency
+        except ValueError as error:  # vLLM's share of the memory leaves no KV cache beside the weights
+            return not_possible(
+                label,
+                kind="serverless",
+                device=spec.name,
+                period="month",
+                fits=False,
+                n=per_worker,
+                bound="memory",
+                bytes_=single,
+                precision=precision,
+                why=f"{error} at vLLM's gpu_memory_utilization",
+                price=flex,
+            )
+        bound = (
+            "cold starts"
+            if p95 > job.cold_start_bound_ratio * alone_s
+            else "compute"
+            if alone.limit == "compute"
+            else "bandwidth"
+        )
+        why = None
+        if p95 > job.latency_target_s:
+            why = (
+                f"p95 latency {format_seconds(p95, 2)} > the target ({result.cold_starts} cold starts "
+                f"simulated, {result.restored_starts} of them snapshot restores)"
+            )
+        return Option(
+            name=label,
+            kind="serverless",
+            device=spec.name,
+            n_devices=per_worker,
+            fits=True,
+            bound=bound,
+            why=why,
+            latency_s=p95,
+            memory_bytes=job.batch_bytes(precision, concurrency),
+            precision=precision,
+            engine=alone.engine,
+            engine_notes=alone.engine_notes,
+            **period_fields(
+                "month", cost_usd=cost, energy_kwh=_kwh(device_hours, spec), device_hours=device_hours
+            ),
+            **price_fields(flex),
+        )
+
+    # Each latency is its wait plus a positive time inside the worker, so a p95 of the waits above
+    # the target already says the class fails at this precision, before any replica is simulated.
+    too_slow = bool(result.waits_s) and serverless.percentile(result.waits_s, 95) > job.latency_target_s
+    return _Priced(None if too_slow else cost, timed)
+
+
+class _BatchLatencies(dict):
+    """``server.latency_s`` of each batch, asked once: ``serverless.simulate`` asks it for every
+    request, and a dict's lookup is a fraction of the estimate's method call."""
+
+    def __init__(self, server: serving.Estimates):
+        super().__init__()
+        self.server = server
+
+    def __missing__(self, batch: int) -> float:
+        self[batch] = seconds = self.server.latency_s(batch)
+        return seconds
 
 
 def _per_token(job: _ServeJob) -> list[Option]:

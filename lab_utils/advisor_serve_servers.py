@@ -24,6 +24,7 @@ from lab_utils.advisor_serve_job import (
     _best_precision,
     _has_peak,
     _kwh,
+    _Priced,
     _ServeJob,
 )
 from lab_utils.units import format_bytes, format_seconds
@@ -42,7 +43,9 @@ def _always_on(job: _ServeJob, specs, cpu_offer: str) -> list[Option]:
     return options
 
 
-def _always_on_at(job: _ServeJob, spec, price, precision: str) -> Option:
+def _always_on_at(job: _ServeJob, spec, price, precision: str) -> Option | _Priced:
+    """One server at one precision: an :class:`Option` when it cannot run the model, else
+    priced, its p95 latency at the rate (``_ServeJob.p95_at``) simulated when it decides."""
     single = job.replica_bytes(precision)
     per_replica = devices_needed(single, spec)
     common = dict(
@@ -69,44 +72,55 @@ def _always_on_at(job: _ServeJob, spec, price, precision: str) -> Option:
             **common,
         )
     replica = serving.replica(spec, per_replica)
-    served = job.served_batch(replica, precision)
+    try:
+        served = job.served_batch(replica, precision)
+    except ValueError as error:  # the batch asked for has no room beside the weights
+        name = spec.name if per_replica == 1 else f"{per_replica} x {spec.name}"
+        return not_possible(name, fits=False, n=per_replica, bound="memory", why=str(error), **common)
     replicas = basics.always_on_devices(job.rate_per_s, served.requests_per_s, job.utilisation)
     n = replicas * per_replica
     load = job.rate_per_s / (served.requests_per_s * replicas)
-    if job.batch is None:  # the batch the average load fills
-        served = job.estimates(replica, precision).at_load(job.rate_per_s / replicas) or served
-    try:
-        latency_s = job.p95_at(spec, per_replica, precision, job.rate_per_s / replicas)
-    except ValueError as error:  # vLLM's share of the memory leaves no KV cache beside the weights
-        name = spec.name if per_replica == 1 else f"{per_replica} x {spec.name}"
-        why = f"{error} at vLLM's gpu_memory_utilization"
-        return not_possible(name, fits=False, n=per_replica, bound="memory", why=why, **common)
-    speed_bound = "compute" if served.limit == "compute" else "bandwidth"
-    idle = replicas == 1 and load < job.utilisation * job.price_bound_load_share
-    bound = "price" if idle else speed_bound
-    why = None
-    if latency_s > job.latency_target_s:
-        why, bound = (f"p95 latency {format_seconds(latency_s, 2)} at this rate > the target", speed_bound)
-    elif price.usd_per_hour is None:
-        why = "no price in the data for this device"
-    hours = n * basics.HOURS_PER_MONTH
     cost = None if price.usd_per_hour is None else basics.always_on_per_month_usd(n, price.usd_per_hour)
-    return Option(
-        name=f"{spec.name if n == 1 else f'{n} x {spec.name}'} always on",
-        kind=spec.kind,
-        device=spec.name,
-        n_devices=n,
-        fits=True,
-        bound=bound,
-        why=why,
-        latency_s=latency_s,
-        memory_bytes=job.batch_bytes(precision, served.batch),
-        precision=precision,
-        engine=served.engine,
-        engine_notes=served.engine_notes,
-        **period_fields("month", cost_usd=cost, energy_kwh=_kwh(hours, spec), device_hours=hours),
-        **price_fields(price),
-    )
+
+    def timed(served=served) -> Option:  # the priced server, with its p95 at the rate simulated
+        if job.batch is None:  # the batch the average load fills
+            served = job.estimates(replica, precision).at_load(job.rate_per_s / replicas) or served
+        try:
+            latency_s = job.p95_at(spec, per_replica, precision, job.rate_per_s / replicas)
+        except ValueError as error:  # vLLM's share of the memory leaves no KV cache beside the weights
+            name = spec.name if per_replica == 1 else f"{per_replica} x {spec.name}"
+            why = f"{error} at vLLM's gpu_memory_utilization"
+            return not_possible(name, fits=False, n=per_replica, bound="memory", why=why, **common)
+        speed_bound = "compute" if served.limit == "compute" else "bandwidth"
+        idle = replicas == 1 and load < job.utilisation * job.price_bound_load_share
+        bound = "price" if idle else speed_bound
+        why = None
+        if latency_s > job.latency_target_s:
+            why, bound = (
+                f"p95 latency {format_seconds(latency_s, 2)} at this rate > the target",
+                speed_bound,
+            )
+        elif price.usd_per_hour is None:
+            why = "no price in the data for this device"
+        hours = n * basics.HOURS_PER_MONTH
+        return Option(
+            name=f"{spec.name if n == 1 else f'{n} x {spec.name}'} always on",
+            kind=spec.kind,
+            device=spec.name,
+            n_devices=n,
+            fits=True,
+            bound=bound,
+            why=why,
+            latency_s=latency_s,
+            memory_bytes=job.batch_bytes(precision, served.batch),
+            precision=precision,
+            engine=served.engine,
+            engine_notes=served.engine_notes,
+            **period_fields("month", cost_usd=cost, energy_kwh=_kwh(hours, spec), device_hours=hours),
+            **price_fields(price),
+        )
+
+    return _Priced(cost, timed)
 
 
 def _hybrid(job: _ServeJob, specs) -> list[Option]:

@@ -2,8 +2,10 @@
 traffic: always-on CPU and GPU servers, serverless GPU workers, and per-token prices.
 
 No arithmetic of its own: memory from ``lab_utils.memory``, speeds from ``lab_utils.serving``
-(prefill, decode and batching bounds through an engine's profile), serverless workers from
-``lab_utils.serverless`` (simulated arrivals, cold starts), the always-on rule and bill from
+(prefill, decode and batching bounds through an engine's profile), latencies at the learner's
+rate from ``lab_utils.replica`` (a replica simulated request by request), serverless workers
+from ``lab_utils.serverless`` (simulated arrivals, cold starts, bills; each request's wait for a
+worker, to which the replica's time inside a worker is added), the always-on rule and bill from
 ``lab_utils.basics`` and per-token bills from ``economics.api_cost``. Pure Python: no torch.
 """
 
@@ -60,13 +62,17 @@ def serve(
     ``input_tokens`` in and ``output_tokens`` out, each within ``latency_target_s``; cost per month.
 
     Three parts, each asking the calculators: :func:`_always_on` (CPU and GPU servers,
-    ``serving`` bounds with continuous batching, billed all month), :func:`_serverless`
-    (Runpod flex workers running the same engine, ``serverless.simulate`` with cold starts and
-    idle time) and :func:`_per_token` (the same open model sold per token by hosting providers,
+    ``serving`` bounds with continuous batching, billed all month, each latency the p95 of
+    ``replica.at_rate`` at the rate per replica), :func:`_serverless` (Runpod flex workers
+    running the same engine, ``serverless.simulate`` with cold starts and idle time for the bill
+    and each request's wait, the p95 latency adding ``replica.at_rate``'s time inside a worker at
+    the rate one busy worker sees: ``serverless.latencies_with_worker_times_s``) and
+    :func:`_per_token` (the same open model sold per token by hosting providers,
     and closed models' APIs, listed for comparison: a different product, never the verdict).
     Each GPU is tried at every precision of ``precision`` (default the ``serve_precisions``
     assumption: bf16, fp8, int8, int4) that fits; the cheapest working one is kept, best
-    quality first on a tie, and ``Option.precision`` says which. ``devices``: catalog device
+    quality first on a tie, and ``Option.precision`` says which (a latency is simulated only
+    where it decides that choice). ``devices``: catalog device
     names to consider (always on, and the serverless classes holding one of them); default all.
     Serverless cold starts are ``serverless.cold_start``'s: plain starts, and snapshot restores
     (Runpod FlashBoot) for its hit rate of the starts, unless ``cold_start_s`` gives every start.

@@ -33,7 +33,7 @@ NOTEBOOKS = {
 }
 SERVED_7B = "Mistral-7B-v0.1"  # the 7B of notebooks 03 and 06: 4-bit weights fit a free T4
 SERVED_7B_PRECISION = "int4"
-SOURCED_4BIT_GPU_ENGINE = "transformers-gptq"  # the engine catalog's one sourced 4-bit GPU figure
+SOURCED_4BIT_GPU_ENGINE = "transformers-gptq"  # a sourced 4-bit GPU engine for a GPU whose default has none
 SMALL_JOB = "Llama-3.1-8B"
 LAPTOP = "Apple M1 Pro"  # the catalog's laptop
 SERVER_CPU = "AMD EPYC 9684X"
@@ -445,8 +445,9 @@ def serve_7b(device: str) -> str:
         return line + "; no engine's CPU figure is published in the course's sources."
     profile = engines.get(engine)
     served = serving.estimate(SERVED_7B, engine=profile.name, **common)
+    source = profile.source_for("decode_efficiency[4]")
     return line + (
-        f"; {profile.name} about {1 / served.tpot_s:.0f} tokens/s ({profile.source}, {profile.source_date})."
+        f"; {profile.name} about {1 / served.tpot_s:.0f} tokens/s ({source.source}, {source.source_date})."
     )
 
 

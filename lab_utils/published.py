@@ -66,10 +66,12 @@ __all__ = [
     "replica_tpot_p50_s",
     "replica_ttft_p50_s",
     "request_output_tokens_per_s",
+    "request_latency_s",
     "request_prompt_tokens_per_s",
     "restored_start_s",
     "samples_per_s",
     "server_output_tokens_per_s",
+    "server_requests_per_s",
     "serving_joules_per_output_token",
     "table",
     "training_tokens_per_s",
@@ -105,13 +107,9 @@ def decode_tokens_per_s(*, model, device, context_len, **options):
     return 1.0 / serving.decode_step_s(model, device=device, context_len=context_len, **options)
 
 
-def server_output_tokens_per_s(
-    *, model, device, prompt_len, output_len, n_devices=1, engine="bound", **options
-):
-    """Generated tokens/s of a server kept full (continuous batching at the largest batch whose
-    KV caches fit, :func:`serving.max_batch`), on ``n_devices`` of ``device`` as one replica;
-    ``engine`` (default "bound": the roofline itself) turns it into an engine's estimate;
-    ``options`` (weight_bytes_per_param, kv_bytes_per_value, ...) go to both as they are."""
+def _full_server(model, device, prompt_len, output_len, n_devices, engine, options):
+    """:func:`serving.estimate` of a server kept full: continuous batching at the largest batch
+    whose KV caches fit (:func:`serving.max_batch`), on ``n_devices`` of ``device`` as one replica."""
     spec = serving.replica(device, n_devices)
     batch = serving.max_batch(model, device=spec, context_len=prompt_len + output_len, **options)
     if batch < 1:
@@ -125,7 +123,22 @@ def server_output_tokens_per_s(
         usd_per_hour=0.0,
         engine=engine,
         **options,
-    ).output_tokens_per_s
+    )
+
+
+def server_output_tokens_per_s(
+    *, model, device, prompt_len, output_len, n_devices=1, engine="bound", **options
+):
+    """Generated tokens/s of a server kept full (:func:`_full_server`); ``engine`` (default
+    "bound": the roofline itself) turns it into an engine's estimate; ``options``
+    (weight_bytes_per_param, kv_bytes_per_value, ...) go to both as they are."""
+    return _full_server(model, device, prompt_len, output_len, n_devices, engine, options).output_tokens_per_s
+
+
+def server_requests_per_s(*, model, device, prompt_len, output_len, n_devices=1, engine="bound", **options):
+    """Requests/s of the same full server as :func:`server_output_tokens_per_s` (a load
+    generator's "maximum throughput" in queries per second)."""
+    return _full_server(model, device, prompt_len, output_len, n_devices, engine, options).requests_per_s
 
 
 def request_output_tokens_per_s(*, model, device, prompt_len, output_len, **options):
@@ -134,6 +147,20 @@ def request_output_tokens_per_s(*, model, device, prompt_len, output_len, **opti
     return serving.estimate(
         model, device=device, prompt_len=prompt_len, output_len=output_len, usd_per_hour=0.0, **options
     ).output_tokens_per_s
+
+
+def request_latency_s(*, model, device, prompt_len, output_len, n_devices=1, **options):
+    """Seconds one request takes alone, from sending its prompt to its last token (one stream,
+    nothing queued): :func:`serving.estimate`'s ``latency_s`` at batch 1 on ``n_devices`` of
+    ``device`` as one replica; ``options`` (engine, precision, ...) go to it as they are."""
+    return serving.estimate(
+        model,
+        device=serving.replica(device, n_devices),
+        prompt_len=prompt_len,
+        output_len=output_len,
+        usd_per_hour=0.0,
+        **options,
+    ).latency_s
 
 
 def request_prompt_tokens_per_s(*, model, device, prompt_len, **options):
@@ -323,9 +350,11 @@ QUESTIONS = {
     "samples_per_s": (samples_per_s, "samples/s", "more"),
     "decode_tokens_per_s": (decode_tokens_per_s, "tokens/s", "more"),
     "server_output_tokens_per_s": (server_output_tokens_per_s, "tokens/s", "more"),
+    "server_requests_per_s": (server_requests_per_s, "requests/s", "more"),
     "prefill_tokens_per_s": (prefill_tokens_per_s, "tokens/s", "more"),
     "request_output_tokens_per_s": (request_output_tokens_per_s, "tokens/s", "more"),
     "request_prompt_tokens_per_s": (request_prompt_tokens_per_s, "tokens/s", "more"),
+    "request_latency_s": (request_latency_s, "s", "less"),
     "training_tokens_per_s": (training_tokens_per_s, "tokens/s", "more"),
     "recommender_training_s": (recommender_training_s, "s", "less"),
     "longest_sequence_tokens": (longest_sequence_tokens, "tokens", "more"),

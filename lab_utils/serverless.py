@@ -63,6 +63,8 @@ class SimulationResult:
     active_billed_s: int = 0  # active worker-seconds billed
     busy_s: float = 0.0  # worker-seconds in which a worker served at least one request (all workers)
     restored_starts: int = 0  # flex workers whose start was a snapshot restore (of cold_starts)
+    waits_s: tuple[float, ...] = ()  # each request's wait for a worker (queue, cold start), arrival order
+    in_flight: tuple[int, ...] = ()  # requests its worker served as each one started, itself included
 
     @property
     def cost(self) -> float:
@@ -155,18 +157,21 @@ def simulate(
     workers = [_Worker(0.0, 0.0, active=True, concurrency=concurrency) for _ in range(active_workers)]
     retired_lifetimes_s, retired_busy_s, started, restored = [], 0.0, 0, 0
     latencies = [0.0] * len(arrivals)
-    last_end_s = 0.0
+    waits, in_flight = [0.0] * len(arrivals), [1] * len(arrivals)
+    last_end_s, first_stop_s = 0.0, math.inf
     heappush, heappop = heapq.heappush, heapq.heappop
     # Once per request, so written inline: a flex worker stops at last_end_s + idle_timeout_s
     # (_Worker.stops_at), and a worker takes a request below (a method call per request costs).
     for index in _arrival_order(arrivals):  # the queue, first in first out
         arrival = arrivals[index]
-        # Workers whose idle window closed before this arrival have stopped: bill them.
-        if len(workers) > active_workers:  # some flex workers run (active ones never stop)
+        # Workers whose idle window closed before this arrival have stopped: bill them. None can
+        # have before `first_stop_s`, the earliest stop when last looked (stops only move later).
+        if arrival > first_stop_s:
             for worker in [w for w in workers if not w.active and w.last_end_s + idle_timeout_s < arrival]:
                 retired_lifetimes_s.append(worker.stops_at(idle_timeout_s) - worker.started_s)
                 retired_busy_s += worker.busy_s()
                 workers.remove(worker)
+            first_stop_s = min(w.stops_at(idle_timeout_s) for w in workers) if workers else math.inf
         for worker in workers:  # the longest-running with a free slot
             if worker.free_at_s <= arrival:
                 start = arrival
@@ -179,6 +184,7 @@ def simulate(
                 seconds, was_restored = start_s(started)
                 started, restored = started + 1, restored + was_restored
                 workers.append(_Worker(arrival, arrival + seconds, active=False, concurrency=concurrency))
+                first_stop_s = min(first_stop_s, workers[-1].stops_at(idle_timeout_s))
             worker = min(workers, key=_FREE_AT_S)  # the first with a warm, free slot (the earliest free)
             start = worker.free_at_s
         # The worker starts the request at `start` (not before it is free: ready, with a slot
@@ -188,7 +194,8 @@ def simulate(
         ends = worker.ends_s
         while ends and ends[0] <= start:
             heappop(ends)
-        end = start + service_s(len(ends) + 1)
+        batch = len(ends) + 1
+        end = start + service_s(batch)
         heappush(ends, end)
         if end > worker.last_end_s:
             worker.last_end_s = end
@@ -196,6 +203,7 @@ def simulate(
         free_at = worker.ready_s if len(ends) < worker.concurrency else ends[0]
         worker.free_at_s = free_at if free_at > start else start
         latencies[index] = end - arrival
+        waits[index], in_flight[index] = start - arrival, batch
         if end > last_end_s:
             last_end_s = end
 
@@ -216,6 +224,8 @@ def simulate(
         active_billed_s=active_billed_s,
         busy_s=sum(w.busy_s() for w in workers) + retired_busy_s,
         restored_starts=restored,
+        waits_s=tuple(waits),
+        in_flight=tuple(in_flight),
     )
 
 
@@ -252,6 +262,43 @@ def _service_function(service_s, concurrency: int):
     for in_flight in (1, concurrency):
         checks.number(f"service_s({in_flight})", service_s(in_flight))
     return service_s
+
+
+# ---------------------------------------------- a worker's own time, simulated apart from the queue
+
+
+def requests_per_busy_worker_s(result: SimulationResult) -> float:
+    """The request rate one busy worker sees in ``result``: the requests served over the
+    worker-seconds in which a worker served at least one (``busy_s``), which is the learner's
+    rate over the mean number of busy workers. 0.0 when nothing was served."""
+    return len(result.latencies_s) / result.busy_s if result.busy_s > 0 else 0.0
+
+
+def shared_start_share(result: SimulationResult) -> float:
+    """The share of the requests in ``result`` that started on a worker already serving
+    another (``in_flight`` above 1); 0.0 when there were none."""
+    if not result.in_flight:
+        return 0.0
+    return sum(1 for n in result.in_flight if n > 1) / len(result.in_flight)
+
+
+def latencies_with_worker_times_s(result: SimulationResult, in_worker_s) -> tuple[float, ...]:
+    """Each request's latency (arrival to last token) with its time inside the worker taken
+    from elsewhere: the i-th request's wait for a worker as :func:`simulate` found it
+    (``waits_s``: the queue and any cold start) plus ``in_worker_s[i mod N]``, N samples of a
+    worker's own time from arrival at the worker to the last token (the advisor takes them from
+    ``replica.at_rate`` at :func:`requests_per_busy_worker_s`: a batching engine's steps).
+
+    What it leaves out: which wait goes with which in-worker time (a request that waited out a
+    cold start arrives at its worker among others, in a fuller batch than the average: the
+    pairing by index takes them as independent); and the waits themselves come from the
+    ``service_s`` :func:`simulate` was given (when workers free up, so when a new one starts),
+    as does the bill, not from the in-worker samples."""
+    samples = [checks.number(f"in_worker_s[{i}]", t, strict=False) for i, t in enumerate(in_worker_s)]
+    if not samples:
+        raise ValueError("in_worker_s: give at least one worker time")
+    n = len(samples)
+    return tuple(wait + samples[i % n] for i, wait in enumerate(result.waits_s))
 
 
 def pod_cost(usd_per_hour: float, duration_s: float) -> float:

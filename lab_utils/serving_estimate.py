@@ -227,6 +227,7 @@ class Estimates:
             batch_prefill_s=prefill_s(config, prompt_len=prompt_len, batch=batch, **self._shape)
             / self.efficiency,
             decode_step_s=_step_s(step) / self.efficiency,
+            compute_dtype=served.compute_dtype,
         )
         cycle_s = times.batch_prefill_s + output_len * times.decode_step_s
         return ServingEstimate(

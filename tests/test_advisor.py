@@ -239,8 +239,7 @@ def test_serverless_workers_batch_as_the_pod_does(monkeypatch):
 def test_at_high_traffic_a_batching_serverless_worker_meets_the_target_one_at_a_time_does_not():
     # an hour of traffic: the first workers' start (engine start included, about 105 s) queues
     # some 120 requests, which must stay under 5% of the window for its p95 to reach steady state
-    # in bf16: in int4 a one-at-a-time 4090 decodes fast enough for this traffic (vLLM's 4-bit
-    # decode has no published figure, so its 16-bit figure stands in)
+    # in bf16: in int4 a one-at-a-time 4090 decodes fast enough for this traffic
     busy = dict(
         input_tokens=IN,
         output_tokens=OUT,
@@ -487,3 +486,51 @@ def test_options_name_their_device_and_period():
     month = advisor.serve("Llama-3.1-8B", 1000)
     assert all(o.period == "month" and o.cost_per_job_usd is None for o in month.options)
     assert {o.device for o in month.options if o.kind in ("api", "hosted")} == {None}
+
+
+def test_best_precision_simulates_only_the_latencies_that_decide():
+    """Each precision priced before its latency: the cheapest is finished first, the next only when
+    it fails, the first precision when none works; a tie goes to the better precision (listed first)."""
+    from lab_utils.advisor_options import Option, period_fields
+    from lab_utils.advisor_serve_job import _best_precision, _Priced
+
+    finished = []
+
+    def priced(name, cost_usd, works=True):
+        def finish():
+            finished.append(name)
+            return Option(
+                name=name,
+                kind="gpu",
+                device="x",
+                n_devices=1,
+                fits=True,
+                usd_per_hour=1.0,
+                price_source="-",
+                price_date="-",
+                bound="bandwidth",
+                why=None if works else "too slow",
+                **period_fields("month", cost_usd=cost_usd),
+            )
+
+        return _Priced(cost_usd, finish)
+
+    best = _best_precision([priced("bf16", 3.0), priced("fp8", 1.0, works=False), priced("int4", 2.0)])
+    assert best.name == "int4" and finished == ["fp8", "int4"]  # bf16, dearer, never simulated
+    finished.clear()
+    best = _best_precision([priced("bf16", 2.0), priced("int4", 2.0)])
+    assert best.name == "bf16" and finished == ["bf16"]
+    finished.clear()
+    best = _best_precision(
+        [priced("bf16", 2.0, works=False), priced("int4", None), priced("int8", 1.0, False)]
+    )
+    assert best.name == "bf16" and best.why == "too slow" and finished == ["int8", "bf16"]
+
+
+def test_a_batch_a_device_cannot_hold_gives_it_a_row_that_says_so():
+    """A serving batch given to the advisor that leaves no room on a device beside the weights is
+    that device's not-possible row (the max_batch error as its why), not an error for the whole job."""
+    advice = advisor.serve("qwen3-30b-a3b", 1_000, batch=32, max_simulated_requests=50)
+    m1_max = next(o for o in advice.options if o.device == "Apple M1 Max")
+    assert not m1_max.works and m1_max.bound == "memory"
+    assert "room for the KV caches of 11 sequences" in m1_max.why

@@ -78,7 +78,8 @@ def test_colab_and_a_laptop_each_get_a_served_7b_answer_with_a_sourced_figure_be
         assert (
             4 in profile.decode_efficiency and "decode_efficiency for 8 and 4 bits" not in profile.unsourced
         )
-        assert profile.source in line and profile.source_date in line
+        source = profile.source_for("decode_efficiency[4]")  # the 4-bit figure's own source
+        assert source.source in line and source.source_date in line
     assert "cannot host an endpoint" in answers.COLAB_CANNOT
     intro = (ROOT / "book" / "intro.md").read_text(encoding="utf-8")
     assert "## Questions this course answers" in intro and "answers.serve_7b('T4')" in intro

@@ -382,7 +382,9 @@ def test_cost_serve_reports_the_serving_estimate(capsys):
     assert "through the engine vllm" in out  # the H100's default engine, named
     assert cli.main(["cost", "serve", "--model", "llama-3.1-8b", "--precision", "int4"]) == 0
     printed = capsys.readouterr().out
-    assert "(vllm with 4-bit weights: no published decode figure; its 16-bit figure" in printed
+    # vLLM's 4-bit decode figure is sourced; its compute (W4A16 computes in 16 bits) is not, and says so
+    assert "no published decode figure" not in printed
+    assert "(vllm's compute: no published figure; its 16-bit decode figure (0.74) stands in)" in printed
     with pytest.raises(SystemExit) as exited:
         cli.main(["cost", "serve", "--model", "llama-3.1-8b", "--batch", "5000"])
     assert exited.value.code == 2 and "--batch" in capsys.readouterr().err

@@ -75,6 +75,10 @@ def test_catalog_records_are_sourced_and_dated():
         if profile.name != "bound":
             assert profile.url.startswith("https://"), profile.name
             assert profile.cite in BIBLIOGRAPHY, f"add {profile.cite!r} to book/references.bib"
+        for source in profile.further_sources:
+            assert catalogs.DATE.match(source.source_date) and source.url.startswith("https://")
+            assert source.title and source.source and source.derived and source.figures, profile.name
+            assert source.cite in BIBLIOGRAPHY, f"add {source.cite!r} to book/references.bib"
 
 
 def test_llama_cpp_metal_decode_per_format_from_discussion_4167():
@@ -126,6 +130,61 @@ def test_vllm_decode_and_per_request_from_the_inferencebench_sweep():
     assert profile.per_request_s == pytest.approx(0.01398 - bound_prefill / 0.74, abs=5e-5)
     one = serving.estimate("Llama-3.1-8B", device="H100 SXM", prompt_len=40, output_len=128, engine="vllm")
     assert one.ttft_s == pytest.approx(0.01398, abs=1e-4)  # the issue's "about 14 ms", not 4.8 ms
+
+
+def _vllm_decode_step_s(model, device, precision, seconds):
+    """(measured, bound) seconds of one decode step of a Red Hat single-stream row (256 tokens in,
+    1,024 out): the request's latency less vLLM's fixed cost of a request and its prefill, which
+    computes in 16 bits for W4A16 (the 16-bit figure) and in FP8 for FP8 (the 8-bit figure)."""
+    profile = engines.get("vllm")
+    bound = serving.estimate(
+        model,
+        device=device,
+        prompt_len=256,
+        output_len=1024,
+        precision=precision,
+        engine="bound",
+        usd_per_hour=0,
+    )
+    assert bound.ttft_s < 0.01 * bound.latency_s  # decode-dominated: 1,024 steps, a short prompt
+    prefill_figure = profile.decode_efficiency[8 if precision == "fp8" else 16]
+    measured = (seconds - profile.per_request_s - bound.ttft_s / prefill_figure) / 1024
+    return measured, (bound.latency_s - bound.ttft_s) / 1024
+
+
+def test_vllm_8_bit_decode_from_red_hats_single_stream_table():
+    """DeepSeek-R1-Distill-Llama-8B (Llama-3.1-8B's shape), one H100, vLLM 0.7.2, one request at a
+    time, 256 tokens in / 1,024 out: 5.7 s with FP8-dynamic weights (7.6 s in bf16)."""
+    profile = engines.get("vllm")
+    assert {"decode_efficiency[8]", "decode_efficiency[4]"} <= set(profile.further_sources[0].figures)
+    measured, bound = _vllm_decode_step_s("Llama-3.1-8B", "H100 SXM", "fp8", 5.7)
+    assert profile.decode_efficiency[8] == pytest.approx(bound / measured, abs=0.005)
+    assert 8 not in profile.weight_format_per_step_s  # one 8-bit row: no fixed cost apart
+    # the same table's bf16 row, the same way: vLLM 0.7.2 reached less than vLLM 0.21.0's 0.74
+    bf16_measured, bf16_bound = _vllm_decode_step_s("Llama-3.1-8B", "H100 SXM", "bf16", 7.6)
+    assert round(bf16_bound / bf16_measured, 2) == 0.65 < profile.decode_efficiency[16]
+
+
+def test_vllm_4_bit_decode_and_its_fixed_step_cost_from_two_rows():
+    """W4A16 (GPTQ), one request at a time, 256 in / 1,024 out, vLLM 0.7.2: the 8B model on one H100
+    5.6 s, the 70B on one A100 35.3 s. Two rows, two unknowns: step = bound / e + c."""
+    profile = engines.get("vllm")
+    small, small_bound = _vllm_decode_step_s("Llama-3.1-8B", "H100 SXM", "int4", 5.6)
+    large, large_bound = _vllm_decode_step_s("Llama-3.1-70B", "A100 80GB SXM", "int4", 35.3)
+    efficiency = (large_bound - small_bound) / (large - small)
+    cost_s = small - small_bound / efficiency
+    assert profile.decode_efficiency[4] == pytest.approx(efficiency, abs=0.005)
+    assert profile.weight_format_per_step_s[4] == pytest.approx(cost_s, abs=5e-5)
+    assert [s.cite for s in profile.further_sources] == [
+        "redhat2025r1distillllama8bw8a8",
+        "redhat2025r1distillllama70bfp8",
+    ]
+    # a 4-bit step of vLLM costs its fixed 3.3 ms on top of the bandwidth's share; 16 bits do not
+    assert profile.per_step_for(0.5) == 0.0033 and profile.per_step_for(2.0) == 0.0
+    times = engines.apply(
+        "vllm", weight_bytes_per_param=0.5, prefill_s=0.1, batch_prefill_s=0.1, decode_step_s=0.01
+    )
+    assert times.decode_step_s == pytest.approx(0.01 / 0.56 + 0.0033)
 
 
 def test_apply_hand_worked():
@@ -191,6 +250,21 @@ def test_malformed_records_are_refused():
         engines._profile({**record, "decode_efficiency": {"16": 0.9}, "per_step_s": -0.001})
     with pytest.raises(ValueError, match="unknown key"):
         engines._profile({**record, "decode_efficiency": {"16": 0.9}, "speedup": 2})
+    source = dict(
+        figures=["decode_efficiency[16]"],
+        title="t",
+        source="s",
+        source_date="2025-02",
+        url="https://x",
+        cite="c",
+        derived="d",
+    )
+    good = {**record, "decode_efficiency": {"16": 0.9}, "further_sources": [source]}
+    assert engines._profile(good).further_sources[0].figures == ("decode_efficiency[16]",)
+    with pytest.raises(ValueError, match="further_sources entry needs exactly"):
+        engines._profile({**good, "further_sources": [{**source, "speedup": 2}]})
+    with pytest.raises(ValueError, match="source_date must be YYYY-MM"):
+        engines._profile({**good, "further_sources": [{**source, "source_date": "Feb 2025"}]})
 
 
 @pytest.mark.parametrize("profile", engines.catalog(), ids=lambda p: p.name)
@@ -230,19 +304,30 @@ def test_estimate_names_its_engine_and_the_default_is_what_practitioners_run():
 
 
 def test_a_figure_no_source_gives_takes_the_nearest_sourced_regime_and_says_so():
-    """vLLM has a sourced 16-bit decode figure only: with 4-bit weights its decode takes that
-    figure (never the bound), its prefill the decode figure too, and the estimate says so."""
+    """TensorRT-LLM has a sourced 16-bit decode figure only: with 4-bit weights its decode takes
+    that figure (never the bound), and the estimate says so. vLLM has no compute figure: its
+    prefill takes the decode figure of the bits it computes in, and the estimate says so."""
     shape = dict(device="H100 SXM", prompt_len=500, output_len=200, precision="int4")
-    vllm = serving.estimate("llama-3.1-8b", engine="vllm", **shape)
+    trt = serving.estimate("llama-3.1-8b", engine="tensorrt-llm", **shape)
     bound = serving.estimate("llama-3.1-8b", engine="bound", **shape)
-    assert (
-        "vllm with 4-bit weights: no published decode figure; its 16-bit figure (0.74 of the "
-        "bandwidth) stands in" in vllm.engine_notes
+    assert trt.engine_notes == (
+        "tensorrt-llm with 4-bit weights: no published decode figure; its 16-bit figure (0.79 of the "
+        "bandwidth) stands in",
     )
-    assert "vllm's compute: no published figure; its decode figure (0.74) stands in" in vllm.engine_notes
-    step_s = (vllm.latency_s - vllm.ttft_s) / vllm.output_len  # the decode steps alone, at batch 1
-    assert step_s == pytest.approx((bound.latency_s - bound.ttft_s) / bound.output_len / 0.74)
+    step_s = (trt.latency_s - trt.ttft_s) / trt.output_len  # the decode steps alone, at batch 1
+    assert step_s == pytest.approx((bound.latency_s - bound.ttft_s) / bound.output_len / 0.79)
     assert bound.engine_notes == ()
+    vllm = serving.estimate("llama-3.1-8b", engine="vllm", **shape)
+    assert vllm.engine_notes == (  # W4A16 computes in 16 bits: the 16-bit figure, not the 4-bit one
+        "vllm's compute: no published figure; its 16-bit decode figure (0.74) stands in",
+    )
+    step_s = (vllm.latency_s - vllm.ttft_s) / vllm.output_len
+    assert step_s == pytest.approx((bound.latency_s - bound.ttft_s) / bound.output_len / 0.56 + 0.0033)
+    assert vllm.ttft_s == pytest.approx(bound.ttft_s / 0.74 + engines.get("vllm").per_request_s)
+    fp8 = serving.estimate("llama-3.1-8b", engine="vllm", **{**shape, "precision": "fp8"})
+    assert fp8.engine_notes == (
+        "vllm's compute: no published figure; its 8-bit decode figure (0.44) stands in",
+    )
     sixteen = serving.estimate("llama-3.1-8b", engine="vllm", **{**shape, "precision": "bf16"})
     assert not any("decode figure;" in note for note in sixteen.engine_notes)
 

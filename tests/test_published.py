@@ -85,6 +85,34 @@ def test_the_course_answer_is_computed_by_the_calculators():
     assert row.course_value == pytest.approx(1 / step_s)
 
 
+def test_a_lone_request_and_a_full_server_are_the_serving_estimates():
+    from lab_utils import serving
+
+    row = published.compare(published.get("redhat-vllm072-llama8b-fp8-1xh100-256-1024"))
+    alone = serving.estimate(
+        "Llama-3.1-8B", device="H100 SXM", prompt_len=256, output_len=1024, precision="fp8", engine="vllm"
+    )
+    assert alone.batch == 1 and row.course_value == pytest.approx(alone.latency_s)
+    pair = published.request_latency_s(
+        model="Llama-3.1-70B",
+        device="H100 SXM",
+        n_devices=2,
+        prompt_len=256,
+        output_len=1024,
+        precision="fp8",
+    )
+    two = serving.replica("H100 SXM", 2)
+    assert pair == pytest.approx(
+        serving.estimate(
+            "Llama-3.1-70B", device=two, prompt_len=256, output_len=1024, precision="fp8"
+        ).latency_s
+    )
+    full = dict(model="Llama-3.1-8B", device="H100 SXM", prompt_len=768, output_len=128, engine="vllm")
+    assert published.server_requests_per_s(**full) * 128 == pytest.approx(
+        published.server_output_tokens_per_s(**full)
+    )
+
+
 def test_the_longest_sequence_is_the_edge_of_what_fits():
     from lab_utils import hardware, memory
 

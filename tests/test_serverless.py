@@ -144,8 +144,48 @@ def test_invariants_with_concurrency(arrivals, service, slowdown, cold, idle, wo
     assert all(latency >= service - 1e-9 for latency in batched.latencies_s)
     assert batched.busy_s <= sum(service_s(concurrency) for _ in arrivals) + 1e-9
     assert batched.billed_s >= batched.busy_s + batched.cold_starts * cold - 1e-6
+    for latency, wait, in_flight in zip(batched.latencies_s, batched.waits_s, batched.in_flight, strict=True):
+        assert 1 <= in_flight <= concurrency and wait >= 0
+        assert latency == pytest.approx(wait + service_s(in_flight))  # its wait, then its batch's time
     if concurrency == 1:
         assert batched == alone
+
+
+def test_a_worker_time_simulated_apart_is_added_to_each_wait_worked_by_hand():
+    """One worker, one slot, ready 1 s after the first arrival, 2 s a request: the requests at
+    0, 0.5 and 1 s start at 1, 3 and 5 s (waits 1, 2.5 and 4 s), the worker busy from 1 s to
+    7 s: 3 requests over 6 busy worker-seconds, 0.5 a second. With times inside the worker of
+    0.25 and 0.75 s taken in turn, the latencies are 1.25, 3.25 and 4.25 s."""
+    result = serverless.simulate(
+        [0.0, 0.5, 1.0],
+        service_s=2.0,
+        cold_start_s=1.0,
+        idle_timeout_s=10.0,
+        max_workers=1,
+        price_per_worker_s=0.0,
+    )
+    assert result.waits_s == (1.0, 2.5, 4.0) and result.in_flight == (1, 1, 1)
+    assert serverless.requests_per_busy_worker_s(result) == 0.5
+    assert serverless.shared_start_share(result) == 0.0
+    assert serverless.latencies_with_worker_times_s(result, [0.25, 0.75]) == (1.25, 3.25, 4.25)
+    with pytest.raises(ValueError, match="in_worker_s"):
+        serverless.latencies_with_worker_times_s(result, [])
+
+
+def test_a_request_joining_a_busy_worker_counts_as_shared():
+    """Two slots, no cold start: the request at 0.5 s joins the one started at 0 s (2 in flight)."""
+    result = serverless.simulate(
+        [0.0, 0.5],
+        service_s=lambda n: 2.0 * n,
+        concurrency=2,
+        cold_start_s=0.0,
+        idle_timeout_s=10.0,
+        max_workers=1,
+        price_per_worker_s=0.0,
+    )
+    assert result.in_flight == (1, 2) and result.waits_s == (0.0, 0.0)
+    assert serverless.shared_start_share(result) == 0.5
+    assert serverless.requests_per_busy_worker_s(result) == pytest.approx(2 / 4.5)  # busy 0 to 4.5 s
 
 
 def test_a_worker_with_two_slots_serves_two_requests_at_once():

@@ -103,11 +103,13 @@ def test_estimate_of_one_request_on_a_slow_memory_worked_by_hand():
         TOY, device=device(), prompt_len=4, output_len=2, efficiency=0.5, engine="bound"
     ).latency_s == pytest.approx(12.64)
     # the default engine of a GPU (vLLM): decode / 0.74, its 7.5 ms per request, prefill / 0.74 too
-    # (no figure for its compute regime: the nearest sourced one, decode, stands in)
+    # (no figure for its compute regime: the nearest sourced one, the 16-bit decode figure, stands in)
     vllm = serving.estimate(TOY, device=device(), prompt_len=4, output_len=2)
     assert vllm.engine == "vllm" and vllm.ttft_s == pytest.approx(2.0 / 0.74 + 0.0075)
     assert vllm.latency_s == pytest.approx(2.0 / 0.74 + 0.0075 + 2 * 2.16 / 0.74)
-    assert vllm.engine_notes == ("vllm's compute: no published figure; its decode figure (0.74) stands in",)
+    assert vllm.engine_notes == (
+        "vllm's compute: no published figure; its 16-bit decode figure (0.74) stands in",
+    )
 
 
 def test_throughput_grows_with_the_batch_saturates_and_never_exceeds_its_bound():
