@@ -155,7 +155,7 @@ def timer(kept: Job, notes: dict):
     notes gathered in ``notes`` (in the order first met, as the step loop meets them)."""
 
     def seconds(n, context, chunks) -> float:
-        found, step_notes = kept.seconds(n, context, tuple(sorted((t, int(r.computed)) for r, t in chunks)))
+        found, step_notes = kept.seconds(n, context, tuple(sorted([(t, int(r.computed)) for r, t in chunks])))
         notes.update(step_notes)
         return found
 

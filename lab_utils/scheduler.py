@@ -228,7 +228,7 @@ class Scheduler:
     def _chunks(self, budget: int) -> list[tuple[Request, int]]:
         """Prompt tokens this step computes: the running prompts first, then waiting requests."""
         chunks = []
-        for request in list(self.prefilling.values()):
+        for request in list(self.prefilling.values()) if self.prefilling else ():
             if budget <= 0:
                 break
             tokens = min(request.target - request.computed, budget)
