@@ -13,8 +13,11 @@ and it waits again at the head of the queue, to recompute its prompt and the tok
 A step's time is the roofline bound of :func:`serving.step` (its decodes at their mean context,
 its prompt chunks after their cached prefix) turned into an engine's time by
 :func:`engines.step_time`; a request also waits the engine's ``per_request_s`` once, before the
-scheduler sees it. Step times are cached by (decodes, mean context to ``context_bucket`` tokens,
-chunks), so a 6,000-request trace takes about a second.
+scheduler sees it. Step times are worked out once per (decodes, mean context to
+``context_bucket`` tokens, chunks) and kept across simulations of the same job
+(:mod:`lab_utils.replica_steps`, with the KV cache's size), and the scheduler takes runs of
+decode-only steps at once (:mod:`lab_utils.scheduler`), so a 6,000-request trace takes about
+0.2 s here and the 100-request runs ``pick serve`` asks for a few milliseconds each.
 
 The levers, each a keyword whose default is an assumption (``lab_utils/data/assumptions.toml``):
 ``chunked_prefill`` and ``max_num_batched_tokens``; ``prefix_hit`` (the share of each prompt

@@ -13,7 +13,13 @@ sequence gains ``gain`` tokens a decode step, so a sequence's tokens follow from
 steps since it joined (``g0``), the batch's total context is one running sum, and the steps at
 which a sequence needs its next block or finishes wait in two heaps. Runs of decode-only steps
 that take the same time (nothing arrives, needs a block or finishes, and the mean context stays
-in its bucket) are taken at once.
+in its bucket) are taken at once. A decode-only step then goes on, in one loop, through the
+decode-only steps after it while nothing but blocks change (nothing finishes or arrives, and
+the free blocks cover what the decodes need, so no prompt can start and none is preempted):
+the same runs, the same sums of the clock and the context, so the same answers to the last bit,
+without scheduling prompts between them. With a gain of one token a step (no speculative
+decoding) a sequence due a block has filled its last one exactly: it takes one, and its next is
+``block_size`` steps on.
 """
 
 from __future__ import annotations
