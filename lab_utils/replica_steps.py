@@ -39,13 +39,8 @@ def kv_capacity_tokens(
     """Tokens the KV cache holds: (memory x ``gpu_memory_utilization`` - weights - the
     ``cuda_context_bytes`` reserve) / KV bytes per token; 0 when the weights do not fit."""
     config, spec = llms.resolve(model), hardware.as_spec(device)
-    served = serving.resolve_precision(
-        precision,
-        device=spec,
-        weight_bytes_per_param=weight_bytes_per_param,
-        kv_bytes_per_value=kv_bytes_per_value,
-        model=config,
-    )
+    given = dict(weight_bytes_per_param=weight_bytes_per_param, kv_bytes_per_value=kv_bytes_per_value)
+    served = serving.resolve_precision(precision, device=spec, model=config, **given)
     share = assumptions.resolve(gpu_memory_utilization=gpu_memory_utilization)[0]["gpu_memory_utilization"]
     share = checks.number("gpu_memory_utilization", share, maximum=1.0)
     free = (
