@@ -57,8 +57,9 @@ class Option:
     device-hours billed, every GPU (or CPU server) counted, so ``cost_*_usd`` =
     ``device_hours_*`` x ``usd_per_hour`` and ``energy_*_kwh`` is ``device_hours_*`` at the
     device's TDP (``lab_utils.energy``). ``latency_s``: seconds per request (serving: the p95 at
-    the rate, from the replica simulator; serverless adds each request's wait for a worker). ``precision``: what a serving option runs the
-    weights in; ``engine``: the serving engine whose profile times it (``lab_utils.engines``),
+    the rate, from the replica simulator; serverless adds each request's wait for a worker).
+    ``precision``: what a serving option runs the weights in; ``engine``: the serving engine
+    whose profile times it (``lab_utils.engines``),
     ``engine_notes`` the parts it leaves at the bound. ``why``: None when the option works, else
     the reason it cannot. ``kind`` "hosted": the same open model sold per token; "api": a closed
     model (a different product).

@@ -306,8 +306,9 @@ def _result(
         )
         for r in sorted(requests, key=lambda r: r.index)
     )
-    if usd_per_hour is None:
-        usd_per_hour = n_devices * assumptions.device_price(base, n_gpus=n_devices).usd_per_hour
+    if usd_per_hour is None:  # the device's price, None where the data has none
+        per_device = assumptions.device_price(base, n_gpus=n_devices).usd_per_hour
+        usd_per_hour = None if per_device is None else n_devices * per_device
     return summarize(
         times,
         model=config.name,

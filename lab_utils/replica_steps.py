@@ -69,12 +69,7 @@ class Job:
     def __init__(self, config, spec, served, profile, draft, decode_tokens):
         self.config, self.spec, self.served, self.profile = config, spec, served, profile
         self.draft, self.decode_tokens = draft, decode_tokens
-        self.shape = dict(
-            device=spec,
-            precision=served.name,
-            weight_bytes_per_param=served.weight_bytes_per_param,
-            kv_bytes_per_value=served.kv_bytes_per_value,
-        )
+        self.shape = dict(device=spec, **served.keywords)
         self.steps: dict = {}
         self.capacities: dict = {}
         self.timers: dict = {}  # the engine's step timer by the dtype a step computes in
@@ -93,10 +88,8 @@ class Job:
             self.capacities[key] = kv_capacity_tokens(
                 self.config,
                 device=self.spec,
-                precision=self.served.name,
-                weight_bytes_per_param=self.served.weight_bytes_per_param,
-                kv_bytes_per_value=self.served.kv_bytes_per_value,
                 gpu_memory_utilization=gpu_memory_utilization,
+                **self.served.keywords,
             )
         return self.capacities[key]
 

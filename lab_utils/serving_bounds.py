@@ -58,6 +58,16 @@ class Precision:
     checkpoint: str | None = None
 
     @property
+    def keywords(self) -> dict:
+        """The ``precision``, ``weight_bytes_per_param`` and ``kv_bytes_per_value`` that
+        :func:`resolve_precision` turns back into this one (with the model): the weights' bytes
+        are left to the precision where the routed experts have bytes of their own."""
+        weight = None if self.expert_bytes_per_param is not None else self.weight_bytes_per_param
+        return dict(
+            precision=self.name, weight_bytes_per_param=weight, kv_bytes_per_value=self.kv_bytes_per_value
+        )
+
+    @property
     def label(self) -> str:
         """How the answer names it: "fp8" or "checkpoint (mxfp4)"."""
         return self.name if self.checkpoint is None else f"{self.name} ({self.checkpoint})"

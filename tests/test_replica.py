@@ -211,3 +211,20 @@ def test_the_bound_engine_never_beats_a_published_latency(record):
     efficiency 1, no overhead): the measurement never beats it."""
     function = published.QUESTIONS[record.question][0]
     assert function(**{**dict(record.inputs), "engine": "bound"}) <= record.figure
+
+
+def test_a_checkpoints_own_expert_bytes_size_the_cache_and_the_steps():
+    """gpt-oss keeps its routed experts in MXFP4 and the rest in bf16: the simulator's KV cache
+    is kv_capacity_tokens' for the checkpoint, and its steps read the experts in their bytes."""
+    alone = replica.simulate("gpt-oss-20b", device="L4", requests=[(0.0, 100, 10)])
+    assert alone.kv_capacity_tokens == replica.kv_capacity_tokens("gpt-oss-20b", device="L4") > 0
+    as_bf16 = replica.simulate(
+        "gpt-oss-20b", device="H100 SXM", requests=[(0.0, 100, 10)], weight_bytes_per_param=2.0
+    )
+    as_published = replica.simulate("gpt-oss-20b", device="H100 SXM", requests=[(0.0, 100, 10)])
+    assert as_published.e2e.p50 < as_bf16.e2e.p50  # the experts read in 4.25 bits, not 16
+
+
+def test_a_device_without_a_price_has_no_cost_per_token():
+    result = replica.simulate("Llama-3.1-8B", device="A100 80GB PCIe", requests=[(0.0, 100, 10)])
+    assert result.usd_per_hour is None and result.usd_per_million_tokens is None
