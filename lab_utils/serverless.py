@@ -88,6 +88,9 @@ class _Worker:
     """One worker: when it started and is ready to serve, the end times of the requests it is
     serving (a heap), the intervals it spent serving, whether it is always on."""
 
+    __slots__ = ("started_s", "ready_s", "concurrency", "spare_slots", "ends_s", "free_at_s", "last_end_s")
+    __slots__ += ("jobs_s", "active")
+
     def __init__(self, started_s: float, ready_s: float, active: bool, concurrency: int):
         self.started_s = started_s
         self.ready_s = ready_s
@@ -106,8 +109,9 @@ class _Worker:
         """Seconds in which it served at least one request."""
         busy, covered_to = 0.0, -math.inf
         for start, end in sorted(self.jobs_s):
-            busy += max(0.0, end - max(start, covered_to))
-            covered_to = max(covered_to, end)
+            if end > covered_to:  # else wholly covered already
+                busy += end - (start if start > covered_to else covered_to)
+                covered_to = end
         return busy
 
 
@@ -139,7 +143,7 @@ def simulate(
     for the rules.
     """
     arrivals = list(arrival_times_s)
-    if not all(type(t) is float and 0.0 <= t < math.inf for t in arrivals):  # else name the first bad one
+    if not _plain_times(arrivals):  # name the first bad one
         arrivals = [checks.number(f"arrival_times_s[{i}]", t, strict=False) for i, t in enumerate(arrivals)]
     concurrency = checks.count("concurrency", concurrency, minimum=1)
     service_s = _service_function(service_s, concurrency)
@@ -226,6 +230,13 @@ def simulate(
         restored_starts=restored,
         waits_s=tuple(waits),
         in_flight=tuple(in_flight),
+    )
+
+
+def _plain_times(arrivals: list[float]) -> bool:
+    """Whether every arrival is a float, finite and not negative (a finite sum has no nan or inf)."""
+    return not arrivals or (
+        set(map(type, arrivals)) == {float} and min(arrivals) >= 0.0 and math.isfinite(sum(arrivals))
     )
 
 
