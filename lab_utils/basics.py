@@ -294,6 +294,11 @@ def _decode_attention_flops(layers, context_len: int) -> float:
     )
 
 
+@_kept_per_layers
+def _routed_expert_params(layers) -> int:
+    return sum(layer.routed_expert_params for layer in layers)
+
+
 @dataclass(frozen=True)
 class DecodeWork:
     """One decode step of ``batch`` sequences: ``flops`` (2 per active parameter per token, plus
@@ -323,7 +328,7 @@ def weight_bytes_read(config, tokens, *, weight_bytes_per_param, expert_bytes_pe
     weight = checks.number("weight_bytes_per_param", weight_bytes_per_param)
     expert = weight if expert_bytes_per_param is None else expert_bytes_per_param
     expert = checks.number("expert_bytes_per_param", expert)
-    routed = sum(layer.routed_expert_params for layer in config.layers)
+    routed = _routed_expert_params(config.layers)
     read = sum(
         experts_touched(layer.mlp.n_experts, layer.mlp.top_k, tokens, skew=skew) * layer.expert_params
         for layer in config.layers
@@ -374,7 +379,7 @@ def decode_work(
         weight_bytes=weight_bytes,
         kv_bytes=batch * kv * kv_values_per_sequence(config.layers, context_len),
         experts_read_params=read,
-        expert_params=sum(layer.routed_expert_params for layer in config.layers),
+        expert_params=_routed_expert_params(config.layers),
     )
 
 

@@ -116,6 +116,7 @@ class _Worker:
 
 
 _FREE_AT_S = operator.attrgetter("free_at_s")
+_TIME = operator.itemgetter(1)
 
 
 def simulate(
@@ -166,8 +167,7 @@ def simulate(
     heappush, heappop = heapq.heappush, heapq.heappop
     # Once per request, so written inline: a flex worker stops at last_end_s + idle_timeout_s
     # (_Worker.stops_at), and a worker takes a request below (a method call per request costs).
-    for index in _arrival_order(arrivals):  # the queue, first in first out
-        arrival = arrivals[index]
+    for index, arrival in _in_arrival_order(arrivals):  # the queue, first in first out
         # Workers whose idle window closed before this arrival have stopped: bill them. None can
         # have before `first_stop_s`, the earliest stop when last looked (stops only move later).
         if arrival > first_stop_s:
@@ -204,10 +204,11 @@ def simulate(
         if end > worker.last_end_s:
             worker.last_end_s = end
         worker.jobs_s.append((start, end))
-        free_at = worker.ready_s if len(ends) < worker.concurrency else ends[0]
+        free_at = worker.ready_s if batch < concurrency else ends[0]
         worker.free_at_s = free_at if free_at > start else start
         latencies[index] = end - arrival
-        waits[index], in_flight[index] = start - arrival, batch
+        waits[index] = start - arrival
+        in_flight[index] = batch
         if end > last_end_s:
             last_end_s = end
 
@@ -240,12 +241,12 @@ def _plain_times(arrivals: list[float]) -> bool:
     )
 
 
-def _arrival_order(arrivals: list[float]):
-    """The indices of ``arrivals`` in order of time (ties in the order given): ``range`` when
-    they are in order already, as the generators below give them."""
+def _in_arrival_order(arrivals: list[float]):
+    """(index, time) of ``arrivals`` in order of time (ties in the order given): ``enumerate``
+    when they are in order already, as the generators below give them."""
     if all(map(operator.le, arrivals, itertools.islice(arrivals, 1, None))):
-        return range(len(arrivals))
-    return sorted(range(len(arrivals)), key=arrivals.__getitem__)
+        return enumerate(arrivals)
+    return sorted(enumerate(arrivals), key=_TIME)
 
 
 def _start_function(cold_start_s):
