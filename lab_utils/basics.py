@@ -299,6 +299,16 @@ def _routed_expert_params(layers) -> int:
     return sum(layer.routed_expert_params for layer in layers)
 
 
+@_kept_per_layers
+def _moe_layers(layers) -> tuple[tuple[int, int, int], ...]:
+    """(n_experts, top_k, one expert's parameters) of each mixture-of-experts layer."""
+    return tuple(
+        (layer.mlp.n_experts, layer.mlp.top_k, layer.expert_params)
+        for layer in layers
+        if layer.mlp.kind == "moe"
+    )
+
+
 @dataclass(frozen=True)
 class DecodeWork:
     """One decode step of ``batch`` sequences: ``flops`` (2 per active parameter per token, plus
@@ -330,9 +340,8 @@ def weight_bytes_read(config, tokens, *, weight_bytes_per_param, expert_bytes_pe
     expert = checks.number("expert_bytes_per_param", expert)
     routed = _routed_expert_params(config.layers)
     read = sum(
-        experts_touched(layer.mlp.n_experts, layer.mlp.top_k, tokens, skew=skew) * layer.expert_params
-        for layer in config.layers
-        if layer.mlp.kind == "moe"
+        experts_touched(n_experts, top_k, tokens, skew=skew) * expert_params
+        for n_experts, top_k, expert_params in _moe_layers(config.layers)
     )
     return (config.n_params - routed) * weight + read * expert, read
 
