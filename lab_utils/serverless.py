@@ -88,8 +88,10 @@ class _Worker:
     """One worker: when it started and is ready to serve, the end times of the requests it is
     serving (a heap), the intervals it spent serving, whether it is always on."""
 
-    __slots__ = ("started_s", "ready_s", "concurrency", "spare_slots", "ends_s", "free_at_s", "last_end_s")
-    __slots__ += ("jobs_s", "active")
+    __slots__ = (  # its attributes, read once per request: slots read faster than a dict
+        "started_s", "ready_s", "concurrency", "spare_slots", "ends_s", "free_at_s", "last_end_s",
+        "jobs_s", "active",
+    )  # fmt: skip
 
     def __init__(self, started_s: float, ready_s: float, active: bool, concurrency: int):
         self.started_s = started_s
@@ -235,7 +237,8 @@ def simulate(
 
 
 def _plain_times(arrivals: list[float]) -> bool:
-    """Whether every arrival is a float, finite and not negative (a finite sum has no nan or inf)."""
+    """True when every arrival is a float, finite and not negative, checked without a Python loop
+    (a finite sum has no nan or inf; a sum that overflows says False, and simulate checks each)."""
     return not arrivals or (
         set(map(type, arrivals)) == {float} and min(arrivals) >= 0.0 and math.isfinite(sum(arrivals))
     )
