@@ -28,6 +28,7 @@ Pure arithmetic: no torch, no clock, no screen. It imports only the data layer.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -191,7 +192,36 @@ def kv_values_per_sequence(layers, context_len) -> int:
     ``layers`` (``llms.Layer``) as vLLM lays it out: per layer, the values per token of its
     attention kind (K and V per KV head; MLA's latent, kv_lora_rank + qk_rope_head_dim) times
     the tokens it keeps (a sliding-window layer at most its window)."""
-    context_len = checks.count("context_len", context_len)
+    return _kv_values_per_sequence(layers, checks.count("context_len", context_len))
+
+
+_KEPT: dict = {}  # (function, id(layers), arguments) -> (layers, the sum): see _kept_per_layers
+_KEPT_MOST = 4096  # entries before the store starts again
+
+
+def _kept_per_layers(function):
+    """``function(layers, *arguments)``, a sum over a tuple of layers, computed once per tuple and
+    arguments and kept (the serving estimates ask the same sums for every batch): a tuple of
+    frozen layers cannot change, and its entry holds it, so its id stays its own. Layers given
+    in a list or a generator are summed each time."""
+
+    @functools.wraps(function)
+    def kept(layers, *arguments):
+        if type(layers) is not tuple:
+            return function(layers, *arguments)
+        key = (function, id(layers), arguments)
+        entry = _KEPT.get(key)
+        if entry is None:
+            if len(_KEPT) >= _KEPT_MOST:
+                _KEPT.clear()
+            entry = _KEPT[key] = (layers, function(layers, *arguments))
+        return entry[1]
+
+    return kept
+
+
+@_kept_per_layers
+def _kv_values_per_sequence(layers, context_len: int) -> int:
     return sum(
         layer.attention.kv_values_per_token * layer.attention.cached_tokens(context_len) for layer in layers
     )
@@ -212,8 +242,13 @@ def chunk_attention_flops(layers, tokens, cached=0) -> float:
     tokens already in the KV cache (chunked prefill; ``cached`` 0: a whole prompt), causal,
     summed over ``layers``: per query, 2·heads·(head_dim + v_head_dim) per key it sees (Q·Kᵀ
     and ·V), a sliding-window layer at most its window."""
-    tokens = checks.count("tokens", tokens)
-    cached = checks.count("cached", cached, minimum=0)
+    return _chunk_attention_flops(
+        layers, checks.count("tokens", tokens), checks.count("cached", cached, minimum=0)
+    )
+
+
+@_kept_per_layers
+def _chunk_attention_flops(layers, tokens: int, cached: int) -> float:
     total = 0.0
     for layer in layers:
         attention = layer.attention
@@ -245,13 +280,32 @@ def attention_flops_per_token(layers, seq_len, *, causal: bool = True) -> float:
 def decode_attention_flops(layers, context_len) -> float:
     """Attention FLOPs of one decode step of one sequence: its new token's query against the
     ``context_len`` keys each layer keeps (:func:`kv_values_per_sequence`'s tokens)."""
-    context_len = checks.count("context_len", context_len)
+    return _decode_attention_flops(layers, checks.count("context_len", context_len))
+
+
+@_kept_per_layers
+def _decode_attention_flops(layers, context_len: int) -> float:
     return sum(
         2.0
         * layer.attention.n_heads
         * (layer.attention.head_dim + layer.attention.v_head_dim)
         * layer.attention.cached_tokens(context_len)
         for layer in layers
+    )
+
+
+@_kept_per_layers
+def _routed_expert_params(layers) -> int:
+    return sum(layer.routed_expert_params for layer in layers)
+
+
+@_kept_per_layers
+def _moe_layers(layers) -> tuple[tuple[int, int, int], ...]:
+    """(n_experts, top_k, one expert's parameters) of each mixture-of-experts layer."""
+    return tuple(
+        (layer.mlp.n_experts, layer.mlp.top_k, layer.expert_params)
+        for layer in layers
+        if layer.mlp.kind == "moe"
     )
 
 
@@ -284,11 +338,10 @@ def weight_bytes_read(config, tokens, *, weight_bytes_per_param, expert_bytes_pe
     weight = checks.number("weight_bytes_per_param", weight_bytes_per_param)
     expert = weight if expert_bytes_per_param is None else expert_bytes_per_param
     expert = checks.number("expert_bytes_per_param", expert)
-    routed = sum(layer.routed_expert_params for layer in config.layers)
+    routed = _routed_expert_params(config.layers)
     read = sum(
-        experts_touched(layer.mlp.n_experts, layer.mlp.top_k, tokens, skew=skew) * layer.expert_params
-        for layer in config.layers
-        if layer.mlp.kind == "moe"
+        experts_touched(n_experts, top_k, tokens, skew=skew) * expert_params
+        for n_experts, top_k, expert_params in _moe_layers(config.layers)
     )
     return (config.n_params - routed) * weight + read * expert, read
 
@@ -335,7 +388,7 @@ def decode_work(
         weight_bytes=weight_bytes,
         kv_bytes=batch * kv * kv_values_per_sequence(config.layers, context_len),
         experts_read_params=read,
-        expert_params=sum(layer.routed_expert_params for layer in config.layers),
+        expert_params=_routed_expert_params(config.layers),
     )
 
 

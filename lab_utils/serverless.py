@@ -88,6 +88,11 @@ class _Worker:
     """One worker: when it started and is ready to serve, the end times of the requests it is
     serving (a heap), the intervals it spent serving, whether it is always on."""
 
+    __slots__ = (  # its attributes, read once per request: slots read faster than a dict
+        "started_s", "ready_s", "concurrency", "spare_slots", "ends_s", "free_at_s", "last_end_s",
+        "jobs_s", "active",
+    )  # fmt: skip
+
     def __init__(self, started_s: float, ready_s: float, active: bool, concurrency: int):
         self.started_s = started_s
         self.ready_s = ready_s
@@ -106,12 +111,14 @@ class _Worker:
         """Seconds in which it served at least one request."""
         busy, covered_to = 0.0, -math.inf
         for start, end in sorted(self.jobs_s):
-            busy += max(0.0, end - max(start, covered_to))
-            covered_to = max(covered_to, end)
+            if end > covered_to:  # else wholly covered already
+                busy += end - (start if start > covered_to else covered_to)
+                covered_to = end
         return busy
 
 
 _FREE_AT_S = operator.attrgetter("free_at_s")
+_TIME = operator.itemgetter(1)
 
 
 def simulate(
@@ -139,7 +146,7 @@ def simulate(
     for the rules.
     """
     arrivals = list(arrival_times_s)
-    if not all(type(t) is float and 0.0 <= t < math.inf for t in arrivals):  # else name the first bad one
+    if not _plain_times(arrivals):  # name the first bad one
         arrivals = [checks.number(f"arrival_times_s[{i}]", t, strict=False) for i, t in enumerate(arrivals)]
     concurrency = checks.count("concurrency", concurrency, minimum=1)
     service_s = _service_function(service_s, concurrency)
@@ -162,8 +169,7 @@ def simulate(
     heappush, heappop = heapq.heappush, heapq.heappop
     # Once per request, so written inline: a flex worker stops at last_end_s + idle_timeout_s
     # (_Worker.stops_at), and a worker takes a request below (a method call per request costs).
-    for index in _arrival_order(arrivals):  # the queue, first in first out
-        arrival = arrivals[index]
+    for index, arrival in _in_arrival_order(arrivals):  # the queue, first in first out
         # Workers whose idle window closed before this arrival have stopped: bill them. None can
         # have before `first_stop_s`, the earliest stop when last looked (stops only move later).
         if arrival > first_stop_s:
@@ -200,10 +206,11 @@ def simulate(
         if end > worker.last_end_s:
             worker.last_end_s = end
         worker.jobs_s.append((start, end))
-        free_at = worker.ready_s if len(ends) < worker.concurrency else ends[0]
+        free_at = worker.ready_s if batch < concurrency else ends[0]
         worker.free_at_s = free_at if free_at > start else start
         latencies[index] = end - arrival
-        waits[index], in_flight[index] = start - arrival, batch
+        waits[index] = start - arrival
+        in_flight[index] = batch
         if end > last_end_s:
             last_end_s = end
 
@@ -229,12 +236,20 @@ def simulate(
     )
 
 
-def _arrival_order(arrivals: list[float]):
-    """The indices of ``arrivals`` in order of time (ties in the order given): ``range`` when
-    they are in order already, as the generators below give them."""
+def _plain_times(arrivals: list[float]) -> bool:
+    """True when every arrival is a float, finite and not negative, checked without a Python loop
+    (a finite sum has no nan or inf; a sum that overflows says False, and simulate checks each)."""
+    return not arrivals or (
+        set(map(type, arrivals)) == {float} and min(arrivals) >= 0.0 and math.isfinite(sum(arrivals))
+    )
+
+
+def _in_arrival_order(arrivals: list[float]):
+    """(index, time) of ``arrivals`` in order of time (ties in the order given): ``enumerate``
+    when they are in order already, as the generators below give them."""
     if all(map(operator.le, arrivals, itertools.islice(arrivals, 1, None))):
-        return range(len(arrivals))
-    return sorted(range(len(arrivals)), key=arrivals.__getitem__)
+        return enumerate(arrivals)
+    return sorted(enumerate(arrivals), key=_TIME)
 
 
 def _start_function(cold_start_s):
@@ -387,7 +402,8 @@ class ColdStart:
         """Whether the start numbered ``index`` (0, 1, ...) is a restore: the hits spread evenly,
         floor((index + 1) x rate) > floor(index x rate), so the first start of an endpoint is
         plain (no snapshot exists yet) unless every start restores."""
-        index = checks.count("index", index, minimum=0)
+        if type(index) is not int or index < 0:  # simulate asks once per start: a plain int passes
+            index = checks.count("index", index, minimum=0)
         rate = self.restore_hit_rate
         return math.floor((index + 1) * rate) > math.floor(index * rate)
 
