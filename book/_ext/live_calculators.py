@@ -71,13 +71,20 @@ PURE_DEPENDENCIES = (
     "tabulate",
 )  # what lab_utils.cli needs beyond the standard library, for memory/cost/pick
 METHODS = ("inference", "lora", "qlora", "full")
-# The form's first answer: the README's examples (inputs a reader changes, not assumptions).
+LOADS = ("rate", "concurrency")  # lab-utils latency's --rate (Poisson, requests/s) or --concurrency
+# The form's first answer: the README's examples (inputs a reader changes, not assumptions);
+# latency's: its --help's first example at a fifth of its rate (1,200 requests simulated, not 6,000).
 START = {
     "model": "Llama-3.1-8B",
     "gpu": "H100 SXM",
     "method": "lora",
     "tokens": "1e8",
     "requests_per_day": "1000",
+    "load": "rate",
+    "load_value": "2",
+    "prompt_len": "1000",
+    "output_len": "200",
+    "precision": "checkpoint",
 }
 
 
@@ -164,7 +171,22 @@ def page_commands(model: str) -> list[list[str]]:
                 ["pick", "fine-tune", "--model", model, "--tokens", tokens, "--method", method]
                 + ["--seq-len", seq_len],
             ]
+    commands += [["latency", "--help"], latency_command(model, gpu, START["precision"])]
     return commands
+
+
+def latency_command(model: str, gpu: str, precision: str) -> list[str]:
+    """``lab-utils latency`` as live-calculators.js's ``commands()`` writes it, for the form's
+    first load, prompt and output lengths and its SLO (the assumptions' values)."""
+    from lab_utils import assumptions
+
+    return [
+        "latency", "--model", model, "--gpu", gpu, f"--{START['load']}", START["load_value"],
+        "--prompt-len", START["prompt_len"], "--output-len", START["output_len"],
+        "--precision", precision,
+        "--slo-ttft-ms", f"{assumptions.value('slo_ttft_s') * 1e3:g}",
+        "--slo-tpot-ms", f"{assumptions.value('slo_tpot_s') * 1e3:g}",
+    ]  # fmt: skip
 
 
 def files_the_page_uses(source: Path) -> set[Path]:
@@ -310,7 +332,7 @@ def _options(values, selected: str) -> str:
 
 def form_html(root: Path) -> str:
     """The calculators' HTML: inputs from the catalogs, an answer area per command, a status line."""
-    from lab_utils import assumptions, hardware, llms
+    from lab_utils import assumptions, hardware, llms, serving
 
     models = [m.name for m in llms.catalog()]
     gpus = [s.name for s in hardware.catalog("gpu")]
@@ -340,7 +362,42 @@ def form_html(root: Path) -> str:
                 "Serving (method inference): model and requests per day. "
                 "A fine-tune: model, method, sequence length, training tokens.",
             ),
+            (
+                "latency",
+                "What will users wait?",
+                "One serving replica simulated request by request: model, GPU, the load (requests a "
+                "second, or requests kept in flight), prompt and output lengths, precision and the "
+                "latency targets (SLO).",
+            ),
         )
+    )
+    number = (
+        '<label>{label} <input name="{name}" type="number" min="{least}" step="any" value="{value}"></label>'
+    )
+    latency_inputs = (
+        '<fieldset class="live-latency-inputs"><legend>Serving latency '
+        "(<code>lab-utils latency</code>)</legend>"
+        f'<label>Load <select name="load">{_options(LOADS, START["load"])}</select></label>'
+        + number.format(
+            label="Requests a second, or in flight", name="load_value", least=0, value=START["load_value"]
+        )
+        + number.format(label="Prompt (tokens)", name="prompt_len", least=1, value=START["prompt_len"])
+        + number.format(label="Output (tokens)", name="output_len", least=1, value=START["output_len"])
+        + f'<label>Precision <select name="precision">{_options(serving.PRECISIONS, START["precision"])}'
+        "</select></label>"
+        + number.format(
+            label="TTFT target (ms)",
+            name="slo_ttft_ms",
+            least=0,
+            value=f"{assumptions.value('slo_ttft_s') * 1e3:g}",
+        )
+        + number.format(
+            label="TPOT target (ms)",
+            name="slo_tpot_ms",
+            least=0,
+            value=f"{assumptions.value('slo_tpot_s') * 1e3:g}",
+        )
+        + "</fieldset>"
     )
     return (
         '<div class="live-calculators" data-state="loading">'
@@ -358,7 +415,8 @@ def form_html(root: Path) -> str:
         '<label class="live-own-model">Your own model: paste its <code>config.json</code> (Hugging Face) '
         "or drop the file here; every answer is then for it (empty: the model chosen above)"
         '<textarea name="config" rows="3" spellcheck="false" placeholder="{&quot;model_type&quot;: ...}">'
-        "</textarea></label></form>"
+        "</textarea></label>"
+        f"{latency_inputs}</form>"
         '<p class="live-status" role="status">Loading Python in this page '
         f"({download_bytes(root) / 1e6:.0f} MB, "
         "once; nothing is sent anywhere). The commands below follow your choices already; "

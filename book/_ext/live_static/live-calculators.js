@@ -62,6 +62,9 @@
            "--seq-len", seqLen],
       pick: inference ? ["pick", "serve", "--model", model, "--requests-per-day", perDay]
         : ["pick", "fine-tune", "--model", model, "--tokens", tokens, "--method", method, "--seq-len", seqLen],
+      latency: ["latency", "--model", model, "--gpu", gpu, "--" + value("load"), value("load_value"),
+        "--prompt-len", value("prompt_len"), "--output-len", value("output_len"), "--precision", value("precision"),
+        "--slo-ttft-ms", value("slo_ttft_ms"), "--slo-tpot-ms", value("slo_tpot_ms")],
     };
   }
   const quote = (arg) => (/^[\w.,@%+=:\/-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, "'\\''")}'`);
@@ -95,7 +98,10 @@
     }
     if (name === "pick" && data) headline.textContent = data.verdict;
     const figure = section.querySelector(".live-figure");
-    const context = { gpu: value("gpu"), requestsPerDay: Number(value("requests_per_day")) };
+    const option = (flag) => argv[argv.indexOf(flag) + 1];  // a value of this answer's own command line
+    const context = name === "latency"
+      ? { sloTtftMs: Number(option("--slo-ttft-ms")), sloTpotMs: Number(option("--slo-tpot-ms")) }
+      : { gpu: value("gpu"), requestsPerDay: Number(value("requests_per_day")) };
     const drawn = data && window.liveFigures ? window.liveFigures.draw(name, data, context) : null;
     figure.hidden = !drawn;
     section.querySelector(".live-svg").innerHTML = drawn ? drawn.svg : "";
@@ -103,9 +109,11 @@
     if (drawn) section.dataset.figure = JSON.stringify(drawn.data); else delete section.dataset.figure;
   }
 
-  // One round at a time: a round answers the three commands for the form as it is; inputs changed
+  // One round at a time: a round answers the commands for the form as it is, each only when its
+  // command line (or the pasted config) changed since its answer was shown; inputs changed
   // meanwhile start a new round as soon as the command in flight returns (nothing stale is shown).
   let python = false, dirty = false, running = false, configSent = null;
+  const shownArgv = {};  // command -> the argv (and config) of the answer on show
   async function round() {
     running = true;
     setState("computing");
@@ -118,16 +126,19 @@
         configSent = config;
       }
       const asked = commands();
-      // a serving month's curve takes longest: the ranking first (a fine-tune's cost is quick)
+      // a serving month's curve takes longest: the ranking first (a fine-tune's cost is quick);
+      // the latency simulation last
       const order = value("method") === "inference" ? ["memory", "pick", "cost"] : ["memory", "cost", "pick"];
-      for (const name of order) {
-        const argv = asked[name];
+      for (const name of [...order, "latency"]) {
+        const argv = asked[name], key = JSON.stringify([argv, config]);
         if (dirty) break;
+        if (shownArgv[name] === key) continue;
         const started = performance.now();
         const result = await ask({ argv });
         if (result.error) throw new Error(result.error);
         if (dirty) break;
         show(name, argv, result);
+        shownArgv[name] = key;
         api.answerMs[name] = performance.now() - started;
         if (!api.firstAnswerMs) api.firstAnswerMs = performance.now();
       }
