@@ -8,14 +8,17 @@ browser by Pyodide (Python compiled to WebAssembly), offline.
   constraints.txt). Both land in
   ``_static/live/`` with ``packages.json`` naming them, so the page runs the tested code of the
   very tree the website was built from and can never drift from it.
+- Each wheel also holds its modules compiled by the page's own Pyodide (live_pyc.py, when
+  Node.js is there), so the page imports them without compiling their sources first.
 - Pyodide itself is vendored by web_assets.py (npm package ``pyodide``, pinned, checksum-checked).
 - The directive ``{live-calculators}`` writes the form: the catalog's models and GPUs (read
   from ``lab_utils`` at build time, so the form works before Python has loaded in the page),
   a method, a sequence length, training tokens, requests per day and a box for the reader's
-  own ``config.json``. ``live-calculators.js`` starts Python in a Web Worker
-  (``live-worker.js``) as the page opens, runs ``lab-utils memory``, ``cost`` and ``pick``
-  with those options through ``lab_utils.cli.main`` there, and shows their answers as the CLI
-  prints them, each beside a figure drawn from the command's ``--json`` answer.
+  own ``config.json``. ``live-start.js``, inline at the top of the page's ``<head>``, starts
+  Python in a Web Worker (``live-worker.js``) before the page is parsed; ``live-calculators.js``
+  runs ``lab-utils memory``, ``cost``, ``pick`` and ``latency`` with those options through
+  ``lab_utils.cli.main`` there, and shows their answers as the CLI prints them, each beside a
+  figure drawn from the command's ``--json`` answer.
 - A service worker (``live-calculators-sw.js``, written at the site's root so that its scope
   holds the page) keeps Pyodide and the wheels in the browser's cache under a name made of
   their SHA-256 hashes (``packages.json`` lists them; the files are fetched with those hashes
@@ -44,6 +47,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+import live_pyc
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util import logging
@@ -263,8 +267,9 @@ def build_packages(app: Sphinx) -> None:
     if live.exists():
         shutil.rmtree(live)
     wheels = [course_wheel(root, live)] + [installed_wheel(name, live) for name in PURE_DEPENDENCIES]
-    pinned = {f"live/{w.name}": _sha256(w) for w in wheels}
     pyodide = pyodide_folder()
+    compiled = live_pyc.add_pyc(wheels, pyodide) if pyodide is not None else 0
+    pinned = {f"live/{w.name}": _sha256(w) for w in wheels}
     if pyodide is not None:
         pinned.update({f"vendor/pyodide/{name}": _sha256(pyodide / name) for name in PYODIDE_FILES})
     manifest = {
@@ -276,7 +281,8 @@ def build_packages(app: Sphinx) -> None:
     (live / "packages.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     write_service_worker(root / GENERATED_ROOT, pinned)
     logger.info(
-        f"live_calculators: {', '.join(f'{w.name} ({w.stat().st_size / 1e3:.0f} kB)' for w in wheels)}"
+        f"live_calculators: {', '.join(f'{w.name} ({w.stat().st_size / 1e3:.0f} kB)' for w in wheels)}; "
+        + (f"{compiled} .pyc compiled by Pyodide" if compiled else "no .pyc (no Node.js or no Pyodide)")
     )
 
 
@@ -439,6 +445,9 @@ class LiveCalculators(SphinxDirective):
 def add_page_script(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
     """Load the calculators' script and style on the pages that show them."""
     if 'class="live-calculators"' in context.get("body", ""):
+        # inline and first in <head>: Python's worker starts before the page is parsed
+        start = (HERE / "live_static" / "live-start.js").read_text(encoding="utf-8")
+        app.add_js_file(None, body=start, priority=1)
         app.add_js_file("live-figures.js", loading_method="defer")
         app.add_js_file("live-calculators.js", loading_method="defer")
         app.add_css_file("live-calculators.css")

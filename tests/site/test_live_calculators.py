@@ -218,10 +218,12 @@ def test_each_answer_is_what_the_cli_prints_and_each_figure_its_json(opened, val
     for section in shown:
         argv = section["argv"]
         for name, value in values.items():
-            flag = "--" + (values[name] if name == "load" else name.replace("_", "-"))
+            flag = "--" + (value if name == "load" else name.replace("_", "-"))
             if flag in argv and name != "load_value":
                 taken = argv[argv.index(flag) + 1]
-                assert taken == values.get("load_value" if name == "load" else name), f"{section['name']}: {flag}"
+                assert taken == values.get("load_value" if name == "load" else name), (
+                    f"{section['name']}: {flag}"
+                )
         assert section["command"] == "lab-utils " + " ".join(a if " " not in a else f"'{a}'" for a in argv)
         cli = lab_utils_cli(argv)
         assert section["status"] == cli.returncode, (section["name"], cli.stderr)

@@ -23,25 +23,20 @@
   }
   setState("loading");
 
-  // Python first: the worker starts loading before anything else happens on the page.
-  // Started from a blob that imports live-worker.js: a blob worker's requests go through the
-  // page's service worker (a worker at its own address would need a scope of its own), so the
-  // cached Python answers offline.
-  const workerSource = `import ${JSON.stringify(new URL("live-worker.js", staticUrl).href)};`;
-  const worker = (api.worker = new Worker(
-    URL.createObjectURL(new Blob([workerSource], { type: "text/javascript" })), { type: "module" }));
+  // Python first: the worker was started by live-start.js, inline in the page's <head>, before
+  // the page was parsed; its replies are matched to the questions here by id.
+  const start = window.liveCalculatorsStart;
+  const worker = (api.worker = start.worker);
+  api.pageOriginMs = performance.timeOrigin;  // the worker's marks are on its own clock (its timeOrigin)
+  api.workerStartedMs = start.startedMs;
   let nextId = 0;
   const waiting = new Map();
-  const workerReady = new Promise((resolve, reject) => {
-    worker.addEventListener("message", (event) => {
-      const message = event.data;
-      if ("ready" in message) return message.ready ? resolve(message.timings) : reject(new Error(message.error));
-      const settle = waiting.get(message.id);
-      waiting.delete(message.id);
-      if (settle) settle(message);
-    });
-    worker.addEventListener("error", (event) => reject(new Error(event.message || "the worker failed")));
+  worker.addEventListener("message", (event) => {
+    const settle = waiting.get(event.data.id);
+    waiting.delete(event.data.id);
+    if (settle) settle(event.data);
   });
+  const workerReady = start.ready;
   const ask = (message) => new Promise((resolve) => {
     const id = ++nextId;
     waiting.set(id, resolve);
