@@ -255,7 +255,7 @@ def run(html: Path, throttle: float, fraction: float | None, timeout_s: float = 
             browser, tab, {"method": "inference", "requests_per_day": "100000"}, "pick"
         )
         if has_latency_row(browser, tab):
-            results["latency_s"] = change(browser, tab, {"latency_output_len": "150"}, "latency")
+            results["latency_s"] = change(browser, tab, {"output_len": "150"}, "latency")
         # a later visit: the page's service worker (if it has one) done installing first
         results["kept_by_service_worker"] = sitecheck._evaluate(browser, tab, KEPT_JS, 150)
         browser.call("Page.navigate", {"url": "about:blank"}, session_id=tab)

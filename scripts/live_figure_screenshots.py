@@ -17,6 +17,7 @@ import argparse
 import base64
 import io
 import json
+import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -53,11 +54,12 @@ SET_AND_WAIT_JS = """
 })(%s)
 """
 FIGURE_BOX_JS = """
-(() => {
+(async () => {
   const section = document.querySelector('[data-command="%s"]');
   const figure = section.querySelector(".live-figure");
   if (figure.hidden) return null;
-  figure.scrollIntoView();
+  figure.scrollIntoView({block: "center", behavior: "instant"});  // the theme scrolls smoothly otherwise
+  for (let frame = 0; frame < 3; frame++) await new Promise((r) => requestAnimationFrame(r));
   const r = figure.getBoundingClientRect();
   return {box: {x: r.x + scrollX, y: r.y + scrollY, width: r.width, height: r.height},
           argv: JSON.parse(section.dataset.argv)};
@@ -120,7 +122,7 @@ def take(html: Path, out: Path) -> list[dict]:
                         taken.append(
                             {
                                 "file": name,
-                                "command": "lab-utils " + " ".join(found["argv"]),
+                                "command": shlex.join(["lab-utils", *found["argv"]]),
                                 "bytes": len(png),
                             }
                         )

@@ -30,15 +30,14 @@ const chunks = [];
 for await (const chunk of process.stdin) chunks.push(chunk);
 pyodide.globals.set("_sources", Buffer.concat(chunks).toString("utf8"));
 process.stdout.write(pyodide.runPython(`
-import base64, importlib.util, json, os, py_compile, sysconfig
-site = sysconfig.get_paths()["purelib"]
+import base64, importlib.util, json, os, py_compile
 compiled = {}
 for name, text in json.loads(_sources).items():
     source = os.path.join("/tmp/live-pyc", name)
     os.makedirs(os.path.dirname(source), exist_ok=True)
     with open(source, "w", encoding="utf-8") as file:
         file.write(text)
-    target = py_compile.compile(source, cfile="/tmp/live-pyc.pyc", dfile=os.path.join(site, name),
+    target = py_compile.compile(source, cfile="/tmp/live-pyc.pyc", dfile=name,
                                 doraise=True, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
     with open(target, "rb") as file:
         compiled[importlib.util.cache_from_source(name)] = base64.b64encode(file.read()).decode()
