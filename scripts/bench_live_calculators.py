@@ -56,7 +56,11 @@ WAIT_FIRST_JS = """
   const api = window.liveCalculators || {};
   return {firstAnswerMs: api.firstAnswerMs || null, pythonReadyMs: api.pythonReadyMs || null,
           workerTimings: api.workerTimings || null, state: api.state, error: api.error || null,
-          pageOriginMs: api.pageOriginMs || null};
+          pageOriginMs: api.pageOriginMs || null,
+          startScriptMs: (window.liveCalculatorsStart || {}).startedMs || null,
+          navigation: (({responseEnd, domInteractive, domContentLoadedEventEnd}) =>
+            ({responseEnd, domInteractive, domContentLoadedEventEnd}))(
+            performance.getEntriesByType("navigation")[0])};
 })()
 """
 # Change the form, then wait until the named answer's text changed (the time of that change) and
@@ -192,7 +196,8 @@ def parts(opened: dict) -> dict | None:
     """Where a first answer's time went, in seconds from the page's opening: each mark the worker
     reported (its ``*Ms`` timings: started, packages.json read, Pyodide's script imported, its
     runtime up, the wheels unpacked, the course imported: ready), Python ready in the page, the
-    first answer. The worker's marks are on the page's clock when the page reports its origin."""
+    first answer. The worker's marks are on the page's clock when the page reports its origin;
+    before them, the page's own: its HTML received, parsed, loaded, and the worker created."""
     timings = opened.get("workerTimings")
     if not timings or not opened.get("pythonReadyMs"):
         return None
@@ -207,7 +212,15 @@ def parts(opened: dict) -> dict | None:
         for key, value in timings.items()
         if key.endswith("Ms") and key != "originMs" and isinstance(value, (int, float))
     }
+    page = {
+        "page_" + key + "_s": round(value / 1000, 2)
+        for key, value in (opened.get("navigation") or {}).items()
+        if isinstance(value, (int, float))
+    }
+    if opened.get("startScriptMs"):
+        page["page_worker_created_s"] = round(opened["startScriptMs"] / 1000, 2)
     return {
+        **page,
         **marks,
         "python_ready_in_page_s": round(opened["pythonReadyMs"] / 1000, 2),
         "first_answer_s": round(opened["firstAnswerMs"] / 1000, 2) if opened.get("firstAnswerMs") else None,

@@ -14,11 +14,11 @@ browser by Pyodide (Python compiled to WebAssembly), offline.
 - The directive ``{live-calculators}`` writes the form: the catalog's models and GPUs (read
   from ``lab_utils`` at build time, so the form works before Python has loaded in the page),
   a method, a sequence length, training tokens, requests per day and a box for the reader's
-  own ``config.json``. ``live-start.js``, inline at the top of the page's ``<head>``, starts
-  Python in a Web Worker (``live-worker.js``) before the page is parsed; ``live-calculators.js``
-  runs ``lab-utils memory``, ``cost``, ``pick`` and ``latency`` with those options through
-  ``lab_utils.cli.main`` there, and shows their answers as the CLI prints them, each beside a
-  figure drawn from the command's ``--json`` answer.
+  own ``config.json``. ``live-start.js``, inline at the top of the page's ``<head>`` (with its
+  meta tags, before the stylesheets), starts Python in a Web Worker (``live-worker.js``) before
+  the page is parsed; ``live-calculators.js`` runs ``lab-utils memory``, ``cost``, ``pick`` and
+  ``latency`` with those options through ``lab_utils.cli.main`` there, and shows their answers as
+  the CLI prints them, each beside a figure drawn from the command's ``--json`` answer.
 - A service worker (``live-calculators-sw.js``, written at the site's root so that its scope
   holds the page) keeps Pyodide and the wheels in the browser's cache under a name made of
   their SHA-256 hashes (``packages.json`` lists them; the files are fetched with those hashes
@@ -445,9 +445,10 @@ class LiveCalculators(SphinxDirective):
 def add_page_script(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
     """Load the calculators' script and style on the pages that show them."""
     if 'class="live-calculators"' in context.get("body", ""):
-        # inline and first in <head>: Python's worker starts before the page is parsed
+        # inline with the page's meta tags, before its stylesheets (a script after them waits for
+        # them): Python's worker starts before the rest of the page is fetched and parsed
         start = (HERE / "live_static" / "live-start.js").read_text(encoding="utf-8")
-        app.add_js_file(None, body=start, priority=1)
+        context["metatags"] = context.get("metatags", "") + f"\n<script>{start}</script>"
         app.add_js_file("live-figures.js", loading_method="defer")
         app.add_js_file("live-calculators.js", loading_method="defer")
         app.add_css_file("live-calculators.css")

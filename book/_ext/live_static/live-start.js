@@ -1,6 +1,7 @@
 // The live calculators' Python, started as early as the page can: this script is written inline
-// into the page's <head> (book/_ext/live_calculators.py), so the Web Worker (live-worker.js) begins
-// fetching and compiling Pyodide while the rest of the page is still parsed and styled.
+// at the top of the page's <head>, before its stylesheets (book/_ext/live_calculators.py), so the
+// Web Worker (live-worker.js) begins fetching and compiling Pyodide while the rest of the page is
+// still fetched, parsed and styled.
 // live-calculators.js (deferred) takes the worker and its `ready` promise from
 // window.liveCalculatorsStart. Started from a blob that imports live-worker.js: a blob worker's
 // requests go through the page's service worker (a worker at its own address would need a scope
