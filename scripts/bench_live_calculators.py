@@ -8,7 +8,10 @@ on the built website served from 127.0.0.1, a fresh browser profile, its CPU slo
   core: about 4x slower than one free core. The cgroup is made for the run and removed after it,
   on error too (any process left in it is moved back to the parent first). The slow-down it gave
   is measured, not assumed: the same Python workload in the worker (``lab-utils memory`` run 25
-  times, the median) is timed with the quota and, in a second browser, without it.
+  times, the median) is timed with the quota and, in a second browser, without it (``--slowdown``).
+  Measured on the course's 2-core VM (2026-12-04, load 1.2-3.7): 5.2-10.1x, not 4x, as the
+  quota is shared by every thread of the browser (V8's compilers and collector, the page) and an
+  unquoted browser also gets the second core.
 - ``--throttle 4`` (DevTools' Emulation.setCPUThrottlingRate): slows the page's own thread only.
   Python runs in a Web Worker, which it does not slow: Chromium 156 answers "Operation is only
   supported for pages, not workers" when the worker's own DevTools session asks (Target.setAutoAttach,
