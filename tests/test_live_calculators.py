@@ -37,6 +37,8 @@ COMMANDS = [
     ["cost", "serve", "--model", "Qwen2.5-7B", "--gpu", "RTX 4090", "--curve"],
     ["pick", "serve", "--model", "Llama-3.1-8B", "--requests-per-day", "1000", "--json"],
     ["pick", "fine-tune", "--model", "Llama-3.2-1B", "--tokens", "1e8", "--method", "full"],
+    ["latency", "--model", "Llama-3.1-8B", "--gpu", "H100 SXM", "--rate", "2", "--prompt-len", "1000"]
+    + ["--output-len", "200", "--precision", "fp8", "--num-requests", "100"],
 ]
 
 
@@ -62,7 +64,16 @@ def test_the_course_wheel_holds_what_the_pages_commands_use(site_packages):
     for path in shipped:
         assert path.read_bytes() == (ROOT / path.relative_to(site_packages)).read_bytes(), path
     names = {p.relative_to(site_packages).as_posix() for p in shipped}
-    for used in ("cli/memory.py", "cli/cost.py", "cli/pick.py", "advisor_serving.py", "hf_config.py"):
+    for used in (
+        "cli/memory.py",
+        "cli/cost.py",
+        "cli/pick.py",
+        "cli/latency.py",
+        "advisor_serving.py",
+        "hf_config.py",
+        "replica.py",
+        "scheduler.py",
+    ):
         assert f"lab_utils/{used}" in names  # subpackages and the pasted config's reader included
     for data in ("assumptions", "hardware", "llm_configs", "prices", "engines"):
         assert f"lab_utils/data/{data}.toml" in names
@@ -90,17 +101,22 @@ def test_the_pages_commands_need_only_the_standard_library_and_its_wheels(site_p
 
 
 def test_the_form_offers_every_catalog_model_and_gpu():
-    from lab_utils import hardware, llms
+    from lab_utils import assumptions, hardware, llms
 
     form = live_calculators.form_html(ROOT)
     for name in [m.name for m in llms.catalog()] + [s.name for s in hardware.catalog("gpu")]:
         assert f'<option value="{name}"' in form or f'<option value="{name}" selected' in form
     assert (
-        form.count("<select") == 3
-        and form.count("<input") == 3
+        form.count("<select") == 5  # model, GPU, method; latency's load and precision
+        and form.count("<input") == 8
         and form.count('<textarea name="config"') == 1
     )
     assert 'data-state="loading"' in form
+    for name, assumption in (("slo_ttft_ms", "slo_ttft_s"), ("slo_tpot_ms", "slo_tpot_s")):
+        assert (
+            f'name="{name}" type="number" min="0" step="any" value="{assumptions.value(assumption) * 1e3:g}"'
+            in form
+        )
 
 
 @pytest.mark.parametrize(
@@ -109,6 +125,8 @@ def test_the_form_offers_every_catalog_model_and_gpu():
         ["memory", "--model", "Llama-3.1-8B", "--method", "lora"],
         ["cost", "fine-tune", "--model", "Llama-3.2-1B", "--tokens", "1e8", "--method", "lora"],
         ["pick", "serve", "--model", "Llama-3.1-8B", "--requests-per-day", "1000"],
+        ["latency", "--model", "Llama-3.2-1B", "--gpu", "T4", "--concurrency", "2", "--prompt-len", "100"]
+        + ["--output-len", "20", "--num-requests", "10"],
     ],
     ids=lambda a: " ".join(a[:2]),
 )
@@ -143,3 +161,35 @@ def test_the_service_worker_pins_every_file_it_keeps_by_its_hash(tmp_path):
     pinned["live/a.whl"] = "sha256-other"
     again = live_calculators.write_service_worker(tmp_path / "again", pinned).read_text(encoding="utf-8")
     assert len(version) == 16 and f"live-calculators-{version}" not in again  # other files, another cache
+
+
+def test_the_wheels_get_the_pyc_pyodide_compiles_and_their_record_names_them(tmp_path, monkeypatch):
+    """live_pyc adds each .pyc beside its source's __pycache__ and to RECORD (path, SHA-256, size);
+    with no compiler (no Node.js) the wheel is left byte for byte as it was. The compiler is
+    replaced here: running Pyodide in Node.js is the website build's part."""
+    import live_pyc
+
+    wheel = tmp_path / "w-1-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("w/__init__.py", "X = 1\n")
+        archive.writestr("w/data.toml", "a = 1\n")
+        archive.writestr("w-1.dist-info/RECORD", "w/__init__.py,sha256=x,6\nw-1.dist-info/RECORD,,\n")
+    before = wheel.read_bytes()
+    monkeypatch.setattr(live_pyc, "compiled_by_pyodide", lambda sources, pyodide: None)
+    assert live_pyc.add_pyc([wheel], tmp_path) == 0 and wheel.read_bytes() == before
+    asked = []
+    fake = {"w/__pycache__/__init__.cpython-314.pyc": b"bytecode"}
+    monkeypatch.setattr(
+        live_pyc, "compiled_by_pyodide", lambda sources, pyodide: asked.append(sources) or fake
+    )
+    assert live_pyc.add_pyc([wheel], tmp_path) == 1
+    assert asked == [{"w/__init__.py": "X = 1\n"}]
+    with zipfile.ZipFile(wheel) as archive:
+        assert archive.read("w/__pycache__/__init__.cpython-314.pyc") == b"bytecode"
+        record = archive.read("w-1.dist-info/RECORD").decode().splitlines()
+    digest = base64.urlsafe_b64encode(hashlib.sha256(b"bytecode").digest()).rstrip(b"=").decode()
+    assert record == [
+        "w/__init__.py,sha256=x,6",
+        f"w/__pycache__/__init__.cpython-314.pyc,sha256={digest},8",
+        "w-1.dist-info/RECORD,,",
+    ]

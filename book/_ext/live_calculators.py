@@ -8,14 +8,17 @@ browser by Pyodide (Python compiled to WebAssembly), offline.
   constraints.txt). Both land in
   ``_static/live/`` with ``packages.json`` naming them, so the page runs the tested code of the
   very tree the website was built from and can never drift from it.
+- Each wheel also holds its modules compiled by the page's own Pyodide (live_pyc.py, when
+  Node.js is there), so the page imports them without compiling their sources first.
 - Pyodide itself is vendored by web_assets.py (npm package ``pyodide``, pinned, checksum-checked).
 - The directive ``{live-calculators}`` writes the form: the catalog's models and GPUs (read
   from ``lab_utils`` at build time, so the form works before Python has loaded in the page),
   a method, a sequence length, training tokens, requests per day and a box for the reader's
-  own ``config.json``. ``live-calculators.js`` starts Python in a Web Worker
-  (``live-worker.js``) as the page opens, runs ``lab-utils memory``, ``cost`` and ``pick``
-  with those options through ``lab_utils.cli.main`` there, and shows their answers as the CLI
-  prints them, each beside a figure drawn from the command's ``--json`` answer.
+  own ``config.json``. ``live-start.js``, inline at the top of the page's ``<head>`` (with its
+  meta tags, before the stylesheets), starts Python in a Web Worker (``live-worker.js``) before
+  the page is parsed; ``live-calculators.js`` runs ``lab-utils memory``, ``cost``, ``pick`` and
+  ``latency`` with those options through ``lab_utils.cli.main`` there, and shows their answers as
+  the CLI prints them, each beside a figure drawn from the command's ``--json`` answer.
 - A service worker (``live-calculators-sw.js``, written at the site's root so that its scope
   holds the page) keeps Pyodide and the wheels in the browser's cache under a name made of
   their SHA-256 hashes (``packages.json`` lists them; the files are fetched with those hashes
@@ -44,6 +47,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+import live_pyc
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util import logging
@@ -71,13 +75,20 @@ PURE_DEPENDENCIES = (
     "tabulate",
 )  # what lab_utils.cli needs beyond the standard library, for memory/cost/pick
 METHODS = ("inference", "lora", "qlora", "full")
-# The form's first answer: the README's examples (inputs a reader changes, not assumptions).
+LOADS = ("rate", "concurrency")  # lab-utils latency's --rate (Poisson, requests/s) or --concurrency
+# The form's first answer: the README's examples (inputs a reader changes, not assumptions);
+# latency's: its --help's first example at a fifth of its rate (1,200 requests simulated, not 6,000).
 START = {
     "model": "Llama-3.1-8B",
     "gpu": "H100 SXM",
     "method": "lora",
     "tokens": "1e8",
     "requests_per_day": "1000",
+    "load": "rate",
+    "load_value": "2",
+    "prompt_len": "1000",
+    "output_len": "200",
+    "precision": "checkpoint",
 }
 
 
@@ -164,7 +175,22 @@ def page_commands(model: str) -> list[list[str]]:
                 ["pick", "fine-tune", "--model", model, "--tokens", tokens, "--method", method]
                 + ["--seq-len", seq_len],
             ]
+    commands += [["latency", "--help"], latency_command(model, gpu, START["precision"])]
     return commands
+
+
+def latency_command(model: str, gpu: str, precision: str) -> list[str]:
+    """``lab-utils latency`` as live-calculators.js's ``commands()`` writes it, for the form's
+    first load, prompt and output lengths and its SLO (the assumptions' values)."""
+    from lab_utils import assumptions
+
+    return [
+        "latency", "--model", model, "--gpu", gpu, f"--{START['load']}", START["load_value"],
+        "--prompt-len", START["prompt_len"], "--output-len", START["output_len"],
+        "--precision", precision,
+        "--slo-ttft-ms", f"{assumptions.value('slo_ttft_s') * 1e3:g}",
+        "--slo-tpot-ms", f"{assumptions.value('slo_tpot_s') * 1e3:g}",
+    ]  # fmt: skip
 
 
 def files_the_page_uses(source: Path) -> set[Path]:
@@ -241,8 +267,9 @@ def build_packages(app: Sphinx) -> None:
     if live.exists():
         shutil.rmtree(live)
     wheels = [course_wheel(root, live)] + [installed_wheel(name, live) for name in PURE_DEPENDENCIES]
-    pinned = {f"live/{w.name}": _sha256(w) for w in wheels}
     pyodide = pyodide_folder()
+    compiled = live_pyc.add_pyc(wheels, pyodide) if pyodide is not None else 0
+    pinned = {f"live/{w.name}": _sha256(w) for w in wheels}
     if pyodide is not None:
         pinned.update({f"vendor/pyodide/{name}": _sha256(pyodide / name) for name in PYODIDE_FILES})
     manifest = {
@@ -254,7 +281,8 @@ def build_packages(app: Sphinx) -> None:
     (live / "packages.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     write_service_worker(root / GENERATED_ROOT, pinned)
     logger.info(
-        f"live_calculators: {', '.join(f'{w.name} ({w.stat().st_size / 1e3:.0f} kB)' for w in wheels)}"
+        f"live_calculators: {', '.join(f'{w.name} ({w.stat().st_size / 1e3:.0f} kB)' for w in wheels)}; "
+        + (f"{compiled} .pyc compiled by Pyodide" if compiled else "no .pyc (no Node.js or no Pyodide)")
     )
 
 
@@ -310,7 +338,7 @@ def _options(values, selected: str) -> str:
 
 def form_html(root: Path) -> str:
     """The calculators' HTML: inputs from the catalogs, an answer area per command, a status line."""
-    from lab_utils import assumptions, hardware, llms
+    from lab_utils import assumptions, hardware, llms, serving
 
     models = [m.name for m in llms.catalog()]
     gpus = [s.name for s in hardware.catalog("gpu")]
@@ -340,7 +368,42 @@ def form_html(root: Path) -> str:
                 "Serving (method inference): model and requests per day. "
                 "A fine-tune: model, method, sequence length, training tokens.",
             ),
+            (
+                "latency",
+                "What will users wait?",
+                "One serving replica simulated request by request: model, GPU, the load (requests a "
+                "second, or requests kept in flight), prompt and output lengths, precision and the "
+                "latency targets (SLO).",
+            ),
         )
+    )
+    number = (
+        '<label>{label} <input name="{name}" type="number" min="{least}" step="any" value="{value}"></label>'
+    )
+    latency_inputs = (
+        '<fieldset class="live-latency-inputs"><legend>Serving latency '
+        "(<code>lab-utils latency</code>)</legend>"
+        f'<label>Load <select name="load">{_options(LOADS, START["load"])}</select></label>'
+        + number.format(
+            label="Requests a second, or in flight", name="load_value", least=0, value=START["load_value"]
+        )
+        + number.format(label="Prompt (tokens)", name="prompt_len", least=1, value=START["prompt_len"])
+        + number.format(label="Output (tokens)", name="output_len", least=1, value=START["output_len"])
+        + f'<label>Precision <select name="precision">{_options(serving.PRECISIONS, START["precision"])}'
+        "</select></label>"
+        + number.format(
+            label="TTFT target (ms)",
+            name="slo_ttft_ms",
+            least=0,
+            value=f"{assumptions.value('slo_ttft_s') * 1e3:g}",
+        )
+        + number.format(
+            label="TPOT target (ms)",
+            name="slo_tpot_ms",
+            least=0,
+            value=f"{assumptions.value('slo_tpot_s') * 1e3:g}",
+        )
+        + "</fieldset>"
     )
     return (
         '<div class="live-calculators" data-state="loading">'
@@ -358,7 +421,8 @@ def form_html(root: Path) -> str:
         '<label class="live-own-model">Your own model: paste its <code>config.json</code> (Hugging Face) '
         "or drop the file here; every answer is then for it (empty: the model chosen above)"
         '<textarea name="config" rows="3" spellcheck="false" placeholder="{&quot;model_type&quot;: ...}">'
-        "</textarea></label></form>"
+        "</textarea></label>"
+        f"{latency_inputs}</form>"
         '<p class="live-status" role="status">Loading Python in this page '
         f"({download_bytes(root) / 1e6:.0f} MB, "
         "once; nothing is sent anywhere). The commands below follow your choices already; "
@@ -381,6 +445,10 @@ class LiveCalculators(SphinxDirective):
 def add_page_script(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
     """Load the calculators' script and style on the pages that show them."""
     if 'class="live-calculators"' in context.get("body", ""):
+        # inline with the page's meta tags, before its stylesheets (a script after them waits for
+        # them): Python's worker starts before the rest of the page is fetched and parsed
+        start = (HERE / "live_static" / "live-start.js").read_text(encoding="utf-8")
+        context["metatags"] = context.get("metatags", "") + f"\n<script>{start}</script>"
         app.add_js_file("live-figures.js", loading_method="defer")
         app.add_js_file("live-calculators.js", loading_method="defer")
         app.add_css_file("live-calculators.css")

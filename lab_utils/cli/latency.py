@@ -5,12 +5,12 @@ tokens, from the step-by-step simulation of ``lab_utils.replica``."""
 from __future__ import annotations
 
 import argparse
-import json
 
 from lab_utils.cli.common import (
     ENGINE_HELP,
     UsageError,
     add_command,
+    answer_json,
     engine_name,
     fraction,
     gpu_name,
@@ -90,8 +90,7 @@ def run(args: argparse.Namespace) -> int:
             load = f"{args.concurrency} requests in flight (a closed loop)"
     except ValueError as error:
         raise UsageError(str(error)) from None
-    if args.json:
-        print(json.dumps(result.summary(), indent=2))
+    if answer_json(args, result.summary()):
         return 0
     print(
         f"{result.model} on {result.device} through {result.engine}: {len(result.requests):,} requests of "

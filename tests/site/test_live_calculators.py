@@ -29,7 +29,18 @@ PYTHON_TIMEOUT_S = 180  # loading Pyodide and the course on a busy 2-core machin
 # The inputs the reader changes, one answer set each (names of the form's fields).
 INPUTS = [
     {},  # the page's first answer, as it opens
-    {"method": "inference", "model": "Qwen2.5-7B", "gpu": "RTX 4090", "requests_per_day": "5000"},
+    {
+        "method": "inference",
+        "model": "Qwen2.5-7B",
+        "gpu": "RTX 4090",
+        "requests_per_day": "5000",
+        "load": "concurrency",
+        "load_value": "8",
+        "prompt_len": "500",
+        "output_len": "100",
+        "precision": "fp8",
+        "slo_ttft_ms": "300",
+    },
     {"method": "qlora", "model": "Llama-3.1-70B", "gpu": "A100 80GB SXM", "seq_len": "2048", "tokens": "5e7"},
     {"method": "full", "model": "Llama-3.2-1B", "gpu": "T4", "seq_len": "1024", "tokens": "2e8"},
 ]
@@ -172,7 +183,7 @@ def test_the_form_works_before_python_and_the_answers_follow(opened):
     )
 
 
-def figure_matches(name: str, figure: dict, answer: dict, gpu: str) -> None:
+def figure_matches(name: str, figure: dict, answer: dict, gpu: str, argv: list[str]) -> None:
     """The values a figure drew are the command's --json values, none computed by the page."""
     if name == "memory":
         positive = {label: value for label, value in answer["parts_bytes"].items() if value > 0}
@@ -188,6 +199,10 @@ def figure_matches(name: str, figure: dict, answer: dict, gpu: str) -> None:
             assert point["cost_usd"] == option.get("cost_usd", option.get(f"cost_per_{answer['period']}_usd"))
             time_key = "latency_s" if "latency_s" in point else "hours"
             assert point[time_key] == option[time_key]
+    elif name == "latency":  # the targets drawn are the command's own --slo-*-ms
+        targets = {key: figure.pop(key) for key in ("slo_ttft_ms", "slo_tpot_ms")}
+        assert targets == {key: float(argv[argv.index("--" + key.replace("_", "-")) + 1]) for key in targets}
+        assert figure and _first_difference(figure, {key: answer[key] for key in figure}) is None
     else:
         assert figure == answer["curve"]
 
@@ -199,13 +214,16 @@ def test_each_answer_is_what_the_cli_prints_and_each_figure_its_json(opened, val
     browser, tab, _, ready, _ = opened
     assert ready["state"] == "ready", f"the calculators did not answer: {ready['error']}"
     shown = sitecheck._evaluate(browser, tab, SET_INPUTS_JS % json.dumps(values), 120)
-    assert [s["name"] for s in shown] == ["memory", "cost", "pick"]
+    assert [s["name"] for s in shown] == ["memory", "cost", "pick", "latency"]
     for section in shown:
         argv = section["argv"]
         for name, value in values.items():
-            flag = "--" + name.replace("_", "-")
-            if flag in argv:
-                assert argv[argv.index(flag) + 1] == value, f"{section['name']} did not take {flag} {value}"
+            flag = "--" + (value if name == "load" else name.replace("_", "-"))
+            if flag in argv and name != "load_value":
+                taken = argv[argv.index(flag) + 1]
+                assert taken == values.get("load_value" if name == "load" else name), (
+                    f"{section['name']}: {flag}"
+                )
         assert section["command"] == "lab-utils " + " ".join(a if " " not in a else f"'{a}'" for a in argv)
         cli = lab_utils_cli(argv)
         assert section["status"] == cli.returncode, (section["name"], cli.stderr)
@@ -228,7 +246,7 @@ def test_each_answer_is_what_the_cli_prints_and_each_figure_its_json(opened, val
             continue
         assert section["figureShown"] and section["alt"] and section["label"], f"{section['name']}: no figure"
         assert re.search(r"\d", section["alt"]), "the text alternative states the figure's numbers"
-        figure_matches(section["name"], section["figure"], expected, section["gpu"])
+        figure_matches(section["name"], section["figure"], expected, section["gpu"], argv)
         slug = "-".join(values.get(k, "start") for k in ("method",)) + "-" + section["name"]
         screenshot(browser, tab, FIGURES / f"{slug}.png", f'[data-command="{section["name"]}"] .live-figure')
 

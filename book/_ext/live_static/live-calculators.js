@@ -23,25 +23,20 @@
   }
   setState("loading");
 
-  // Python first: the worker starts loading before anything else happens on the page.
-  // Started from a blob that imports live-worker.js: a blob worker's requests go through the
-  // page's service worker (a worker at its own address would need a scope of its own), so the
-  // cached Python answers offline.
-  const workerSource = `import ${JSON.stringify(new URL("live-worker.js", staticUrl).href)};`;
-  const worker = (api.worker = new Worker(
-    URL.createObjectURL(new Blob([workerSource], { type: "text/javascript" })), { type: "module" }));
+  // Python first: the worker was started by live-start.js, inline in the page's <head>, before
+  // the page was parsed; its replies are matched to the questions here by id.
+  const start = window.liveCalculatorsStart;
+  const worker = (api.worker = start.worker);
+  api.pageOriginMs = performance.timeOrigin;  // the worker's marks are on its own clock (its timeOrigin)
+  api.workerStartedMs = start.startedMs;
   let nextId = 0;
   const waiting = new Map();
-  const workerReady = new Promise((resolve, reject) => {
-    worker.addEventListener("message", (event) => {
-      const message = event.data;
-      if ("ready" in message) return message.ready ? resolve(message.timings) : reject(new Error(message.error));
-      const settle = waiting.get(message.id);
-      waiting.delete(message.id);
-      if (settle) settle(message);
-    });
-    worker.addEventListener("error", (event) => reject(new Error(event.message || "the worker failed")));
+  worker.addEventListener("message", (event) => {
+    const settle = waiting.get(event.data.id);
+    waiting.delete(event.data.id);
+    if (settle) settle(event.data);
   });
+  const workerReady = start.ready;
   const ask = (message) => new Promise((resolve) => {
     const id = ++nextId;
     waiting.set(id, resolve);
@@ -62,6 +57,9 @@
            "--seq-len", seqLen],
       pick: inference ? ["pick", "serve", "--model", model, "--requests-per-day", perDay]
         : ["pick", "fine-tune", "--model", model, "--tokens", tokens, "--method", method, "--seq-len", seqLen],
+      latency: ["latency", "--model", model, "--gpu", gpu, "--" + value("load"), value("load_value"),
+        "--prompt-len", value("prompt_len"), "--output-len", value("output_len"), "--precision", value("precision"),
+        "--slo-ttft-ms", value("slo_ttft_ms"), "--slo-tpot-ms", value("slo_tpot_ms")],
     };
   }
   const quote = (arg) => (/^[\w.,@%+=:\/-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, "'\\''")}'`);
@@ -95,7 +93,10 @@
     }
     if (name === "pick" && data) headline.textContent = data.verdict;
     const figure = section.querySelector(".live-figure");
-    const context = { gpu: value("gpu"), requestsPerDay: Number(value("requests_per_day")) };
+    const option = (flag) => argv[argv.indexOf(flag) + 1];  // a value of this answer's own command line
+    const context = name === "latency"
+      ? { sloTtftMs: Number(option("--slo-ttft-ms")), sloTpotMs: Number(option("--slo-tpot-ms")) }
+      : { gpu: value("gpu"), requestsPerDay: Number(value("requests_per_day")) };
     const drawn = data && window.liveFigures ? window.liveFigures.draw(name, data, context) : null;
     figure.hidden = !drawn;
     section.querySelector(".live-svg").innerHTML = drawn ? drawn.svg : "";
@@ -103,9 +104,11 @@
     if (drawn) section.dataset.figure = JSON.stringify(drawn.data); else delete section.dataset.figure;
   }
 
-  // One round at a time: a round answers the three commands for the form as it is; inputs changed
+  // One round at a time: a round answers the commands for the form as it is, each only when its
+  // command line (or the pasted config) changed since its answer was shown; inputs changed
   // meanwhile start a new round as soon as the command in flight returns (nothing stale is shown).
   let python = false, dirty = false, running = false, configSent = null;
+  const shownArgv = {};  // command -> the argv (and config) of the answer on show
   async function round() {
     running = true;
     setState("computing");
@@ -118,16 +121,19 @@
         configSent = config;
       }
       const asked = commands();
-      // a serving month's curve takes longest: the ranking first (a fine-tune's cost is quick)
+      // a serving month's curve takes longest: the ranking first (a fine-tune's cost is quick);
+      // the latency simulation last
       const order = value("method") === "inference" ? ["memory", "pick", "cost"] : ["memory", "cost", "pick"];
-      for (const name of order) {
-        const argv = asked[name];
+      for (const name of [...order, "latency"]) {
+        const argv = asked[name], key = JSON.stringify([argv, config]);
         if (dirty) break;
+        if (shownArgv[name] === key) continue;
         const started = performance.now();
         const result = await ask({ argv });
         if (result.error) throw new Error(result.error);
         if (dirty) break;
         show(name, argv, result);
+        shownArgv[name] = key;
         api.answerMs[name] = performance.now() - started;
         if (!api.firstAnswerMs) api.firstAnswerMs = performance.now();
       }

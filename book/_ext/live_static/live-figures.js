@@ -127,11 +127,55 @@
     return { svg: svg(title, body), alt, data: curves };
   }
 
+  // `lab-utils latency --json`: time to first token and time per output token, median and 99th
+  // percentile, each panel against its target (the command's own --slo-ttft-ms / --slo-tpot-ms),
+  // linear from zero; throughput and goodput written under them.
+  function latency(answer, context) {
+    const ms = (s) => `${(s * 1000).toPrecision(3)} ms`;
+    const panels = [
+      { title: "time to first token", keys: ["ttft_p50_s", "ttft_p99_s"], target: context.sloTtftMs },
+      { title: "time per output token", keys: ["tpot_p50_s", "tpot_p99_s"], target: context.sloTpotMs },
+    ];
+    if (panels.some((panel) => panel.keys.some((key) => typeof answer[key] !== "number"))) return null;
+    const width = (W - M.left - M.right) / 2, top = M.top + 20, bottom = H - M.bottom - 20;
+    let body = "";
+    panels.forEach((panel, i) => {
+      const left = M.left + i * width, values = panel.keys.map((key) => answer[key] * 1000);
+      const high = Math.max(...values, panel.target > 0 ? panel.target : 0) * 1.15;
+      const at = (v) => bottom - (v / high) * (bottom - top);
+      body += `<text x="${left + width / 2 - 16}" y="${M.top + 6}" text-anchor="middle" font-weight="bold">${escape(panel.title)}</text>` +
+        `<line x1="${left}" y1="${bottom}" x2="${left + width - 32}" y2="${bottom}" stroke="#444"/>`;
+      panel.keys.forEach((key, j) => {
+        const x = left + 24 + j * (width - 56) / 2, barWidth = (width - 56) / 2 - 16, value = answer[key];
+        body += `<rect x="${x}" y="${at(value * 1000)}" width="${barWidth}" height="${bottom - at(value * 1000)}" fill="${COLOURS[j]}">` +
+          `<title>${escape(`${panel.title}, ${j ? "p99" : "p50"}: ${ms(value)}`)}</title></rect>` +
+          `<text x="${x + barWidth / 2}" y="${at(value * 1000) - 4}" text-anchor="middle">${escape(ms(value))}</text>` +
+          `<text x="${x + barWidth / 2}" y="${bottom + 14}" text-anchor="middle">${j ? "p99" : "p50"}</text>`;
+      });
+      if (panel.target > 0) {
+        body += `<line x1="${left}" y1="${at(panel.target)}" x2="${left + width - 32}" y2="${at(panel.target)}" stroke="#d55e00" stroke-width="2" stroke-dasharray="6 4"/>` +
+          `<text x="${left + width - 32}" y="${at(panel.target) - 4}" text-anchor="end" fill="#d55e00">target ${escape(panel.target.toLocaleString("en"))} ms</text>`;
+      }
+    });
+    const rate = (r) => `${r.toPrecision(3)} requests/s`;
+    const served = `served ${rate(answer.requests_per_s)}, within the targets ${rate(answer.goodput_requests_per_s)}; ` +
+      `${Math.round(answer.output_tokens_per_s).toLocaleString("en")} output tokens/s` +
+      (answer.usd_per_million_tokens == null ? "" : `; ${usd(answer.usd_per_million_tokens)} per 1M tokens`);
+    body += `<text x="${M.left}" y="${H - 12}">${escape(served)}</text>`;
+    const title = `Time to first token ${ms(answer.ttft_p50_s)} (p50) and ${ms(answer.ttft_p99_s)} (p99) against a ` +
+      `${context.sloTtftMs} ms target; time per output token ${ms(answer.tpot_p50_s)} and ${ms(answer.tpot_p99_s)} against ${context.sloTpotMs} ms`;
+    const data = Object.fromEntries(panels.flatMap((panel) => panel.keys).map((key) => [key, answer[key]]));
+    for (const key of ["requests_per_s", "goodput_requests_per_s", "output_tokens_per_s", "usd_per_million_tokens"]) data[key] = answer[key];
+    return { svg: svg(title, body), alt: `${title}. ${served[0].toUpperCase()}${served.slice(1)}; end to end ${seconds(answer.e2e_p50_s)} (p50).`,
+             data: { ...data, e2e_p50_s: answer.e2e_p50_s, slo_ttft_ms: context.sloTtftMs, slo_tpot_ms: context.sloTpotMs } };
+  }
+
   window.liveFigures = {
     draw(command, answer, context) {
       if (command === "memory") return memory(answer, context);
       if (command === "pick") return ranking(answer);
       if (command === "cost") return costCurves(answer, context);
+      if (command === "latency") return latency(answer, context);
       return null;
     },
   };

@@ -9,7 +9,9 @@
 // Python is only ever called through runPython with strings in and out: no JavaScript object
 // holds a Python one, so its memory can be kept whole (Pyodide's memory snapshot) and restored.
 const staticUrl = new URL("./", import.meta.url);  // started from a blob (live-calculators.js): not self.location
-const timings = { startedMs: performance.now() };
+// Marks on this worker's clock (performance.now(); its origin, originMs, is when it started):
+// each step of the first load, for scripts/bench_live_calculators.py.
+const timings = { startedMs: performance.now(), originMs: performance.timeOrigin };
 const SNAPSHOTS = "live-python-memory";  // a cache apart from the service worker's (it clears its own)
 
 const SETUP = `
@@ -58,10 +60,11 @@ let keep = null;  // how to keep this Python's memory (null: restored from a sna
 
 async function load() {
   const manifest = await (await fetch(new URL("live/packages.json", staticUrl))).json();
+  timings.manifestMs = performance.now();
   const pyodideUrl = new URL(manifest.pyodide, staticUrl);
   const memoryUrl = await snapshotUrl(manifest);
   const [{ loadPyodide }, wheels, snapshot] = await Promise.all([
-    import(pyodideUrl.href),
+    import(pyodideUrl.href).then((module) => { timings.importedMs = performance.now(); return module; }),
     Promise.all(manifest.wheels.map(async (wheel) => {
       const path = "live/" + wheel;
       const integrity = (manifest.integrity || {})[path];
@@ -84,6 +87,7 @@ async function load() {
   if (!pyodide) pyodide = await loadPyodide({ ...options, _makeSnapshot: true });
   timings.pyodideMs = performance.now();
   for (const data of wheels) pyodide.unpackArchive(data, "wheel");  // the files: modules imported later, catalogs
+  timings.unpackedMs = performance.now();
   if (!timings.restored) {
     pyodide.runPython(SETUP);
     keep = async () => {
