@@ -1,17 +1,18 @@
 """Time the live calculators page (book/calculators.md) as a phone would run it: headless Chromium
 on the built website served from 127.0.0.1, a fresh browser profile, its CPU slowed one of two ways.
 
-- ``--cgroup-cpu-fraction 0.25`` (Linux, as root, the cgroup v1 CPU controller mounted at
+- ``--cgroup-cpu-fraction 0.5`` (Linux, as root, the cgroup v1 CPU controller mounted at
   /sys/fs/cgroup/cpu): Chromium and every process it starts run in a cgroup of their own whose
   quota is that share of one CPU (cpu.cfs_quota_us / cpu.cfs_period_us), so the page, its Web
-  Worker (where Python runs), the compiler threads and the browser all share a quarter of one
-  core: about 4x slower than one free core. The cgroup is made for the run and removed after it,
-  on error too (any process left in it is moved back to the parent first). The slow-down it gave
+  Worker (where Python runs), the compiler threads and the browser all share it. The cgroup is
+  made for the run and removed after it, on error too (any process left in it is moved back to
+  the parent first). The slow-down it gave
   is measured, not assumed: the same Python workload in the worker (``lab-utils memory`` run 25
   times, the median) is timed with the quota and, in a second browser, without it (``--slowdown``).
-  Measured on the course's 2-core VM (2026-12-04, load 1.2-3.7): 5.2-10.1x, not 4x, as the
-  quota is shared by every thread of the browser (V8's compilers and collector, the page) and an
-  unquoted browser also gets the second core.
+  Measured on the course's 2-core VM (2026-12-04): half of one CPU slowed it 3.3x (load 0.7-1.9),
+  about the 4x of a mid-range phone; a quarter 5.2-10.1x (load 1.2-3.7), not 4x, as the quota is
+  shared by every thread of the browser (V8's compilers and collector, the page) and an unquoted
+  browser also gets the second core.
 - ``--throttle 4`` (DevTools' Emulation.setCPUThrottlingRate): slows the page's own thread only.
   Python runs in a Web Worker, which it does not slow: Chromium 156 answers "Operation is only
   supported for pages, not workers" when the worker's own DevTools session asks (Target.setAutoAttach,
@@ -25,7 +26,7 @@ answer (same profile, once the page's service worker has installed); and, while 
 the longest time the page's own thread was held (the longest gap between ticks asked for every
 20 ms): the page cannot scroll or take a key press meanwhile.
 
-    python scripts/bench_live_calculators.py _build/strict/_build/html --cgroup-cpu-fraction 0.25 \
+    python scripts/bench_live_calculators.py _build/strict/_build/html --cgroup-cpu-fraction 0.5 \
         [--slowdown] [--json out.json]
 
 A benchmark, not a test: its figures depend on the machine (it prints the load average, from
