@@ -129,7 +129,8 @@ def _serverless_at(
     flex = assumptions.DevicePrice(
         price.flex_per_hour, f"{price.name} flex, per GPU", price.source, price.date
     )
-    if per_worker > job.max_devices:
+
+    def unfit(why: str) -> Option:  # a worker that cannot hold the model and its KV caches
         return not_possible(
             label,
             kind="serverless",
@@ -140,9 +141,12 @@ def _serverless_at(
             bound="memory",
             bytes_=single,
             precision=precision,
-            why=f"needs {per_worker} GPUs per worker (> max_devices)",
+            why=why,
             price=flex,
         )
+
+    if per_worker > job.max_devices:
+        return unfit(f"needs {per_worker} GPUs per worker (> max_devices)")
     worker = serving.replica(spec, per_worker)
     server = job.estimates(worker, precision)
     alone = server.at(1)
@@ -167,19 +171,7 @@ def _serverless_at(
             p95 = job.worker_p95(spec, per_worker, precision, result)
             alone_s = job.replica_at(spec, per_worker, precision, job.rate_per_s, 1).e2e.p95 / job.efficiency
         except ValueError as error:  # vLLM's share of the memory leaves no KV cache beside the weights
-            return not_possible(
-                label,
-                kind="serverless",
-                device=spec.name,
-                period="month",
-                fits=False,
-                n=per_worker,
-                bound="memory",
-                bytes_=single,
-                precision=precision,
-                why=f"{error} at vLLM's gpu_memory_utilization",
-                price=flex,
-            )
+            return unfit(f"{error} at vLLM's gpu_memory_utilization")
         bound = (
             "cold starts"
             if p95 > job.cold_start_bound_ratio * alone_s
