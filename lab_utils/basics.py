@@ -339,11 +339,18 @@ def weight_bytes_read(config, tokens, *, weight_bytes_per_param, expert_bytes_pe
     expert = weight if expert_bytes_per_param is None else expert_bytes_per_param
     expert = checks.number("expert_bytes_per_param", expert)
     routed = _routed_expert_params(config.layers)
-    read = sum(
-        experts_touched(n_experts, top_k, tokens, skew=skew) * expert_params
-        for n_experts, top_k, expert_params in _moe_layers(config.layers)
-    )
+    read = _experts_read_params(config.layers, tokens, skew)
     return (config.n_params - routed) * weight + read * expert, read
+
+
+@_kept_per_layers
+def _experts_read_params(layers, tokens, skew) -> float:
+    """Routed expert parameters one step of ``tokens`` tokens reads over ``layers``: in each MoE
+    layer the :func:`experts_touched` experts (:func:`weight_bytes_read`'s)."""
+    return sum(
+        experts_touched(n_experts, top_k, tokens, skew=skew) * expert_params
+        for n_experts, top_k, expert_params in _moe_layers(layers)
+    )
 
 
 def held_weight_bytes(config, *, weight_bytes_per_param, expert_bytes_per_param=None) -> float:

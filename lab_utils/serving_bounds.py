@@ -216,28 +216,6 @@ class StepBound:
         return max(self.compute_s, self.memory_s)
 
 
-_KEPT: dict[int, tuple] = {}
-"""{id(config): (config, {(function, arguments): value})}: the sums over a config's layers that
-:func:`step` has asked for, kept (64 configs, 20,000 sums each at most)."""
-
-
-def _once(config, function, first, *args, **keywords):
-    """``function(first, *args, **keywords)``, ``first`` being ``config`` or its layers, worked
-    out once and kept: a simulation asks for thousands of steps, of a few dozen contexts and
-    prompt chunks, and these sums over the layers are most of a step's cost."""
-    kept = _KEPT.get(id(config))
-    if kept is None or kept[0] is not config:  # the config kept alive, so its id is not reused
-        if len(_KEPT) >= 64:
-            _KEPT.clear()
-        kept = _KEPT[id(config)] = (config, {})
-    known, key = kept[1], (function, args, *keywords.items())
-    if key not in known:
-        if len(known) >= 20_000:
-            known.clear()
-        known[key] = function(first, *args, **keywords)
-    return known[key]
-
-
 def step(
     model,
     *,
@@ -297,14 +275,12 @@ def _bound(config, spec, served, routing_skew, decode_contexts=(), prefill_chunk
     layers, skew = config.layers, checks.number("routing_skew", routing_skew, strict=False)
     flops = (
         basics.FLOPS_PER_PARAM_PER_TOKEN["inference"] * config.params_per_token * tokens
-        + sum(n * _once(config, basics.decode_attention_flops, layers, c) for c, n in contexts.items() if n)
-        + sum(_once(config, basics.chunk_attention_flops, layers, t, cached) for t, cached in chunks)
+        + sum(n * basics.decode_attention_flops(layers, c) for c, n in contexts.items() if n)
+        + sum(basics.chunk_attention_flops(layers, t, cached) for t, cached in chunks)
     )
     kv_read = [(n, c) for c, n in contexts.items() if n] + [(1, cached) for _, cached in chunks if cached]
-    kv_values = sum(n * _once(config, basics.kv_values_per_sequence, layers, c) for n, c in kv_read)
-    weight_bytes, _ = _once(
-        config,
-        basics.weight_bytes_read,
+    kv_values = sum(n * basics.kv_values_per_sequence(layers, c) for n, c in kv_read)
+    weight_bytes, _ = basics.weight_bytes_read(
         config,
         tokens,
         weight_bytes_per_param=served.weight_bytes_per_param,
