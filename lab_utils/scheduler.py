@@ -343,11 +343,11 @@ class Scheduler:
         grow = (
             self._grow_unit_decodes if gain == 1.0 else functools.partial(self._grow_decodes, preempt=False)
         )
-        floor, ceil, rounded, seconds = math.floor, math.ceil, None, 0.0
+        ceil, rounded, seconds = math.ceil, None, 0.0
         while True:
             mean = total / n
-            if floor(mean / bucket + 0.5) != rounded:  # as _rounded
-                rounded = floor(mean / bucket + 0.5)
+            was, rounded = rounded, _rounded(mean, bucket)
+            if rounded != was:  # into another bucket: ask its time
                 seconds = self._decode_time(n, max(1, rounded * bucket))
             run = ceil(((rounded + 0.5) * bucket - mean) / gain - 1e-9)  # to the next bucket
             if finish - done < run:
