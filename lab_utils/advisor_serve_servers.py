@@ -72,11 +72,15 @@ def _always_on_at(job: _ServeJob, spec, price, precision: str) -> Option | _Pric
             **common,
         )
     replica = serving.replica(spec, per_replica)
+
+    def unfit(why: str) -> Option:  # a replica with no room for the batch's KV caches
+        name = spec.name if per_replica == 1 else f"{per_replica} x {spec.name}"
+        return not_possible(name, fits=False, n=per_replica, bound="memory", why=why, **common)
+
     try:
         served = job.served_batch(replica, precision)
     except ValueError as error:  # the batch asked for has no room beside the weights
-        name = spec.name if per_replica == 1 else f"{per_replica} x {spec.name}"
-        return not_possible(name, fits=False, n=per_replica, bound="memory", why=str(error), **common)
+        return unfit(str(error))
     replicas = basics.always_on_devices(job.rate_per_s, served.requests_per_s, job.utilisation)
     n = replicas * per_replica
     load = job.rate_per_s / (served.requests_per_s * replicas)
@@ -88,9 +92,7 @@ def _always_on_at(job: _ServeJob, spec, price, precision: str) -> Option | _Pric
         try:
             latency_s = job.p95_at(spec, per_replica, precision, job.rate_per_s / replicas)
         except ValueError as error:  # vLLM's share of the memory leaves no KV cache beside the weights
-            name = spec.name if per_replica == 1 else f"{per_replica} x {spec.name}"
-            why = f"{error} at vLLM's gpu_memory_utilization"
-            return not_possible(name, fits=False, n=per_replica, bound="memory", why=why, **common)
+            return unfit(f"{error} at vLLM's gpu_memory_utilization")
         speed_bound = "compute" if served.limit == "compute" else "bandwidth"
         idle = replicas == 1 and load < job.utilisation * job.price_bound_load_share
         bound = "price" if idle else speed_bound
