@@ -24,7 +24,9 @@ Prints, in seconds: the first answer after opening (and where its time went); ea
 serve`` at 100,000 requests a day; ``latency`` for the form's serving job; a second visit's first
 answer (same profile, once the page's service worker has installed); and, while Python computed,
 the longest time the page's own thread was held (the longest gap between ticks asked for every
-20 ms): the page cannot scroll or take a key press meanwhile.
+20 ms): the page cannot scroll or take a key press meanwhile. With the cgroup, it also prints the
+CPU seconds each of the browser's threads had used by the first answer, and used during the second
+visit up to its first answer (``/proc``, summed by thread name): where a slow CPU's time goes.
 
     python scripts/bench_live_calculators.py _build/strict/_build/html --cgroup-cpu-fraction 0.5 \
         [--slowdown] [--json out.json]
@@ -182,6 +184,27 @@ def chromium_in(group: Path | None, folder: Path) -> str:
     return str(script)
 
 
+def cpu_by_thread(group: Path | None) -> dict[str, float]:
+    """CPU seconds used so far by the browser's threads (every thread in ``group``), summed by the
+    thread's name and its process's type (``renderer/CrRendererMain``, ``renderer/DedicatedWorker
+    thread``, ``browser/...``), most first; empty without a cgroup."""
+    if group is None:
+        return {}
+    ticks_per_s = os.sysconf("SC_CLK_TCK")
+    used: dict[str, float] = {}
+    for tid in (group / "tasks").read_text().split():
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            pid = Path(f"/proc/{tid}/status").read_text().split("Tgid:")[1].split()[0]  # its process
+            stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+            name, fields = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :].split()
+            # Chromium rewrites its processes' titles: the arguments joined by spaces, not NULs
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").split()
+            kind = next((a[7:].decode() for a in command if a.startswith(b"--type=")), "browser")
+            key = f"{kind}/{name}"
+            used[key] = used.get(key, 0.0) + (int(fields[11]) + int(fields[12])) / ticks_per_s
+    return dict(sorted(((k, round(v, 2)) for k, v in used.items() if v >= 0.05), key=lambda kv: -kv[1]))
+
+
 def load_average() -> str:
     """The 1, 5 and 15-minute load averages (as ``uptime`` prints them)."""
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
@@ -260,6 +283,7 @@ def run(html: Path, throttle: float, fraction: float | None, timeout_s: float = 
         first = open_page(browser, tab, url, throttle, timeout_s)
         results["first_answer_s"] = first["firstAnswerMs"] and first["firstAnswerMs"] / 1000
         results["first_visit_parts"] = parts(first)
+        results["first_visit_cpu_s"] = cpu_by_thread(group)
         if first["state"] == "error":
             raise RuntimeError(f"the page failed: {first['error']}")
         sitecheck._evaluate(browser, tab, "window.liveCalculators.pending", timeout_s)
@@ -277,9 +301,13 @@ def run(html: Path, throttle: float, fraction: float | None, timeout_s: float = 
         results["kept_by_service_worker"] = sitecheck._evaluate(browser, tab, KEPT_JS, 150)
         browser.call("Page.navigate", {"url": "about:blank"}, session_id=tab)
         time.sleep(1)
+        before = cpu_by_thread(group)
         second = open_page(browser, tab, url, throttle, timeout_s)
         results["second_visit_first_answer_s"] = second["firstAnswerMs"] and second["firstAnswerMs"] / 1000
         results["second_visit_parts"] = parts(second)
+        after = cpu_by_thread(group)  # the second visit's own: what its threads used since it began
+        used = {key: round(seconds - before.get(key, 0.0), 2) for key, seconds in after.items()}
+        results["second_visit_cpu_s"] = {key: seconds for key, seconds in used.items() if seconds >= 0.05}
     results["load_average_after"] = load_average()
     return results
 

@@ -193,3 +193,51 @@ def test_the_wheels_get_the_pyc_pyodide_compiles_and_their_record_names_them(tmp
         f"w/__pycache__/__init__.cpython-314.pyc,sha256={digest},8",
         "w-1.dist-info/RECORD,,",
     ]
+
+
+def test_the_pages_python_answers_as_the_cli_and_writes_the_readers_config(tmp_path, monkeypatch):
+    """live_answer.py, run as the worker runs it (its text in a fresh namespace): one command's
+    text and --json answer, the CLI's one-line error for a config it cannot read, and the
+    reader's config.json written where --model finds it, then removed."""
+    monkeypatch.chdir(tmp_path)
+    page = {"__name__": "__main__"}
+    exec((ROOT / "book" / "_ext" / "live_answer.py").read_text(encoding="utf-8"), page)
+    argv = ["memory", "--model", "Llama-3.1-8B", "--method", "lora"]
+    answered = json.loads(page["answer"](json.dumps(argv)))
+    assert answered["status"] == 0 and answered["stderr"] == ""
+    assert answered["json"] == live_calculators_cli_json(argv)
+    assert answered["stdout"].startswith("Llama-3.1-8B")
+    assert page["write_config"]("{") == "config.json" and (tmp_path / "config.json").read_text() == "{"
+    broken = json.loads(page["answer"](json.dumps(["memory", "--model", "config.json"])))
+    assert broken["status"] != 0 and broken["json"] is None and broken["stderr"].count("\n") == 1
+    assert page["write_config"]("") == "config.json" and not (tmp_path / "config.json").exists()
+
+
+def live_calculators_cli_json(argv: list[str]) -> str:
+    """What ``lab-utils ARGV --json`` prints, less its last newline."""
+    result = subprocess.run(
+        [sys.executable, "-m", "lab_utils.cli", *argv, "--json"], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.rstrip("\n")
+
+
+def test_no_snapshot_without_node_or_with_a_command_that_fails(tmp_path, monkeypatch):
+    """live_snapshot keeps no file (and says False) when Node.js or Pyodide fails, or when one of
+    the commands it runs before the snapshot does not answer. Running Pyodide in Node.js is the
+    website build's part (the browser test restores what it kept)."""
+    import live_pyc
+    import live_snapshot
+
+    target = tmp_path / "memory.gz"
+    monkeypatch.setattr(live_pyc, "in_node", lambda script, pyodide, stdin_text: None)
+    assert live_snapshot.make_snapshot([], tmp_path, "", [["memory"]], target) is False
+    assert not target.exists()
+
+    def fails_once_written(script, pyodide, stdin_text):
+        Path(json.loads(stdin_text)["snapshot"]).write_bytes(b"memory")
+        return json.dumps({"statuses": [0, 2]})
+
+    monkeypatch.setattr(live_pyc, "in_node", fails_once_written)
+    assert live_snapshot.make_snapshot([], tmp_path, "", [["memory"], ["pick"]], target) is False
+    assert not target.exists()

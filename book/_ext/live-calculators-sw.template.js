@@ -1,7 +1,8 @@
 // The live calculators' service worker (written by book/_ext/live_calculators.py at the site's
 // root, its scope the calculators page). It keeps, in a cache named by their hashes:
-// - Pyodide and the course's wheels, fetched once with their SHA-256 as Subresource Integrity
-//   and then always answered from the cache (a new build with other files has another cache);
+// - Pyodide, the course's wheels and Python's memory kept at build time, fetched once with
+//   their SHA-256 as Subresource Integrity and then always answered from the cache (a new
+//   build with other files has another cache);
 // - the page and whatever it loaded (the page sends the list), answered from the network when
 //   there is one, else from the cache: the page works offline after its first visit.
 const CACHE = "live-calculators-__VERSION__";
@@ -29,7 +30,10 @@ self.addEventListener("install", (event) => {
 self.addEventListener("activate", (event) => {
   event.waitUntil((async () => {
     for (const name of await caches.keys()) {
-      if (name.startsWith("live-calculators-") && name !== CACHE) await caches.delete(name);
+      // (and the Python memory an earlier build's page kept itself, now kept with the site)
+      if ((name.startsWith("live-calculators-") && name !== CACHE) || name === "live-python-memory") {
+        await caches.delete(name);
+      }
     }
     await self.clients.claim();
   })());

@@ -23,9 +23,9 @@ browser by Pyodide (Python compiled to WebAssembly), offline.
   holds the page) keeps Pyodide and the wheels in the browser's cache under a name made of
   their SHA-256 hashes (``packages.json`` lists them; the files are fetched with those hashes
   as Subresource Integrity), and the page itself, so a second visit answers at once, offline.
-  The worker keeps Python's memory once the first answers are shown (Pyodide's memory snapshot,
-  in Cache Storage under the same hashes): a later visit restores it rather than starting
-  Python and importing the course again.
+- Python's memory is kept at build time (live_snapshot.py: Pyodide's memory snapshot, made in
+  Node.js once the page's first commands have run): the page restores it rather than starting
+  Python and importing the course, on its first visit as on later ones.
 
 Loaded by course_site.py's setup.
 """
@@ -48,6 +48,7 @@ import zipfile
 from pathlib import Path
 
 import live_pyc
+import live_snapshot
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util import logging
@@ -64,6 +65,7 @@ HERE = Path(__file__).parent
 GENERATED = Path("book") / "_generated" / "live-static"  # served as _static/ (live/ inside)
 GENERATED_ROOT = Path("book") / "_generated" / "live-root"  # copied to the site's root (the service worker)
 SERVICE_WORKER = "live-calculators-sw.js"
+SNAPSHOT = "python-memory.bin.gz"  # live_snapshot.py: Python's memory, restored by the page
 PYODIDE_FILES = (
     "pyodide.mjs",
     "pyodide.asm.mjs",
@@ -156,26 +158,35 @@ print(json.dumps(sorted(f for f in modules | opened if f)))
 """
 
 
+def form_commands(model: str, method: str, seq_len: str) -> list[list[str]]:
+    """The commands live-calculators.js's ``commands()`` writes for the form with this model,
+    method and sequence length, its other fields as first shown: memory, cost, pick, latency."""
+    tokens, gpu, per_day = START["tokens"], START["gpu"], START["requests_per_day"]
+    if method == "inference":
+        cost = ["cost", "serve", "--model", model, "--gpu", gpu, "--curve"]
+        pick = ["pick", "serve", "--model", model, "--requests-per-day", per_day]
+    else:
+        cost = ["cost", "fine-tune", "--model", model, "--tokens", tokens, "--method", method]
+        cost += ["--gpu", gpu, "--seq-len", seq_len]
+        pick = ["pick", "fine-tune", "--model", model, "--tokens", tokens, "--method", method]
+        pick += ["--seq-len", seq_len]
+    memory = ["memory", "--model", model, "--method", method, "--seq-len", seq_len]
+    return [memory, cost, pick, latency_command(model, gpu, START["precision"])]
+
+
+def first_commands() -> list[list[str]]:
+    """The commands the page answers as it opens: the form as first shown."""
+    from lab_utils import assumptions
+
+    return form_commands(START["model"], START["method"], f"{assumptions.value('seq_len')}")
+
+
 def page_commands(model: str) -> list[list[str]]:
-    """The commands the page runs for ``model`` (live-calculators.js's ``commands()``): memory,
-    cost and pick for every method, and each command's help."""
-    seq_len, tokens, gpu = "2048", START["tokens"], START["gpu"]
-    commands = [["memory", "--help"], ["cost", "--help"], ["pick", "--help"]]
+    """The commands the page runs for ``model``: memory, cost, pick and latency for every method,
+    and each command's help."""
+    commands = [["memory", "--help"], ["cost", "--help"], ["pick", "--help"], ["latency", "--help"]]
     for method in METHODS:
-        commands.append(["memory", "--model", model, "--method", method, "--seq-len", seq_len])
-        if method == "inference":
-            commands += [
-                ["cost", "serve", "--model", model, "--gpu", gpu, "--curve"],
-                ["pick", "serve", "--model", model, "--requests-per-day", START["requests_per_day"]],
-            ]
-        else:
-            commands += [
-                ["cost", "fine-tune", "--model", model, "--tokens", tokens, "--method", method]
-                + ["--gpu", gpu, "--seq-len", seq_len],
-                ["pick", "fine-tune", "--model", model, "--tokens", tokens, "--method", method]
-                + ["--seq-len", seq_len],
-            ]
-    commands += [["latency", "--help"], latency_command(model, gpu, START["precision"])]
+        commands += [c for c in form_commands(model, method, "2048") if c not in commands]
     return commands
 
 
@@ -269,20 +280,28 @@ def build_packages(app: Sphinx) -> None:
     wheels = [course_wheel(root, live)] + [installed_wheel(name, live) for name in PURE_DEPENDENCIES]
     pyodide = pyodide_folder()
     compiled = live_pyc.add_pyc(wheels, pyodide) if pyodide is not None else 0
-    pinned = {f"live/{w.name}": _sha256(w) for w in wheels}
+    setup = (HERE / "live_answer.py").read_text(encoding="utf-8")
+    snapshot = live / SNAPSHOT
+    kept = pyodide is not None and live_snapshot.make_snapshot(
+        wheels, pyodide, setup, first_commands(), snapshot
+    )
+    pinned = {f"live/{f.name}": _sha256(f) for f in [*wheels, snapshot] if f.is_file()}
     if pyodide is not None:
         pinned.update({f"vendor/pyodide/{name}": _sha256(pyodide / name) for name in PYODIDE_FILES})
     manifest = {
         "pyodide": "vendor/pyodide/pyodide.mjs",
         "wheels": [w.name for w in wheels],
-        "bytes": {w.name: w.stat().st_size for w in wheels},
+        "bytes": {f.name: f.stat().st_size for f in [*wheels, snapshot] if f.is_file()},
         "integrity": pinned,  # _static-relative path -> sha256 (the service worker's cache key)
+        "snapshot": f"live/{SNAPSHOT}" if kept else None,
+        "setup": setup,  # live_answer.py: run by the worker when there is no snapshot
     }
     (live / "packages.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     write_service_worker(root / GENERATED_ROOT, pinned)
     logger.info(
         f"live_calculators: {', '.join(f'{w.name} ({w.stat().st_size / 1e3:.0f} kB)' for w in wheels)}; "
         + (f"{compiled} .pyc compiled by Pyodide" if compiled else "no .pyc (no Node.js or no Pyodide)")
+        + (f"; Python's memory kept ({snapshot.stat().st_size / 1e6:.1f} MB gzipped)" if kept else "")
     )
 
 
@@ -320,13 +339,15 @@ def add_static_path(app: Sphinx, config) -> None:
 
 
 def download_bytes(root: Path) -> int:
-    """What the page downloads for Python: the vendored Pyodide and the wheels of _static/live/."""
+    """What the page downloads for Python: the vendored Pyodide, and the wheels and Python's kept
+    memory of _static/live/."""
     import web_assets
 
     destination, packages = web_assets.read_lock()
     pyodide = destination / next(p for p in packages if p.name == "pyodide").into
-    files = [*pyodide.glob("*.*"), *(root / GENERATED / "live").glob("*.whl")]
-    return sum(f.stat().st_size for f in files if f.name != "package.json")
+    live = root / GENERATED / "live"
+    files = [*pyodide.glob("*.*"), *live.glob("*.whl"), live / SNAPSHOT]
+    return sum(f.stat().st_size for f in files if f.is_file() and f.name != "package.json")
 
 
 def _options(values, selected: str) -> str:

@@ -46,30 +46,30 @@ json.dumps({"pyc": compiled})
 """
 
 
-def compiled_by_pyodide(sources: dict[str, str], pyodide: Path) -> dict[str, bytes] | None:
-    """``sources`` ({path in the wheel: text}) compiled by the Pyodide in ``pyodide``: {path of
-    the .pyc: its bytes}, or None when Node.js is missing or the compile failed."""
+def in_node(script: str, pyodide: Path, stdin_text: str) -> str | None:
+    """``script`` (an ES module; its ``process.argv[1]`` is the vendored ``pyodide.mjs``, its
+    ``process.argv[2]`` Pyodide's folder) run by Node.js with ``stdin_text`` on its standard
+    input: what it printed, or None when Node.js is missing or the script failed."""
     node = shutil.which("node")
     if node is None:
         return None
     result = subprocess.run(
-        [
-            node,
-            "--input-type=module",
-            "-e",
-            _COMPILE_JS,
-            "--",
-            (pyodide / "pyodide.mjs").as_uri(),
-            f"{pyodide}/",
-        ],
-        input=json.dumps(sources),
+        [node, "--input-type=module", "-e", script, "--", (pyodide / "pyodide.mjs").as_uri(), f"{pyodide}/"],
+        input=stdin_text,
         capture_output=True,
         text=True,
         timeout=300,
     )
-    if result.returncode != 0:
+    return result.stdout if result.returncode == 0 else None
+
+
+def compiled_by_pyodide(sources: dict[str, str], pyodide: Path) -> dict[str, bytes] | None:
+    """``sources`` ({path in the wheel: text}) compiled by the Pyodide in ``pyodide``: {path of
+    the .pyc: its bytes}, or None when Node.js is missing or the compile failed."""
+    printed = in_node(_COMPILE_JS, pyodide, json.dumps(sources))
+    if printed is None:
         return None
-    return {path: base64.b64decode(data) for path, data in json.loads(result.stdout)["pyc"].items()}
+    return {path: base64.b64decode(data) for path, data in json.loads(printed)["pyc"].items()}
 
 
 def _record_line(path: str, data: bytes) -> str:

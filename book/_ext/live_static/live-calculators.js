@@ -170,10 +170,7 @@
   // The service worker: scope the page itself (its script sits at the site's root). Registered
   // once the first answers are shown: its first install fetches Pyodide again to keep it, which
   // would compete with Python's own loading.
-  // Python's memory too (the worker's {keep}): a later visit restores it instead of starting
-  // Python and importing the course again. api.pythonKept: its bytes, false when restored.
   function keepForLater() {
-    api.pythonKept = ask({ keep: true }).then((answer) => (api.pythonKept = answer.kept));
     if (!("serviceWorker" in navigator)) return;
     const page = location.href.split("#")[0].split("?")[0];
     navigator.serviceWorker.register(new URL("live-calculators-sw.js", root), { scope: page })
