@@ -20,38 +20,37 @@ function fetchPinned(manifest, path) {
 }
 
 // Python's kept memory, unzipped (a server that sent it with Content-Encoding: gzip has unzipped
-// it already); null when the build kept none or it cannot be had.
+// it already). Rejects when it cannot be had: the worker then starts Python afresh.
 async function keptMemory(manifest) {
-  if (!manifest.snapshot) return null;
-  try {
-    const response = await fetchPinned(manifest, manifest.snapshot);
-    if (!response.ok) return null;
-    const data = new Uint8Array(await response.arrayBuffer());
-    if (data[0] !== 0x1f || data[1] !== 0x8b) return data;
-    const unzipped = new Blob([data]).stream().pipeThrough(new DecompressionStream("gzip"));
-    return new Uint8Array(await new Response(unzipped).arrayBuffer());
-  } catch (error) {
-    timings.snapshotError = String(error);
-    return null;
-  }
+  const response = await fetchPinned(manifest, manifest.snapshot);
+  if (!response.ok) throw new Error(`${manifest.snapshot}: HTTP ${response.status}`);
+  const data = new Uint8Array(await response.arrayBuffer());
+  timings.snapshotMs = performance.now();
+  if (data[0] !== 0x1f || data[1] !== 0x8b) return data;
+  const unzipped = new Blob([data]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return new Uint8Array(await new Response(unzipped).arrayBuffer());
 }
 
 async function load() {
   const manifest = await (await fetch(new URL("live/packages.json", staticUrl))).json();
   timings.manifestMs = performance.now();
   const pyodideUrl = new URL(manifest.pyodide, staticUrl);
-  const [{ loadPyodide }, wheels, snapshot] = await Promise.all([
+  // Pyodide's scripts, the wheels and the kept memory fetched at once; Pyodide itself starts
+  // (its runtime's script, the runtime's fetch) while the memory still arrives: loadPyodide
+  // waits for it only when it sizes the runtime's memory.
+  const memory = manifest.snapshot ? keptMemory(manifest) : null;
+  if (memory) memory.catch(() => {});  // its failure is seen where loadPyodide awaits it
+  const [{ loadPyodide }, wheels] = await Promise.all([
     import(pyodideUrl.href).then((module) => { timings.importedMs = performance.now(); return module; }),
     Promise.all(manifest.wheels.map(async (wheel) => (await fetchPinned(manifest, "live/" + wheel)).arrayBuffer())),
-    keptMemory(manifest).then((memory) => { timings.snapshotMs = performance.now(); return memory; }),
   ]);
   const options = { indexURL: pyodideUrl.href.replace(/[^/]*$/, ""), fullStdLib: false };
   let pyodide = null;
-  if (snapshot) {
+  if (memory) {
     try {
-      pyodide = await loadPyodide({ ...options, _loadSnapshot: snapshot });
+      pyodide = await loadPyodide({ ...options, _loadSnapshot: memory });
       timings.restored = true;
-    } catch (error) {  // a snapshot this browser cannot take: start afresh
+    } catch (error) {  // no memory to be had, or one this browser cannot take: start afresh
       timings.restoreError = String(error);
     }
   }
