@@ -60,5 +60,5 @@ def make_snapshot(
         printed = live_pyc.in_node(_SNAPSHOT_JS, pyodide, json.dumps(request))
         if printed is None or any(json.loads(printed)["statuses"]) or not memory.is_file():
             return False
-        target.write_bytes(gzip.compress(memory.read_bytes(), compresslevel=9, mtime=0))
+        target.write_bytes(gzip.compress(memory.read_bytes(), compresslevel=6, mtime=0))
     return True
