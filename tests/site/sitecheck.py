@@ -151,12 +151,23 @@ def find_chromium() -> str | None:
 
 
 @contextlib.contextmanager
-def serve(directory: Path):
-    """Serve ``directory`` over HTTP on 127.0.0.1 (a free port) in a thread; yields the base URL."""
+def serve(directory: Path, overrides: dict[str, bytes] | None = None):
+    """Serve ``directory`` over HTTP on 127.0.0.1 (a free port) in a thread; yields the base URL.
+    ``overrides``: {path under the base URL: the body served for it instead of the file}."""
 
     class QuietHandler(http.server.SimpleHTTPRequestHandler):
         def log_message(self, format, *args):  # noqa: A002 - the base class's name
             pass
+
+        def do_GET(self):  # noqa: N802 - the base class's name
+            body = (overrides or {}).get(self.path.split("?")[0].lstrip("/"))
+            if body is None:
+                return super().do_GET()
+            self.send_response(200)
+            self.send_header("Content-Type", self.guess_type(self.path.split("?")[0]))
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
 
     handler = functools.partial(QuietHandler, directory=str(directory))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)

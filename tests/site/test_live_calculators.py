@@ -320,6 +320,29 @@ def test_a_config_it_cannot_read_gets_the_clis_one_line_error(opened, tmp_path):
     own_model(browser, tab, "")  # back to the catalog's models
 
 
+def test_without_a_kept_memory_python_starts_afresh_and_answers_the_same(opened):
+    """A build that kept no memory (no Node.js), or a browser that cannot restore it: packages.json
+    served here without it, at another address (another origin: no service worker, no cache), in
+    a tab of its own. The worker starts Python, runs live_answer.py and answers as the CLI."""
+    browser, _, _, _, _ = opened
+    manifest = json.loads((HTML / "_static" / "live" / "packages.json").read_text(encoding="utf-8"))
+    without = json.dumps({**manifest, "snapshot": None}).encode()
+    with sitecheck.serve(HTML, overrides={"_static/live/packages.json": without}) as base:
+        tab = browser.new_page()
+        try:
+            browser.call("Page.navigate", {"url": sitecheck.page_url(base, PAGE)}, session_id=tab)
+            assert browser.wait_for_event("Page.loadEventFired", tab, 60), "the page did not load"
+            ready = sitecheck._evaluate(browser, tab, WAIT_READY_JS, PYTHON_TIMEOUT_S + 10)
+            assert ready["state"] == "ready", f"started afresh, the page did not answer: {ready['error']}"
+            changed = SET_INPUTS_JS % json.dumps({"seq_len": "3000"})
+            memory = sitecheck._evaluate(browser, tab, changed, 120)[0]
+        finally:
+            target = browser.call("Target.getTargetInfo", session_id=tab)["targetInfo"]["targetId"]
+            browser.call("Target.closeTarget", {"targetId": target})
+    assert not ready["worker"].get("restored") and "restoreError" not in ready["worker"], ready["worker"]
+    assert memory["status"] == 0 and memory["output"] == lab_utils_cli(memory["argv"]).stdout
+
+
 def test_the_page_fits_a_phone(opened):
     browser, tab, _, ready, _ = opened
     phone = {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True}
