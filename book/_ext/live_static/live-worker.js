@@ -6,8 +6,9 @@
 // `json` is the command's --json answer (what the figures are drawn from) when it has one.
 // Python starts from the memory kept when the website was built (live_snapshot.py: the course
 // imported, its catalogs read, the form's first commands answered), or afresh where the build
-// kept none or this browser cannot restore it. Python is only ever called with strings in and
-// out: no JavaScript object holds a Python one, which is what a restored memory needs.
+// kept none or this browser cannot restore it; restored, it writes the wheels' files (modules not
+// yet imported, the catalogs) once its first answer is sent. Python is only ever called with
+// strings in and out: no JavaScript object holds a Python one, which is what a restored memory needs.
 const staticUrl = new URL("./", import.meta.url);  // started from a blob (live-start.js): not self.location
 // Marks on this worker's clock (performance.now(); its origin, originMs, is when it started):
 // each step of the first load, for scripts/bench_live_calculators.py.
@@ -56,19 +57,35 @@ async function load() {
   }
   if (!pyodide) pyodide = await loadPyodide(options);
   timings.pyodideMs = performance.now();
-  for (const data of wheels) pyodide.unpackArchive(data, "wheel");  // the files: modules imported later, catalogs
-  timings.unpackedMs = performance.now();
-  if (!timings.restored) pyodide.runPython(manifest.setup);
+  const writeFiles = () => {  // the wheels' files: modules imported later, catalogs
+    for (const data of wheels) pyodide.unpackArchive(data, "wheel");
+    timings.unpackedMs = performance.now();
+  };
+  if (timings.restored) {
+    // The kept memory holds the course imported and its catalogs read: a first answer needs no
+    // file, so they are written once it is sent (see the message handler).
+    unwritten = writeFiles;
+  } else {
+    writeFiles();
+    pyodide.runPython(manifest.setup);
+  }
   timings.readyMs = performance.now();
   timings.bodyBytes = performance.getEntriesByType("resource").reduce((sum, r) => sum + (r.encodedBodySize || 0), 0);
   return pyodide;
 }
 
+let unwritten = null;  // writes the wheels' files, until they are written
 const ready = load();
 ready.then(
   () => self.postMessage({ ready: true, timings }),
   (error) => self.postMessage({ ready: false, error: String(error) }),
 );
+
+function writeUnwritten() {
+  const write = unwritten;
+  unwritten = null;
+  write();
+}
 
 function call(pyodide, name, text) {
   pyodide.globals.set("_text", text);  // a str in Python: nothing of Python's held in JavaScript
@@ -84,8 +101,19 @@ self.addEventListener("message", async (event) => {
       return;
     }
     const started = performance.now();
-    const answer = JSON.parse(call(pyodide, "answer", JSON.stringify(argv)));
+    const ask = () => JSON.parse(call(pyodide, "answer", JSON.stringify(argv)));
+    let answer = null;
+    try {
+      answer = ask();
+    } catch (error) {
+      if (!unwritten) throw error;
+    }
+    if (unwritten && (answer === null || answer.status !== 0)) {  // perhaps a file it needs: asked again with them
+      writeUnwritten();
+      answer = ask();
+    }
     self.postMessage({ id, ...answer, ms: performance.now() - started });
+    if (unwritten) writeUnwritten();  // before the next question
   } catch (error) {
     self.postMessage({ id, error: String(error) });
   }
