@@ -24,9 +24,10 @@ Prints, in seconds: the first answer after opening (and where its time went); ea
 serve`` at 100,000 requests a day; ``latency`` for the form's serving job; a second visit's first
 answer (same profile, once the page's service worker has installed); and, while Python computed,
 the longest time the page's own thread was held (the longest gap between ticks asked for every
-20 ms): the page cannot scroll or take a key press meanwhile. With the cgroup, it also prints the
-CPU seconds each of the browser's threads had used by the first answer, and used during the second
-visit up to its first answer (``/proc``, summed by thread name): where a slow CPU's time goes.
+20 ms): the page cannot scroll or take a key press meanwhile. It also prints the CPU seconds
+each of the browser's threads used from each visit's opening to its first answer (``/proc``,
+summed by thread name): where a slow CPU's time goes. The page is opened once the browser has
+settled (:func:`settle`), as a reader's browser has before a link is followed.
 
     python scripts/bench_live_calculators.py _build/strict/_build/html --cgroup-cpu-fraction 0.5 \
         [--slowdown] [--json out.json]
@@ -184,25 +185,43 @@ def chromium_in(group: Path | None, folder: Path) -> str:
     return str(script)
 
 
-def cpu_by_thread(group: Path | None) -> dict[str, float]:
-    """CPU seconds used so far by the browser's threads (every thread in ``group``), summed by the
-    thread's name and its process's type (``renderer/CrRendererMain``, ``renderer/DedicatedWorker
-    thread``, ``browser/...``), most first; empty without a cgroup."""
-    if group is None:
-        return {}
+def cpu_by_thread(browser) -> dict[str, float]:
+    """CPU seconds used so far by the browser's threads (``/proc``), summed by the thread's name
+    and its process's type (``renderer/chromium`` is a renderer's main thread, ``renderer/
+    DedicatedWorker`` the worker where Python runs, ``browser/...``), most first."""
     ticks_per_s = os.sysconf("SC_CLK_TCK")
     used: dict[str, float] = {}
-    for tid in (group / "tasks").read_text().split():
-        with contextlib.suppress(OSError):  # a thread that ended meanwhile
-            pid = Path(f"/proc/{tid}/status").read_text().split("Tgid:")[1].split()[0]  # its process
-            stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
-            name, fields = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :].split()
+    for pid in browser.process_ids():
+        with contextlib.suppress(OSError):  # a process or thread that ended meanwhile
             # Chromium rewrites its processes' titles: the arguments joined by spaces, not NULs
             command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").split()
             kind = next((a[7:].decode() for a in command if a.startswith(b"--type=")), "browser")
-            key = f"{kind}/{name}"
-            used[key] = used.get(key, 0.0) + (int(fields[11]) + int(fields[12])) / ticks_per_s
-    return dict(sorted(((k, round(v, 2)) for k, v in used.items() if v >= 0.05), key=lambda kv: -kv[1]))
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                stat = (task / "stat").read_text()
+                name = stat[stat.index("(") + 1 : stat.rindex(")")]
+                fields = stat[stat.rindex(")") + 2 :].split()
+                key = f"{kind}/{name}"
+                used[key] = used.get(key, 0.0) + (int(fields[11]) + int(fields[12])) / ticks_per_s
+    return dict(sorted(((k, round(v, 2)) for k, v in used.items()), key=lambda kv: -kv[1]))
+
+
+def settle(browser, timeout_s: float = 60) -> float:
+    """Wait until the browser has started, as a reader's browser has before a link is opened: its
+    own pages (headless Chromium 156 loads the omnibox's in a renderer of its own, most of a CPU
+    second) done, under 5% of one CPU used over half a second. Returns the seconds waited."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        before = sum(cpu_by_thread(browser).values())
+        time.sleep(0.5)
+        if sum(cpu_by_thread(browser).values()) - before < 0.025:
+            break
+    return round(time.monotonic() - started, 1)
+
+
+def used_since(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """CPU seconds by thread between two :func:`cpu_by_thread` readings, those of 0.05 s or more."""
+    used = {key: round(seconds - before.get(key, 0.0), 2) for key, seconds in after.items()}
+    return {key: seconds for key, seconds in used.items() if seconds >= 0.05}
 
 
 def load_average() -> str:
@@ -279,11 +298,13 @@ def run(html: Path, throttle: float, fraction: float | None, timeout_s: float = 
             inside = set((group / "cgroup.procs").read_text().split())
             results["processes_outside_cgroup"] = [p for p in browser.process_ids() if str(p) not in inside]
         tab = browser.new_page()
+        results["browser_settled_after_s"] = settle(browser)
         url = sitecheck.page_url(base, PAGE)
+        before = cpu_by_thread(browser)
         first = open_page(browser, tab, url, throttle, timeout_s)
         results["first_answer_s"] = first["firstAnswerMs"] and first["firstAnswerMs"] / 1000
         results["first_visit_parts"] = parts(first)
-        results["first_visit_cpu_s"] = cpu_by_thread(group)
+        results["first_visit_cpu_s"] = used_since(before, cpu_by_thread(browser))
         if first["state"] == "error":
             raise RuntimeError(f"the page failed: {first['error']}")
         sitecheck._evaluate(browser, tab, "window.liveCalculators.pending", timeout_s)
@@ -301,13 +322,11 @@ def run(html: Path, throttle: float, fraction: float | None, timeout_s: float = 
         results["kept_by_service_worker"] = sitecheck._evaluate(browser, tab, KEPT_JS, 150)
         browser.call("Page.navigate", {"url": "about:blank"}, session_id=tab)
         time.sleep(1)
-        before = cpu_by_thread(group)
+        before = cpu_by_thread(browser)
         second = open_page(browser, tab, url, throttle, timeout_s)
         results["second_visit_first_answer_s"] = second["firstAnswerMs"] and second["firstAnswerMs"] / 1000
         results["second_visit_parts"] = parts(second)
-        after = cpu_by_thread(group)  # the second visit's own: what its threads used since it began
-        used = {key: round(seconds - before.get(key, 0.0), 2) for key, seconds in after.items()}
-        results["second_visit_cpu_s"] = {key: seconds for key, seconds in used.items() if seconds >= 0.05}
+        results["second_visit_cpu_s"] = used_since(before, cpu_by_thread(browser))
     results["load_average_after"] = load_average()
     return results
 
