@@ -241,3 +241,28 @@ def test_no_snapshot_without_node_or_with_a_command_that_fails(tmp_path, monkeyp
     monkeypatch.setattr(live_pyc, "in_node", fails_once_written)
     assert live_snapshot.make_snapshot([], tmp_path, "", [["memory"], ["pick"]], target) is False
     assert not target.exists()
+
+
+def test_the_kept_memory_leaves_out_its_pages_of_zeros_and_reads_back_whole():
+    """live_snapshot.sparse: runs of pages that are not all zeros, adjacent ones merged, a short
+    last page kept; read back as live-worker.js's wholeMemory reads it, it is the memory again."""
+    import struct
+
+    import live_snapshot
+
+    page = live_snapshot.PAGE_BYTES
+    memory = bytearray(page * 6 + 100)
+    memory[page * 1 + 5] = 1  # pages 1 and 2: one run
+    memory[page * 3 - 1] = 2
+    memory[page * 5 + 7] = 3  # page 5 alone, then the short last page with a byte
+    memory[-1] = 4
+    kept = live_snapshot.sparse(bytes(memory))
+    length, count = struct.unpack_from("<2I", kept)
+    runs = [struct.unpack_from("<2I", kept, 8 + 8 * i) for i in range(count)]
+    assert length == len(memory) and runs == [(page, 2 * page), (5 * page, page + 100)]
+    whole, at = bytearray(length), 8 + 8 * count
+    for offset, size in runs:
+        whole[offset : offset + size] = kept[at : at + size]
+        at += size
+    assert at == len(kept) and whole == memory
+    assert live_snapshot.sparse(bytes(page)) == struct.pack("<2I", page, 0)  # zeros only: no run

@@ -3,8 +3,9 @@
 // - Pyodide, the course's wheels and Python's memory kept at build time, fetched once with
 //   their SHA-256 as Subresource Integrity and then always answered from the cache (a new
 //   build with other files has another cache);
-// - the page and whatever it loaded (the page sends the list), answered from the network when
-//   there is one, else from the cache: the page works offline after its first visit.
+// - the page and whatever it loaded (the page sends the list): a file named by its digest from
+//   the cache once kept, the others from the network when there is one, else from the cache:
+//   the page works offline after its first visit.
 const CACHE = "live-calculators-__VERSION__";
 const PINNED = __PINNED__;  // _static-relative path -> sha256
 const STATIC = new URL("_static/", self.location).href;
@@ -30,10 +31,7 @@ self.addEventListener("install", (event) => {
 self.addEventListener("activate", (event) => {
   event.waitUntil((async () => {
     for (const name of await caches.keys()) {
-      // (and the Python memory an earlier build's page kept itself, now kept with the site)
-      if ((name.startsWith("live-calculators-") && name !== CACHE) || name === "live-python-memory") {
-        await caches.delete(name);
-      }
+      if (name.startsWith("live-calculators-") && name !== CACHE) await caches.delete(name);
     }
     await self.clients.claim();
   })());
@@ -59,6 +57,12 @@ self.addEventListener("fetch", (event) => {
   event.respondWith((async () => {
     const cache = await caches.open(CACHE);
     if (pinned.has(url)) return (await cache.match(url)) || fetchPinned(cache, url);
+    // A file named by its content's digest (Sphinx's ?v= and the theme's ?digest=: another
+    // content, another address) from the cache once kept; the others from the network first
+    if (/[?&](v|digest)=/.test(url)) {
+      const kept = await cache.match(url);
+      if (kept) return kept;
+    }
     try {
       const response = await fetch(request);
       if (response.ok) await cache.put(url, response.clone());

@@ -400,6 +400,7 @@ def test_the_page_works_offline_after_the_first_visit(opened):
     assert again["state"] == "ready", f"offline, the calculators did not answer: {again['error']}"
     timings = sitecheck._evaluate(browser, tab, "window.liveCalculators.workerTimings", 10)
     assert timings.get("restored"), f"Python started afresh instead of restoring its memory: {timings}"
+    assert timings.get("unzippedEarlier"), f"the memory was unzipped again, not read as kept: {timings}"
     memory = sitecheck._evaluate(browser, tab, SET_INPUTS_JS % "{}", 120)[0]
     assert memory["status"] == 0 and memory["output"] == lab_utils_cli(memory["argv"]).stdout
 

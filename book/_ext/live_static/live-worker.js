@@ -7,12 +7,14 @@
 // Python starts from the memory kept when the website was built (live_snapshot.py: the course
 // imported, its catalogs read, the form's first commands answered), or afresh where the build
 // kept none or this browser cannot restore it; restored, it writes the wheels' files (modules not
-// yet imported, the catalogs) once its first answer is sent. Python is only ever called with
+// yet imported, the catalogs) once its first answer is sent, and keeps the memory unzipped. Python is only ever called with
 // strings in and out: no JavaScript object holds a Python one, which is what a restored memory needs.
 const staticUrl = new URL("./", import.meta.url);  // started from a blob (live-start.js): not self.location
 // Marks on this worker's clock (performance.now(); its origin, originMs, is when it started):
 // each step of the first load, for scripts/bench_live_calculators.py.
 const timings = { startedMs: performance.now(), originMs: performance.timeOrigin };
+const UNZIPPED = "live-python-memory";  // the kept memory unzipped (a cache apart from the service worker's)
+const afterFirstAnswer = [];  // what waits until the first answer is sent (then done before the next question)
 
 // A file of packages.json, fetched with its pinned hash as Subresource Integrity.
 function fetchPinned(manifest, path) {
@@ -20,16 +22,61 @@ function fetchPinned(manifest, path) {
   return fetch(new URL(path, staticUrl), integrity ? { integrity } : {});
 }
 
-// Python's kept memory, unzipped (a server that sent it with Content-Encoding: gzip has unzipped
-// it already). Rejects when it cannot be had: the worker then starts Python afresh.
+// Python's kept memory: unzipped (a server that sent it with Content-Encoding: gzip has unzipped
+// it already), its runs put back into zeros. Unzipping it takes a slow phone most of a second, so
+// it is also kept unzipped in Cache Storage (after the first answer) under its pinned hash, and
+// a later visit reads that. Rejects when it cannot be had: the worker then starts Python afresh.
 async function keptMemory(manifest) {
+  const key = new URL(`${manifest.snapshot}?${encodeURIComponent(manifest.integrity[manifest.snapshot])}`, staticUrl).href;
+  const earlier = await unzippedEarlier(key);
+  timings.snapshotMs = performance.now();
+  if (earlier) {
+    timings.unzippedEarlier = true;
+    return wholeMemory(earlier);
+  }
   const response = await fetchPinned(manifest, manifest.snapshot);
   if (!response.ok) throw new Error(`${manifest.snapshot}: HTTP ${response.status}`);
-  const data = new Uint8Array(await response.arrayBuffer());
+  let data = new Uint8Array(await response.arrayBuffer());
   timings.snapshotMs = performance.now();
-  if (data[0] !== 0x1f || data[1] !== 0x8b) return data;
-  const unzipped = new Blob([data]).stream().pipeThrough(new DecompressionStream("gzip"));
-  return new Uint8Array(await new Response(unzipped).arrayBuffer());
+  if (data[0] === 0x1f && data[1] === 0x8b) {
+    const unzipped = new Blob([data]).stream().pipeThrough(new DecompressionStream("gzip"));
+    data = new Uint8Array(await new Response(unzipped).arrayBuffer());
+    timings.unzippedMs = performance.now();
+  }
+  afterFirstAnswer.push(() => keepUnzipped(key, data).catch((error) => { timings.keptUnzipped = String(error); }));
+  return wholeMemory(data);
+}
+
+async function unzippedEarlier(key) {
+  try {
+    const response = await (await caches.open(UNZIPPED)).match(key);
+    return response ? new Uint8Array(await response.arrayBuffer()) : null;
+  } catch (error) {
+    return null;  // no Cache Storage here (a private window, an insecure origin)
+  }
+}
+
+async function keepUnzipped(key, data) {
+  const cache = await caches.open(UNZIPPED);
+  for (const old of await cache.keys()) await cache.delete(old);  // an earlier build's
+  await cache.put(key, new Response(data, { headers: { "Content-Type": "application/octet-stream" } }));
+  timings.keptUnzipped = data.length;
+}
+
+// live_snapshot.sparse's format read back: the memory's length, the number of runs, each run's
+// offset and length (little-endian uint32s), the runs' bytes; the rest of the memory is zeros.
+function wholeMemory(data) {
+  const header = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  const memory = new Uint8Array(header.getUint32(0, true));
+  const runs = header.getUint32(4, true);
+  let at = 8 + 8 * runs;
+  for (let i = 0; i < runs; i++) {
+    const offset = header.getUint32(8 + 8 * i, true), length = header.getUint32(12 + 8 * i, true);
+    memory.set(data.subarray(at, at + length), offset);
+    at += length;
+  }
+  if (at !== data.length) throw new Error(`the kept memory's runs end at ${at}, not ${data.length}`);
+  return memory;
 }
 
 async function load() {
@@ -64,7 +111,7 @@ async function load() {
   if (timings.restored) {
     // The kept memory holds the course imported and its catalogs read: a first answer needs no
     // file, so they are written once it is sent (see the message handler).
-    unwritten = writeFiles;
+    afterFirstAnswer.unshift(writeFiles);
   } else {
     writeFiles();
     pyodide.runPython(manifest.setup);
@@ -74,17 +121,14 @@ async function load() {
   return pyodide;
 }
 
-let unwritten = null;  // writes the wheels' files, until they are written
 const ready = load();
 ready.then(
   () => self.postMessage({ ready: true, timings }),
   (error) => self.postMessage({ ready: false, error: String(error) }),
 );
 
-function writeUnwritten() {
-  const write = unwritten;
-  unwritten = null;
-  write();
+function doAfterFirstAnswer() {
+  for (const job of afterFirstAnswer.splice(0)) job();
 }
 
 function call(pyodide, name, text) {
@@ -102,18 +146,19 @@ self.addEventListener("message", async (event) => {
     }
     const started = performance.now();
     const ask = () => JSON.parse(call(pyodide, "answer", JSON.stringify(argv)));
+    const waiting = afterFirstAnswer.length > 0;  // the wheels' files perhaps not written yet
     let answer = null;
     try {
       answer = ask();
     } catch (error) {
-      if (!unwritten) throw error;
+      if (!waiting) throw error;
     }
-    if (unwritten && (answer === null || answer.status !== 0)) {  // perhaps a file it needs: asked again with them
-      writeUnwritten();
+    if (waiting && (answer === null || answer.status !== 0)) {  // perhaps a file it needs: asked again with them
+      doAfterFirstAnswer();
       answer = ask();
     }
     self.postMessage({ id, ...answer, ms: performance.now() - started });
-    if (unwritten) writeUnwritten();  // before the next question
+    doAfterFirstAnswer();
   } catch (error) {
     self.postMessage({ id, error: String(error) });
   }
