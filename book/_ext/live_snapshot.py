@@ -5,10 +5,10 @@ Started afresh, Pyodide spends most of the page's first answer starting Python i
 with the browser held to half of one CPU: about 10 s of 14). So the build starts the vendored
 Pyodide once in Node.js, as the page would (``_makeSnapshot``), unpacks the page's wheels, runs
 live_answer.py and the page's first commands (importing the calculators and reading their
-catalogs), and keeps Pyodide's memory snapshot (``makeMemorySnapshot``), gzipped, beside the
-wheels. The page's worker restores it (``_loadSnapshot``) and answers at once. Without Node.js
-(or with a Pyodide that fails there) there is no snapshot: the page starts Python afresh, and
-only its first answer is slower.
+catalogs), imports the wheel's other modules, and keeps Pyodide's memory snapshot
+(``makeMemorySnapshot``), gzipped, beside the wheels. The page's worker restores it
+(``_loadSnapshot``) and answers at once. Without Node.js (or with a Pyodide that fails there)
+there is no snapshot: the page starts Python afresh, and only its first answer is slower.
 
 The snapshot holds the memory of one Python: its size is Pyodide's whole heap at the time
 (31.5 MB for Pyodide 314.0.8). Kept without its pages of zeros (:func:`sparse`) and gzipped, it
@@ -27,7 +27,15 @@ from pathlib import Path
 
 import live_pyc
 
-# Node.js: JSON {wheels, setup, commands, snapshot} on stdin; prints JSON {"statuses": [...]},
+# Then every module of the wheel's lab_utils is imported too (those the first commands did not
+# import: a later command need not import them either).
+_IMPORT_ALL = """
+import importlib, pkgutil, lab_utils
+for found in pkgutil.walk_packages(lab_utils.__path__, "lab_utils."):
+    if not found.name.endswith("__main__"):
+        importlib.import_module(found.name)
+"""
+# Node.js: JSON {wheels, setup, commands, imports, snapshot} on stdin; prints JSON {"statuses": [...]},
 # each command's exit status, once the snapshot is written.
 _SNAPSHOT_JS = r"""
 const fs = await import("node:fs");
@@ -40,6 +48,7 @@ const statuses = request.commands.map((argv) => {
   pyodide.globals.set("_text", JSON.stringify(argv));
   return JSON.parse(pyodide.runPython("answer(_text)")).status;
 });
+pyodide.runPython(request.imports);
 fs.writeFileSync(request.snapshot, pyodide.makeMemorySnapshot());
 process.stdout.write(JSON.stringify({ statuses }));
 """
@@ -57,6 +66,7 @@ def make_snapshot(
             "wheels": [str(w) for w in wheels],
             "setup": setup,
             "commands": commands,
+            "imports": _IMPORT_ALL,
             "snapshot": str(memory),
         }
         printed = live_pyc.in_node(_SNAPSHOT_JS, pyodide, json.dumps(request))
