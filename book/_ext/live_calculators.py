@@ -65,7 +65,9 @@ HERE = Path(__file__).parent
 GENERATED = Path("book") / "_generated" / "live-static"  # served as _static/ (live/ inside)
 GENERATED_ROOT = Path("book") / "_generated" / "live-root"  # copied to the site's root (the service worker)
 SERVICE_WORKER = "live-calculators-sw.js"
-SNAPSHOT = "python-memory.bin.gz"  # live_snapshot.py: Python's memory, restored by the page
+# live_snapshot.py: Python's memory, restored by the page; gzipped, but not named .gz, which some
+# servers send with Content-Encoding: gzip (the browser would unzip it, and its hash then differs)
+SNAPSHOT = "python-memory.bin"
 PYODIDE_FILES = (
     "pyodide.mjs",
     "pyodide.asm.mjs",

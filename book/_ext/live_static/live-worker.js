@@ -22,8 +22,7 @@ function fetchPinned(manifest, path) {
   return fetch(new URL(path, staticUrl), integrity ? { integrity } : {});
 }
 
-// Python's kept memory: unzipped (a server that sent it with Content-Encoding: gzip has unzipped
-// it already), its runs put back into zeros. Unzipping it takes a slow phone most of a second, so
+// Python's kept memory: unzipped (when its bytes are gzip's), its runs put back into zeros. Unzipping it takes a slow phone most of a second, so
 // it is also kept unzipped in Cache Storage (after the first answer) under its pinned hash, and
 // a later visit reads that. Rejects when it cannot be had: the worker then starts Python afresh.
 async function keptMemory(manifest) {
