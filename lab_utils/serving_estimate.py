@@ -10,9 +10,11 @@ from dataclasses import dataclass
 
 from lab_utils import assumptions, basics, checks, energy, engines, hardware, llms, memory, prices
 from lab_utils.serving_bounds import (
-    _decode_parts,
     _device,
     _limit,
+    _resolved_decode_parts,
+    _resolved_prefill_s,
+    _step_inputs,
     _step_s,
     max_batch,
     prefill_s,
@@ -178,8 +180,9 @@ class Estimates:
 
     @functools.cached_property
     def _fixed(self) -> dict:
-        """What every batch's estimate shares: one prompt's prefill, the engine, the price."""
-        config, spec = self.config, self.spec
+        """What every batch's estimate shares: one prompt's prefill, the engine, the price, the
+        precision resolved."""
+        config, spec, weight_bytes = self.config, self.spec, self._shape["weight_bytes_per_param"]
         usd_per_hour, source = _price(spec, self._usd_per_hour)
         return dict(
             prefill_s=prefill_s(config, prompt_len=self.prompt_len, **self._shape) / self.efficiency,
@@ -191,6 +194,14 @@ class Estimates:
             watts=energy.device_watts(spec) if spec.tdp_watts else None,
             kv_layout=memory.kv_layout(config),
             routing=routing(config),
+            # what serving_bounds' _decode_parts and prefill_s resolve from this server's
+            # precision at every batch (the same arguments), resolved once
+            step_inputs=_step_inputs(
+                config, spec, self.served.name, weight_bytes, self.served.kv_bytes_per_value, None
+            ),
+            prefill_precision=resolve_precision(
+                self.served.name, device=spec, weight_bytes_per_param=weight_bytes, model=config
+            ),
         )
 
     def at(self, batch: int) -> ServingEstimate:
@@ -210,21 +221,13 @@ class Estimates:
             )
         fixed = self._fixed
         context = prompt_len + max(1, output_len // 2)
-        step = _decode_parts(
-            config,
-            spec,
-            batch,
-            context,
-            served.name,
-            self._shape["weight_bytes_per_param"],
-            served.kv_bytes_per_value,
-        )
+        step = _resolved_decode_parts(*fixed["step_inputs"], batch, context)
         times = engines.apply(
             fixed["engine"],
             device=spec,
             weight_bytes_per_param=served.weight_bytes_per_param,
             prefill_s=fixed["prefill_s"],
-            batch_prefill_s=prefill_s(config, prompt_len=prompt_len, batch=batch, **self._shape)
+            batch_prefill_s=_resolved_prefill_s(config, spec, fixed["prefill_precision"], prompt_len, batch)
             / self.efficiency,
             decode_step_s=_step_s(step) / self.efficiency,
             compute_dtype=served.compute_dtype,
