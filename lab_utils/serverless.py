@@ -183,14 +183,16 @@ def simulate(
                 start = arrival
                 break
         else:
-            booting = next((w for w in workers if w.ready_s > arrival and w.spare_slots), None)
-            if booting is not None:  # the request waits for a spare slot of a worker still booting
-                booting.spare_slots -= 1
-            elif len(workers) < max_workers:  # the request waits; a new worker boots meanwhile
-                seconds, was_restored = start_s(started)
-                started, restored = started + 1, restored + was_restored
-                workers.append(_Worker(arrival, arrival + seconds, active=False, concurrency=concurrency))
-                first_stop_s = min(first_stop_s, workers[-1].stops_at(idle_timeout_s))
+            for booting in workers:  # the request waits for a spare slot of a worker still booting
+                if booting.ready_s > arrival and booting.spare_slots:
+                    booting.spare_slots -= 1
+                    break
+            else:
+                if len(workers) < max_workers:  # the request waits; a new worker boots meanwhile
+                    seconds, was_restored = start_s(started)
+                    started, restored = started + 1, restored + was_restored
+                    workers.append(_Worker(arrival, arrival + seconds, active=False, concurrency=concurrency))
+                    first_stop_s = min(first_stop_s, workers[-1].stops_at(idle_timeout_s))
             worker = min(workers, key=_FREE_AT_S)  # the first with a warm, free slot (the earliest free)
             start = worker.free_at_s
         # The worker starts the request at `start` (not before it is free: ready, with a slot
