@@ -180,15 +180,19 @@ class Estimates:
 
     @functools.cached_property
     def _fixed(self) -> dict:
-        """What every batch's estimate shares: one prompt's prefill, the engine, the price, the
-        precision resolved."""
+        """What every batch's estimate shares: one prompt's prefill, the engine's figures, the
+        price, the precision resolved."""
         config, spec, weight_bytes = self.config, self.spec, self._shape["weight_bytes_per_param"]
         usd_per_hour, source = _price(spec, self._usd_per_hour)
         return dict(
             prefill_s=prefill_s(config, prompt_len=self.prompt_len, **self._shape) / self.efficiency,
-            engine=self._engine
-            if isinstance(self._engine, engines.Profile)
-            else engines.get(self._engine, device=spec),
+            # what engines.apply takes from the engine's profile at every batch, looked up once
+            engine_figures=engines.figures(
+                self._engine,
+                device=spec,
+                weight_bytes_per_param=self.served.weight_bytes_per_param,
+                compute_dtype=self.served.compute_dtype,
+            ),
             usd_per_hour=usd_per_hour,
             price_source=source,
             watts=energy.device_watts(spec) if spec.tdp_watts else None,
@@ -222,15 +226,11 @@ class Estimates:
         fixed = self._fixed
         context = prompt_len + max(1, output_len // 2)
         step = _resolved_decode_parts(*fixed["step_inputs"], batch, context)
-        times = engines.apply(
-            fixed["engine"],
-            device=spec,
-            weight_bytes_per_param=served.weight_bytes_per_param,
+        times = fixed["engine_figures"].times(
             prefill_s=fixed["prefill_s"],
             batch_prefill_s=_resolved_prefill_s(config, spec, fixed["prefill_precision"], prompt_len, batch)
             / self.efficiency,
             decode_step_s=_step_s(step) / self.efficiency,
-            compute_dtype=served.compute_dtype,
         )
         cycle_s = times.batch_prefill_s + output_len * times.decode_step_s
         return ServingEstimate(
