@@ -177,7 +177,8 @@ def simulate(
                 retired_lifetimes_s.append(worker.stops_at(idle_timeout_s) - worker.started_s)
                 retired_busy_s += worker.busy_s()
                 workers.remove(worker)
-            first_stop_s = min(w.stops_at(idle_timeout_s) for w in workers) if workers else math.inf
+            flex_stops_s = [w.last_end_s + idle_timeout_s for w in workers if not w.active]  # active: never
+            first_stop_s = min(flex_stops_s, default=math.inf)
         for worker in workers:  # the longest-running with a free slot
             if worker.free_at_s <= arrival:
                 start = arrival
