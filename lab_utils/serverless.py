@@ -75,7 +75,12 @@ class SimulationResult:
 def percentile(values, q: float) -> float:
     """The q-th percentile (0-100) of ``values`` by linear interpolation; nan when empty."""
     q = checks.number("q", q, minimum=0.0, strict=False, maximum=100.0)
-    ordered = sorted(values)
+    return _percentile_of_sorted(sorted(values), q)
+
+
+def _percentile_of_sorted(ordered: list, q: float) -> float:
+    """:func:`percentile` of values already in order, ``q`` a float checked (one sort, several
+    percentiles)."""
     if not ordered:
         return math.nan
     position = (len(ordered) - 1) * q / 100
@@ -224,12 +229,13 @@ def simulate(
     if duration_s is not None:
         period_s = max(period_s, checks.number("duration_s", duration_s, strict=False))
     active_billed_s = active_workers * math.ceil(period_s)
+    ordered_s = sorted(latencies)  # for both percentiles
     return SimulationResult(
         cost_usd=billed_s * price_per_worker_s + active_billed_s * active_price_per_worker_s,
         cold_starts=len(lifetimes_s),
         latencies_s=tuple(latencies),
-        p50_s=percentile(latencies, 50),
-        p95_s=percentile(latencies, 95),
+        p50_s=_percentile_of_sorted(ordered_s, 50.0),
+        p95_s=_percentile_of_sorted(ordered_s, 95.0),
         billed_s=billed_s,
         active_billed_s=active_billed_s,
         busy_s=sum(w.busy_s() for w in workers) + retired_busy_s,
