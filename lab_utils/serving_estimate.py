@@ -177,6 +177,7 @@ class Estimates:
         )
         self._engine, self._usd_per_hour = engine, usd_per_hour
         self._at: dict[int, ServingEstimate] = {}
+        self._latencies_s: dict[int, float] = {}  # latency_s of batches not in _at
 
     @functools.cached_property
     def _fixed(self) -> dict:
@@ -214,7 +215,9 @@ class Estimates:
             self._at[batch] = self._estimate(checks.count("batch", batch))
         return self._at[batch]
 
-    def _estimate(self, batch: int) -> ServingEstimate:
+    def _cycle(self, batch: int) -> tuple[dict, engines.EngineTimes, float]:
+        """At ``batch`` (checked): the decode step's work, the engine's times and a request's
+        seconds in the batch; ValueError when its KV caches do not fit."""
         config, spec, served = self.config, self.spec, self.served
         prompt_len, output_len = self.prompt_len, self.output_len
         if batch > self.room:
@@ -232,7 +235,13 @@ class Estimates:
             / self.efficiency,
             decode_step_s=_step_s(step) / self.efficiency,
         )
-        cycle_s = times.batch_prefill_s + output_len * times.decode_step_s
+        return step, times, times.batch_prefill_s + output_len * times.decode_step_s
+
+    def _estimate(self, batch: int) -> ServingEstimate:
+        config, spec, served = self.config, self.spec, self.served
+        prompt_len, output_len = self.prompt_len, self.output_len
+        step, times, cycle_s = self._cycle(batch)
+        fixed = self._fixed
         return ServingEstimate(
             model=config.name,
             device=spec.name,
@@ -258,8 +267,15 @@ class Estimates:
         )
 
     def latency_s(self, batch: int) -> float:
-        """Seconds a request takes in a batch of ``batch`` (what ``serverless.simulate`` takes)."""
-        return self.at(batch).latency_s
+        """Seconds a request takes in a batch of ``batch`` (what ``serverless.simulate`` takes):
+        :meth:`at`'s ``latency_s``, the same arithmetic, without making the whole estimate where
+        none is made yet (a simulation asks hundreds of batches; making one costs as much as
+        its arithmetic)."""
+        if batch in self._at:
+            return self._at[batch].latency_s
+        if batch not in self._latencies_s:
+            self._latencies_s[batch] = self._cycle(checks.count("batch", batch))[2]
+        return self._latencies_s[batch]
 
     def largest_batch(self, fits) -> int:
         """The largest batch in 1..``room`` whose estimate ``fits`` (latency and requests/s grow
