@@ -79,8 +79,7 @@ def percentile(values, q: float) -> float:
 
 
 def _percentile_of_sorted(ordered: list, q: float) -> float:
-    """:func:`percentile` of values already in order, ``q`` a float checked (one sort, several
-    percentiles)."""
+    """:func:`percentile` of values in order, ``q`` checked: one sort for several percentiles."""
     if not ordered:
         return math.nan
     position = (len(ordered) - 1) * q / 100
