@@ -181,33 +181,37 @@ class Estimates:
 
     @functools.cached_property
     def _fixed(self) -> dict:
-        """What every batch's estimate shares: one prompt's prefill, the engine's figures, the
-        price, the precision resolved."""
-        config, spec, weight_bytes = self.config, self.spec, self._shape["weight_bytes_per_param"]
+        """What every batch's estimate shares: one prompt's prefill, the engine, the price; then
+        what serving_bounds' _decode_parts and prefill_s resolve from this server's precision
+        and engines.apply takes from the engine's profile at every batch (the same arguments,
+        in the same order), resolved once."""
+        config, spec, served = self.config, self.spec, self.served
         usd_per_hour, source = _price(spec, self._usd_per_hour)
-        return dict(
+        fixed = dict(
             prefill_s=prefill_s(config, prompt_len=self.prompt_len, **self._shape) / self.efficiency,
-            # what engines.apply takes from the engine's profile at every batch, looked up once
-            engine_figures=engines.figures(
-                self._engine,
-                device=spec,
-                weight_bytes_per_param=self.served.weight_bytes_per_param,
-                compute_dtype=self.served.compute_dtype,
-            ),
+            engine=self._engine
+            if isinstance(self._engine, engines.Profile)
+            else engines.get(self._engine, device=spec),
             usd_per_hour=usd_per_hour,
             price_source=source,
             watts=energy.device_watts(spec) if spec.tdp_watts else None,
             kv_layout=memory.kv_layout(config),
             routing=routing(config),
-            # what serving_bounds' _decode_parts and prefill_s resolve from this server's
-            # precision at every batch (the same arguments), resolved once
-            step_inputs=_step_inputs(
-                config, spec, self.served.name, weight_bytes, self.served.kv_bytes_per_value, None
-            ),
-            prefill_precision=resolve_precision(
-                self.served.name, device=spec, weight_bytes_per_param=weight_bytes, model=config
-            ),
         )
+        weight_bytes = self._shape["weight_bytes_per_param"]
+        fixed["step_inputs"] = _step_inputs(
+            config, spec, served.name, weight_bytes, served.kv_bytes_per_value, None
+        )
+        fixed["prefill_precision"] = resolve_precision(
+            served.name, device=spec, weight_bytes_per_param=weight_bytes, model=config
+        )
+        fixed["engine_figures"] = engines.figures(
+            fixed["engine"],
+            device=spec,
+            weight_bytes_per_param=served.weight_bytes_per_param,
+            compute_dtype=served.compute_dtype,
+        )
+        return fixed
 
     def at(self, batch: int) -> ServingEstimate:
         """:func:`estimate` at ``batch``; ValueError when its KV caches do not fit."""
