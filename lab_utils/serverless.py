@@ -188,7 +188,8 @@ def simulate(
                 start = arrival
                 break
         else:
-            for booting in workers:  # the request waits for a spare slot of a worker still booting
+            # the request waits for a spare slot of a worker still booting (one-slot workers have none)
+            for booting in workers if concurrency > 1 else ():
                 if booting.ready_s > arrival and booting.spare_slots:
                     booting.spare_slots -= 1
                     break
