@@ -54,6 +54,7 @@ def _serverless(
     derived["simulated_window_s"] = window_s
     every_gpu = {s.name for s in hardware.catalog("gpu")} <= device_names
     starts_by_precision = {}  # the cold start of each precision some class kept (its plain start, restores)
+    simulated = []  # each simulation of these arrivals so far (_simulate_once)
     options = []
     for price in prices.serverless_prices():
         specs = [hardware.get(gpu) for gpu in price.gpus]
@@ -94,6 +95,7 @@ def _serverless(
                     arrivals,
                     window_s,
                     boot,
+                    simulated,
                     idle_timeout_s=idle_timeout_s,
                     max_workers=max_workers,
                 )
@@ -116,11 +118,22 @@ def _serverless(
 
 
 def _serverless_at(
-    job: _ServeJob, price, spec, precision, arrivals, window_s, cold_start, *, idle_timeout_s, max_workers
+    job: _ServeJob,
+    price,
+    spec,
+    precision,
+    arrivals,
+    window_s,
+    cold_start,
+    simulated: list,
+    *,
+    idle_timeout_s,
+    max_workers,
 ) -> Option | _Priced:
     """One serverless class at one precision: ``cold_start`` a ``serverless.ColdStart`` or seconds.
     ``serverless.simulate`` of the arrivals with each request's time in the worker from the
-    batch's estimate (``serving.Estimates.latency_s``) places them on workers and bills them; the
+    batch's estimate (``serving.Estimates.latency_s``; ``simulated``: the simulations of these
+    arrivals so far, :func:`_simulate_once`) places them on workers and bills them; the
     p95 latency, simulated only when it decides (:func:`_best_precision`), adds the replica
     simulator's time inside a worker to each request's wait (``_ServeJob.worker_p95``)."""
     single = job.replica_bytes(precision)
@@ -151,9 +164,10 @@ def _serverless_at(
     server = job.estimates(worker, precision)
     alone = server.at(1)
     concurrency = job.served_batch(worker, precision).batch if job.batch is None else job.batch
-    result = serverless.simulate(
+    result = _simulate_once(
+        simulated,
         arrivals,
-        service_s=_BatchLatencies(server).__getitem__,
+        _BatchLatencies(server),
         concurrency=concurrency,
         cold_start_s=cold_start,
         idle_timeout_s=idle_timeout_s,
@@ -208,6 +222,25 @@ def _serverless_at(
     # the target already says the class fails at this precision, before any replica is simulated.
     too_slow = bool(result.waits_s) and serverless.percentile(result.waits_s, 95) > job.latency_target_s
     return _Priced(None if too_slow else cost, timed)
+
+
+def _simulate_once(
+    simulated: list, arrivals, latencies: _BatchLatencies, **given
+) -> serverless.SimulationResult:
+    """``serverless.simulate(arrivals, service_s=latencies.__getitem__, **given)``, or the result of
+    an earlier simulation of the same ``arrivals`` (one of ``simulated``, to which a new one is
+    added) with the same ``given`` whose every service time, asked again of ``latencies`` in the
+    order it first asked them, is the same: e.g. a class in "checkpoint" and in "bf16" for a
+    bf16 checkpoint. Exact: ``simulate`` is deterministic, and all it learns beyond ``arrivals``
+    and ``given`` is the answers of ``service_s``; which batch it asks next follows from the
+    answers before, so equal answers to the questions it first asked mean the same run (and an
+    error raised while asking, the same error)."""
+    for earlier, asked, result in simulated:
+        if earlier == given and all(latencies[batch] == seconds for batch, seconds in asked.items()):
+            return result
+    result = serverless.simulate(arrivals, service_s=latencies.__getitem__, **given)
+    simulated.append((given, dict(latencies), result))
+    return result
 
 
 class _BatchLatencies(dict):

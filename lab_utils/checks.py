@@ -12,6 +12,8 @@ import math
 import numbers as _numbers
 from collections.abc import Iterable
 
+_INF = math.inf
+
 
 class NotAnIntegerError(TypeError, ValueError):
     """A float (or other real) given where a count is expected: the wrong type and the wrong
@@ -36,6 +38,8 @@ def number(
     """``value`` as a float if it is a number above ``minimum`` (or equal, when not ``strict``)
     and at most ``maximum``; finite unless ``allow_inf``. Else TypeError / ValueError naming
     ``name``, the value and the allowed range."""
+    if type(value) is float and minimum < value < _INF and value <= maximum:  # allowed, whatever else asked
+        return value  # the common case, answered first: calculators check values already checked
     if not _is_real(value):
         raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
     given, value = value, float(value)

@@ -304,23 +304,59 @@ def apply(
     vllm's compute: no published figure; its 16-bit decode figure (0.74) stands in
     """
     profile = engine if isinstance(engine, Profile) else get(engine, device=device)
-    prefill_s, batch_prefill_s, decode_step_s = (
-        checks.number(name, value)
-        for name, value in (
-            ("prefill_s", prefill_s),
-            ("batch_prefill_s", batch_prefill_s),
-            ("decode_step_s", decode_step_s),
+    bounds = _checked_bounds(prefill_s, batch_prefill_s, decode_step_s)  # named first, as ever
+    found = figures(profile, weight_bytes_per_param=weight_bytes_per_param, compute_dtype=compute_dtype)
+    return found.times(*bounds)
+
+
+@dataclass(frozen=True)
+class EngineFigures:
+    """What :func:`apply` takes from an engine's profile for one weight format and compute dtype
+    (:func:`figures`): the ``prefill_efficiency`` and ``decode_efficiency`` dividing the bounds,
+    the fixed ``per_request_s`` and ``per_step_s`` added, the ``notes``; a caller timing many
+    batches of one server (``serving.Estimates``) looks them up once."""
+
+    engine: str
+    prefill_efficiency: float
+    decode_efficiency: float
+    per_request_s: float
+    per_step_s: float
+    notes: tuple[str, ...]
+
+    def times(self, prefill_s, batch_prefill_s, decode_step_s) -> EngineTimes:
+        """:func:`apply`'s :class:`EngineTimes` of these bounds."""
+        prefill_s, batch_prefill_s, decode_step_s = _checked_bounds(prefill_s, batch_prefill_s, decode_step_s)
+        return EngineTimes(
+            engine=self.engine,
+            ttft_s=prefill_s / self.prefill_efficiency + self.per_request_s,
+            batch_prefill_s=batch_prefill_s / self.prefill_efficiency + self.per_request_s,
+            decode_step_s=decode_step_s / self.decode_efficiency + self.per_step_s,
+            notes=self.notes,
         )
-    )
+
+
+def figures(engine, *, weight_bytes_per_param, device=None, compute_dtype=None) -> EngineFigures:
+    """The :class:`EngineFigures` :func:`apply` takes from ``engine`` (a name, a
+    :class:`Profile`, or None for ``device``'s default) for weights of ``weight_bytes_per_param``
+    bytes computed in ``compute_dtype``."""
+    profile = engine if isinstance(engine, Profile) else get(engine, device=device)
     decode, decode_note = _nearest_bits(profile, weight_bytes_per_param)
     prefill, prefill_note = _prefill_figure(profile, compute_dtype, weight_bytes_per_param)
-    notes = tuple(note for note in (prefill_note, decode_note) if note)
-    return EngineTimes(
+    return EngineFigures(
         engine=profile.name,
-        ttft_s=prefill_s / prefill + profile.per_request_s,
-        batch_prefill_s=batch_prefill_s / prefill + profile.per_request_s,
-        decode_step_s=decode_step_s / decode + profile.per_step_for(weight_bytes_per_param),
-        notes=notes,
+        prefill_efficiency=prefill,
+        decode_efficiency=decode,
+        per_request_s=profile.per_request_s,
+        per_step_s=profile.per_step_for(weight_bytes_per_param),
+        notes=tuple(note for note in (prefill_note, decode_note) if note),
+    )
+
+
+def _checked_bounds(prefill_s, batch_prefill_s, decode_step_s) -> tuple[float, float, float]:
+    """The three bounds :func:`apply` takes, each a number > 0 (checks.number)."""
+    names = ("prefill_s", "batch_prefill_s", "decode_step_s")
+    return tuple(
+        checks.number(name, value) for name, value in zip(names, (prefill_s, batch_prefill_s, decode_step_s))
     )
 
 

@@ -75,7 +75,11 @@ class SimulationResult:
 def percentile(values, q: float) -> float:
     """The q-th percentile (0-100) of ``values`` by linear interpolation; nan when empty."""
     q = checks.number("q", q, minimum=0.0, strict=False, maximum=100.0)
-    ordered = sorted(values)
+    return _percentile_of_sorted(sorted(values), q)
+
+
+def _percentile_of_sorted(ordered: list, q: float) -> float:
+    """:func:`percentile` of values in order, ``q`` checked: one sort for several percentiles."""
     if not ordered:
         return math.nan
     position = (len(ordered) - 1) * q / 100
@@ -177,20 +181,24 @@ def simulate(
                 retired_lifetimes_s.append(worker.stops_at(idle_timeout_s) - worker.started_s)
                 retired_busy_s += worker.busy_s()
                 workers.remove(worker)
-            first_stop_s = min(w.stops_at(idle_timeout_s) for w in workers) if workers else math.inf
+            flex_stops_s = [w.last_end_s + idle_timeout_s for w in workers if not w.active]  # active: never
+            first_stop_s = min(flex_stops_s, default=math.inf)
         for worker in workers:  # the longest-running with a free slot
             if worker.free_at_s <= arrival:
                 start = arrival
                 break
         else:
-            booting = next((w for w in workers if w.ready_s > arrival and w.spare_slots), None)
-            if booting is not None:  # the request waits for a spare slot of a worker still booting
-                booting.spare_slots -= 1
-            elif len(workers) < max_workers:  # the request waits; a new worker boots meanwhile
-                seconds, was_restored = start_s(started)
-                started, restored = started + 1, restored + was_restored
-                workers.append(_Worker(arrival, arrival + seconds, active=False, concurrency=concurrency))
-                first_stop_s = min(first_stop_s, workers[-1].stops_at(idle_timeout_s))
+            # the request waits for a spare slot of a worker still booting (one-slot workers have none)
+            for booting in workers if concurrency > 1 else ():
+                if booting.ready_s > arrival and booting.spare_slots:
+                    booting.spare_slots -= 1
+                    break
+            else:
+                if len(workers) < max_workers:  # the request waits; a new worker boots meanwhile
+                    seconds, was_restored = start_s(started)
+                    started, restored = started + 1, restored + was_restored
+                    workers.append(_Worker(arrival, arrival + seconds, active=False, concurrency=concurrency))
+                    first_stop_s = min(first_stop_s, workers[-1].stops_at(idle_timeout_s))
             worker = min(workers, key=_FREE_AT_S)  # the first with a warm, free slot (the earliest free)
             start = worker.free_at_s
         # The worker starts the request at `start` (not before it is free: ready, with a slot
@@ -221,12 +229,13 @@ def simulate(
     if duration_s is not None:
         period_s = max(period_s, checks.number("duration_s", duration_s, strict=False))
     active_billed_s = active_workers * math.ceil(period_s)
+    ordered_s = sorted(latencies)  # for both percentiles
     return SimulationResult(
         cost_usd=billed_s * price_per_worker_s + active_billed_s * active_price_per_worker_s,
         cold_starts=len(lifetimes_s),
         latencies_s=tuple(latencies),
-        p50_s=percentile(latencies, 50),
-        p95_s=percentile(latencies, 95),
+        p50_s=_percentile_of_sorted(ordered_s, 50.0),
+        p95_s=_percentile_of_sorted(ordered_s, 95.0),
         billed_s=billed_s,
         active_billed_s=active_billed_s,
         busy_s=sum(w.busy_s() for w in workers) + retired_busy_s,

@@ -180,9 +180,15 @@ def _decode_parts(
 ):
     """One decode step's work: dict(flops, weight_bytes, kv_bytes, peak_flops, bandwidth_bytes_per_s)
     (``basics.decode_work``: the experts the batch touches, the KV cache per layer kind)."""
-    config, spec, served, skew = _step_inputs(
+    step_inputs = _step_inputs(
         model, device, precision, weight_bytes_per_param, kv_bytes_per_value, routing_skew
     )
+    return _resolved_decode_parts(*step_inputs, batch, context_len)
+
+
+def _resolved_decode_parts(config, spec, served, skew, batch, context_len) -> dict:
+    """:func:`_decode_parts` of what :func:`_step_inputs` resolved, for a caller asking many
+    batches of one server (``serving.Estimates``): the same arithmetic, resolved once."""
     work = basics.decode_work(
         config,
         batch=batch,
@@ -376,6 +382,12 @@ def prefill_s(model, *, device, prompt_len, batch=1, precision=None, weight_byte
     served = resolve_precision(
         precision, device=spec, weight_bytes_per_param=weight_bytes_per_param, model=config
     )
+    return _resolved_prefill_s(config, spec, served, prompt_len, batch)
+
+
+def _resolved_prefill_s(config, spec, served, prompt_len: int, batch: int) -> float:
+    """:func:`prefill_s` of the checked ``prompt_len`` and ``batch`` in the resolved ``served``,
+    for a caller asking many batches of one server (``serving.Estimates``)."""
     attention = basics.attention_flops_per_token(config.layers, prompt_len)
     flops = batch * prompt_len * (2 * config.params_per_token + attention)
     weight_bytes, _ = basics.weight_bytes_read(

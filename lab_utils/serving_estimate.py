@@ -10,9 +10,11 @@ from dataclasses import dataclass
 
 from lab_utils import assumptions, basics, checks, energy, engines, hardware, llms, memory, prices
 from lab_utils.serving_bounds import (
-    _decode_parts,
     _device,
     _limit,
+    _resolved_decode_parts,
+    _resolved_prefill_s,
+    _step_inputs,
     _step_s,
     max_batch,
     prefill_s,
@@ -175,13 +177,17 @@ class Estimates:
         )
         self._engine, self._usd_per_hour = engine, usd_per_hour
         self._at: dict[int, ServingEstimate] = {}
+        self._latencies_s: dict[int, float] = {}  # latency_s of batches not in _at
 
     @functools.cached_property
     def _fixed(self) -> dict:
-        """What every batch's estimate shares: one prompt's prefill, the engine, the price."""
-        config, spec = self.config, self.spec
+        """What every batch's estimate shares: one prompt's prefill, the engine, the price; then
+        what serving_bounds' _decode_parts and prefill_s resolve from this server's precision
+        and engines.apply takes from the engine's profile at every batch (the same arguments,
+        in the same order), resolved once."""
+        config, spec, served = self.config, self.spec, self.served
         usd_per_hour, source = _price(spec, self._usd_per_hour)
-        return dict(
+        fixed = dict(
             prefill_s=prefill_s(config, prompt_len=self.prompt_len, **self._shape) / self.efficiency,
             engine=self._engine
             if isinstance(self._engine, engines.Profile)
@@ -192,6 +198,20 @@ class Estimates:
             kv_layout=memory.kv_layout(config),
             routing=routing(config),
         )
+        weight_bytes = self._shape["weight_bytes_per_param"]
+        fixed["step_inputs"] = _step_inputs(
+            config, spec, served.name, weight_bytes, served.kv_bytes_per_value, None
+        )
+        fixed["prefill_precision"] = resolve_precision(
+            served.name, device=spec, weight_bytes_per_param=weight_bytes, model=config
+        )
+        fixed["engine_figures"] = engines.figures(
+            fixed["engine"],
+            device=spec,
+            weight_bytes_per_param=served.weight_bytes_per_param,
+            compute_dtype=served.compute_dtype,
+        )
+        return fixed
 
     def at(self, batch: int) -> ServingEstimate:
         """:func:`estimate` at ``batch``; ValueError when its KV caches do not fit."""
@@ -199,7 +219,9 @@ class Estimates:
             self._at[batch] = self._estimate(checks.count("batch", batch))
         return self._at[batch]
 
-    def _estimate(self, batch: int) -> ServingEstimate:
+    def _cycle(self, batch: int) -> tuple[dict, engines.EngineTimes, float]:
+        """At ``batch`` (checked): the decode step's work, the engine's times and a request's
+        seconds in the batch; ValueError when its KV caches do not fit."""
         config, spec, served = self.config, self.spec, self.served
         prompt_len, output_len = self.prompt_len, self.output_len
         if batch > self.room:
@@ -210,26 +232,20 @@ class Estimates:
             )
         fixed = self._fixed
         context = prompt_len + max(1, output_len // 2)
-        step = _decode_parts(
-            config,
-            spec,
-            batch,
-            context,
-            served.name,
-            self._shape["weight_bytes_per_param"],
-            served.kv_bytes_per_value,
-        )
-        times = engines.apply(
-            fixed["engine"],
-            device=spec,
-            weight_bytes_per_param=served.weight_bytes_per_param,
+        step = _resolved_decode_parts(*fixed["step_inputs"], batch, context)
+        times = fixed["engine_figures"].times(
             prefill_s=fixed["prefill_s"],
-            batch_prefill_s=prefill_s(config, prompt_len=prompt_len, batch=batch, **self._shape)
+            batch_prefill_s=_resolved_prefill_s(config, spec, fixed["prefill_precision"], prompt_len, batch)
             / self.efficiency,
             decode_step_s=_step_s(step) / self.efficiency,
-            compute_dtype=served.compute_dtype,
         )
-        cycle_s = times.batch_prefill_s + output_len * times.decode_step_s
+        return step, times, times.batch_prefill_s + output_len * times.decode_step_s
+
+    def _estimate(self, batch: int) -> ServingEstimate:
+        config, spec, served = self.config, self.spec, self.served
+        prompt_len, output_len = self.prompt_len, self.output_len
+        step, times, cycle_s = self._cycle(batch)
+        fixed = self._fixed
         return ServingEstimate(
             model=config.name,
             device=spec.name,
@@ -255,8 +271,15 @@ class Estimates:
         )
 
     def latency_s(self, batch: int) -> float:
-        """Seconds a request takes in a batch of ``batch`` (what ``serverless.simulate`` takes)."""
-        return self.at(batch).latency_s
+        """Seconds a request takes in a batch of ``batch`` (what ``serverless.simulate`` takes):
+        :meth:`at`'s ``latency_s``, the same arithmetic, without making the whole estimate where
+        none is made yet (a simulation asks hundreds of batches; making one costs as much as
+        its arithmetic)."""
+        if batch in self._at:
+            return self._at[batch].latency_s
+        if batch not in self._latencies_s:
+            self._latencies_s[batch] = self._cycle(checks.count("batch", batch))[2]
+        return self._latencies_s[batch]
 
     def largest_batch(self, fits) -> int:
         """The largest batch in 1..``room`` whose estimate ``fits`` (latency and requests/s grow

@@ -236,6 +236,34 @@ def test_serverless_workers_batch_as_the_pod_does(monkeypatch):
         assert h100_call["service_s"](batch) == pytest.approx(expected_s)
 
 
+def test_a_serverless_simulation_is_reused_only_where_every_service_time_asked_is_the_same():
+    """Two precisions whose workers answer alike (a bf16 checkpoint in "checkpoint" and "bf16")
+    share one simulation; a worker with one batch's time different simulates its own."""
+    from lab_utils import serverless
+    from lab_utils.advisor_serve_serverless import _BatchLatencies, _simulate_once
+
+    class Server:  # serving.Estimates' latency_s, from a table
+        def __init__(self, seconds):
+            self.latency_s = seconds.__getitem__
+
+    arrivals = serverless.poisson_arrivals(0.5, 600.0, seed=3)
+    given = dict(concurrency=4, cold_start_s=30.0, idle_timeout_s=5.0, max_workers=3, price_per_worker_s=1e-3)
+    times = {1: 4.0, 2: 5.0, 3: 6.5, 4: 8.0}
+    simulated = []
+    first = _simulate_once(simulated, arrivals, _BatchLatencies(Server(times)), **given)
+    assert _simulate_once(simulated, arrivals, _BatchLatencies(Server(dict(times))), **given) is first
+    assert first == serverless.simulate(arrivals, service_s=times.__getitem__, **given)
+    slower = {**times, 2: 5.5}
+    other = _simulate_once(simulated, arrivals, _BatchLatencies(Server(slower)), **given)
+    assert other is not first and other == serverless.simulate(
+        arrivals, service_s=slower.__getitem__, **given
+    )
+    dearer = _simulate_once(
+        simulated, arrivals, _BatchLatencies(Server(times)), **{**given, "max_workers": 2}
+    )
+    assert dearer is not first and len(simulated) == 3
+
+
 def test_at_high_traffic_a_batching_serverless_worker_meets_the_target_one_at_a_time_does_not():
     # an hour of traffic: the first workers' start (engine start included, about 105 s) queues
     # some 120 requests, which must stay under 5% of the window for its p95 to reach steady state
