@@ -195,31 +195,25 @@ def test_the_wheels_get_the_pyc_pyodide_compiles_and_their_record_names_them(tmp
     ]
 
 
-def test_the_pages_python_answers_as_the_cli_and_writes_the_readers_config(tmp_path, monkeypatch):
+def test_the_pages_python_answers_as_the_cli_and_writes_the_readers_config(tmp_path, monkeypatch, capsys):
     """live_answer.py, run as the worker runs it (its text in a fresh namespace): one command's
     text and --json answer, the CLI's one-line error for a config it cannot read, and the
     reader's config.json written where --model finds it, then removed."""
+    from lab_utils import cli
+
     monkeypatch.chdir(tmp_path)
     page = {"__name__": "__main__"}
     exec((ROOT / "book" / "_ext" / "live_answer.py").read_text(encoding="utf-8"), page)
     argv = ["memory", "--model", "Llama-3.1-8B", "--method", "lora"]
     answered = json.loads(page["answer"](json.dumps(argv)))
+    assert cli.main([*argv, "--json"]) == 0
     assert answered["status"] == 0 and answered["stderr"] == ""
-    assert answered["json"] == live_calculators_cli_json(argv)
+    assert answered["json"] == capsys.readouterr().out.rstrip("\n")
     assert answered["stdout"].startswith("Llama-3.1-8B")
     assert page["write_config"]("{") == "config.json" and (tmp_path / "config.json").read_text() == "{"
     broken = json.loads(page["answer"](json.dumps(["memory", "--model", "config.json"])))
     assert broken["status"] != 0 and broken["json"] is None and broken["stderr"].count("\n") == 1
     assert page["write_config"]("") == "config.json" and not (tmp_path / "config.json").exists()
-
-
-def live_calculators_cli_json(argv: list[str]) -> str:
-    """What ``lab-utils ARGV --json`` prints, less its last newline."""
-    result = subprocess.run(
-        [sys.executable, "-m", "lab_utils.cli", *argv, "--json"], capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout.rstrip("\n")
 
 
 def test_no_snapshot_without_node_or_with_a_command_that_fails(tmp_path, monkeypatch):

@@ -195,15 +195,19 @@ def page_commands(model: str) -> list[list[str]]:
 def latency_command(model: str, gpu: str, precision: str) -> list[str]:
     """``lab-utils latency`` as live-calculators.js's ``commands()`` writes it, for the form's
     first load, prompt and output lengths and its SLO (the assumptions' values)."""
-    from lab_utils import assumptions
-
     return [
         "latency", "--model", model, "--gpu", gpu, f"--{START['load']}", START["load_value"],
         "--prompt-len", START["prompt_len"], "--output-len", START["output_len"],
         "--precision", precision,
-        "--slo-ttft-ms", f"{assumptions.value('slo_ttft_s') * 1e3:g}",
-        "--slo-tpot-ms", f"{assumptions.value('slo_tpot_s') * 1e3:g}",
+        "--slo-ttft-ms", _slo_ms("slo_ttft_s"), "--slo-tpot-ms", _slo_ms("slo_tpot_s"),
     ]  # fmt: skip
+
+
+def _slo_ms(name: str) -> str:
+    """The latency target assumption ``name`` (seconds) in milliseconds, as the form shows it."""
+    from lab_utils import assumptions
+
+    return f"{assumptions.value(name) * 1e3:g}"
 
 
 def files_the_page_uses(source: Path) -> set[Path]:
@@ -287,13 +291,14 @@ def build_packages(app: Sphinx) -> None:
     kept = pyodide is not None and live_snapshot.make_snapshot(
         wheels, pyodide, setup, first_commands(), snapshot
     )
-    pinned = {f"live/{f.name}": _sha256(f) for f in [*wheels, snapshot] if f.is_file()}
+    served = [*wheels, snapshot] if kept else wheels  # what live/ serves beside packages.json
+    pinned = {f"live/{f.name}": _sha256(f) for f in served}
     if pyodide is not None:
         pinned.update({f"vendor/pyodide/{name}": _sha256(pyodide / name) for name in PYODIDE_FILES})
     manifest = {
         "pyodide": "vendor/pyodide/pyodide.mjs",
         "wheels": [w.name for w in wheels],
-        "bytes": {f.name: f.stat().st_size for f in [*wheels, snapshot] if f.is_file()},
+        "bytes": {f.name: f.stat().st_size for f in served},
         "integrity": pinned,  # _static-relative path -> sha256 (the service worker's cache key)
         "snapshot": f"live/{SNAPSHOT}" if kept else None,
         "setup": setup,  # live_answer.py: run by the worker when there is no snapshot
@@ -418,13 +423,13 @@ def form_html(root: Path) -> str:
             label="TTFT target (ms)",
             name="slo_ttft_ms",
             least=0,
-            value=f"{assumptions.value('slo_ttft_s') * 1e3:g}",
+            value=_slo_ms("slo_ttft_s"),
         )
         + number.format(
             label="TPOT target (ms)",
             name="slo_tpot_ms",
             least=0,
-            value=f"{assumptions.value('slo_tpot_s') * 1e3:g}",
+            value=_slo_ms("slo_tpot_s"),
         )
         + "</fieldset>"
     )

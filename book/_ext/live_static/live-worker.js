@@ -7,14 +7,16 @@
 // Python starts from the memory kept when the website was built (live_snapshot.py: the course
 // imported, its catalogs read, the form's first commands answered), or afresh where the build
 // kept none or this browser cannot restore it; restored, it writes the wheels' files (modules not
-// yet imported, the catalogs) once its first answer is sent, and keeps the memory unzipped. Python is only ever called with
-// strings in and out: no JavaScript object holds a Python one, which is what a restored memory needs.
+// yet imported, the catalogs) once its first answer is sent, and keeps the memory unzipped.
+// Python is only ever called with strings in and out: no JavaScript object holds a Python one,
+// which is what a restored memory needs.
 const staticUrl = new URL("./", import.meta.url);  // started from a blob (live-start.js): not self.location
 // Marks on this worker's clock (performance.now(); its origin, originMs, is when it started):
 // each step of the first load, for scripts/bench_live_calculators.py.
 const timings = { startedMs: performance.now(), originMs: performance.timeOrigin };
 const UNZIPPED = "live-python-memory";  // the kept memory unzipped (a cache apart from the service worker's)
 const afterFirstAnswer = [];  // what waits until the first answer is sent (then done before the next question)
+let filesWritten = false;  // the wheels' files (a restored Python answers its first question without them)
 
 // A file of packages.json, fetched with its pinned hash as Subresource Integrity.
 function fetchPinned(manifest, path) {
@@ -22,14 +24,16 @@ function fetchPinned(manifest, path) {
   return fetch(new URL(path, staticUrl), integrity ? { integrity } : {});
 }
 
-// Python's kept memory: unzipped (when its bytes are gzip's), its runs put back into zeros. Unzipping it takes a slow phone most of a second, so
-// it is also kept unzipped in Cache Storage (after the first answer) under its pinned hash, and
-// a later visit reads that. Rejects when it cannot be had: the worker then starts Python afresh.
+// Python's kept memory: unzipped (when its bytes are gzip's), its runs put back into zeros.
+// Unzipping takes a slow phone most of a second, so it is also kept unzipped in Cache Storage
+// (after the first answer) under its pinned hash, and a later visit reads that. Rejects when it
+// cannot be had: the worker then starts Python afresh.
 async function keptMemory(manifest) {
-  const key = new URL(`${manifest.snapshot}?${encodeURIComponent(manifest.integrity[manifest.snapshot])}`, staticUrl).href;
+  const hash = encodeURIComponent(manifest.integrity[manifest.snapshot]);
+  const key = new URL(`${manifest.snapshot}?${hash}`, staticUrl).href;
   const earlier = await unzippedEarlier(key);
-  timings.snapshotMs = performance.now();
   if (earlier) {
+    timings.snapshotMs = performance.now();
     timings.unzippedEarlier = true;
     return wholeMemory(earlier);
   }
@@ -105,6 +109,7 @@ async function load() {
   timings.pyodideMs = performance.now();
   const writeFiles = () => {  // the wheels' files: modules imported later, catalogs
     for (const data of wheels) pyodide.unpackArchive(data, "wheel");
+    filesWritten = true;
     timings.unpackedMs = performance.now();
   };
   if (timings.restored) {
@@ -145,14 +150,14 @@ self.addEventListener("message", async (event) => {
     }
     const started = performance.now();
     const ask = () => JSON.parse(call(pyodide, "answer", JSON.stringify(argv)));
-    const waiting = afterFirstAnswer.length > 0;  // the wheels' files perhaps not written yet
+    const withoutFiles = !filesWritten;
     let answer = null;
     try {
       answer = ask();
     } catch (error) {
-      if (!waiting) throw error;
+      if (!withoutFiles) throw error;
     }
-    if (waiting && (answer === null || answer.status !== 0)) {  // perhaps a file it needs: asked again with them
+    if (withoutFiles && (answer === null || answer.status !== 0)) {  // perhaps a file it needs: asked again with them
       doAfterFirstAnswer();
       answer = ask();
     }
