@@ -20,9 +20,11 @@ browser by Pyodide (Python compiled to WebAssembly), offline.
   ``latency`` with those options through ``lab_utils.cli.main`` there, and shows their answers as
   the CLI prints them, each beside a figure drawn from the command's ``--json`` answer.
 - A service worker (``live-calculators-sw.js``, written at the site's root so that its scope
-  holds the page) keeps Pyodide and the wheels in the browser's cache under a name made of
-  their SHA-256 hashes (``packages.json`` lists them; the files are fetched with those hashes
-  as Subresource Integrity), and the page itself, so a second visit answers at once, offline.
+  holds the page, and registered by ``live-start.js`` before Python starts on a first visit)
+  keeps Pyodide and the wheels in the browser's cache as they are first fetched, under a name
+  made of their SHA-256 hashes (``packages.json`` lists them; the files are fetched with those
+  hashes as Subresource Integrity), and the page itself, so a second visit answers at once,
+  offline, without compiling Python's runtime again (the browser keeps its compiled code).
 - Python's memory is kept at build time (live_snapshot.py: Pyodide's memory snapshot, made in
   Node.js once the page's first commands have run): the page restores it rather than starting
   Python and importing the course, on its first visit as on later ones.

@@ -24,17 +24,19 @@
   setState("loading");
 
   // Python first: the worker was started by live-start.js, inline in the page's <head>, before
-  // the page was parsed; its replies are matched to the questions here by id.
+  // the page was parsed; its replies are matched to the questions here by id. Questions are
+  // asked once it is ready, so it is made by then.
   const start = window.liveCalculatorsStart;
-  const worker = (api.worker = start.worker);
   api.pageOriginMs = performance.timeOrigin;  // the worker's marks are on its own clock (its timeOrigin)
-  api.workerStartedMs = start.startedMs;
-  let nextId = 0;
+  let nextId = 0, worker = null;
   const waiting = new Map();
-  worker.addEventListener("message", (event) => {
-    const settle = waiting.get(event.data.id);
-    waiting.delete(event.data.id);
-    if (settle) settle(event.data);
+  start.worker.then((started) => {
+    worker = api.worker = started;
+    worker.addEventListener("message", (event) => {
+      const settle = waiting.get(event.data.id);
+      waiting.delete(event.data.id);
+      if (settle) settle(event.data);
+    });
   });
   const workerReady = start.ready;
   const ask = (message) => new Promise((resolve) => {
@@ -167,9 +169,10 @@
     drop.value = await file.text();
     update();
   });
-  // The service worker: scope the page itself (its script sits at the site's root). Registered
-  // once the first answers are shown: its first install fetches Pyodide again to keep it, which
-  // would compete with Python's own loading.
+  // The service worker: scope the page itself (its script sits at the site's root). live-start.js
+  // registered it on a first visit; registered again here (a newer build's is then installed) once
+  // the first answers are shown, and sent the page's files (and any of Python's it did not answer)
+  // to keep.
   function keepForLater() {
     if (!("serviceWorker" in navigator)) return;
     const page = location.href.split("#")[0].split("?")[0];

@@ -2,20 +2,38 @@
 // at the top of the page's <head>, before its stylesheets (book/_ext/live_calculators.py), so the
 // Web Worker (live-worker.js) begins fetching and compiling Pyodide while the rest of the page is
 // still fetched, parsed and styled.
-// live-calculators.js (deferred) takes the worker and its `ready` promise from
+// live-calculators.js (deferred) takes the worker (a promise) and its `ready` promise from
 // window.liveCalculatorsStart. Started from a blob that imports live-worker.js: a blob worker's
 // requests go through the page's service worker (a worker at its own address would need a scope
 // of its own), so the cached Python answers offline.
+// On a first visit the service worker is registered before the worker starts, so that Pyodide,
+// the wheels and the kept memory come through it: it keeps each file as it arrives (nothing is
+// downloaded twice), and the browser keeps the runtime's compiled code beside the cache's copy,
+// where a second visit finds it instead of compiling again. A later visit's page is controlled
+// from its start: the worker starts at once.
 (() => {
   const root = new URL(document.documentElement.dataset.content_root || "./", document.baseURI);
+  const page = location.href.split("#")[0].split("?")[0];
+  const CONTROL_WAIT_MS = 3000;  // a browser slower to start the service worker: Python waits no longer
+  const controlled = new Promise((resolve) => {
+    const container = navigator.serviceWorker;
+    if (!container || container.controller) return resolve();
+    container.addEventListener("controllerchange", resolve, { once: true });
+    container.register(new URL("live-calculators-sw.js", root), { scope: page }).catch(resolve);
+    setTimeout(resolve, CONTROL_WAIT_MS);
+  });
   const source = `import ${JSON.stringify(new URL("_static/live-worker.js", root).href)};`;
-  const worker = new Worker(URL.createObjectURL(new Blob([source], { type: "text/javascript" })), { type: "module" });
-  const ready = new Promise((resolve, reject) => {
-    worker.addEventListener("message", (event) => {
+  const start = (window.liveCalculatorsStart = { startedMs: null });  // when the worker was made
+  const worker = controlled.then(() => {
+    start.startedMs = performance.now();
+    return new Worker(URL.createObjectURL(new Blob([source], { type: "text/javascript" })), { type: "module" });
+  });
+  const ready = worker.then((started) => new Promise((resolve, reject) => {
+    started.addEventListener("message", (event) => {
       if (!("ready" in event.data)) return;
       if (event.data.ready) resolve(event.data.timings); else reject(new Error(event.data.error));
     });
-    worker.addEventListener("error", (event) => reject(new Error(event.message || "the worker failed")));
-  });
-  window.liveCalculatorsStart = { worker, ready, startedMs: performance.now() };
+    started.addEventListener("error", (event) => reject(new Error(event.message || "the worker failed")));
+  }));
+  Object.assign(start, { worker, ready });
 })();

@@ -121,7 +121,10 @@ async function load() {
     pyodide.runPython(manifest.setup);
   }
   timings.readyMs = performance.now();
-  timings.bodyBytes = performance.getEntriesByType("resource").reduce((sum, r) => sum + (r.encodedBodySize || 0), 0);
+  const files = performance.getEntriesByType("resource");
+  timings.bodyBytes = files.reduce((sum, r) => sum + (r.encodedBodySize || 0), 0);
+  // the files the page's service worker answered (each kept in its cache as it arrived)
+  timings.viaServiceWorker = files.filter((r) => r.workerStart > 0).map((r) => r.name.split("/").pop());
   return pyodide;
 }
 
