@@ -22,7 +22,11 @@ on the built website served from 127.0.0.1, a fresh browser profile, its CPU slo
 Prints, in seconds: the first answer after opening (and where its time went); each later
 ``memory`` and ``cost`` answer (the sequence length, then the training tokens changed); ``pick
 serve`` at 100,000 requests a day; ``latency`` for the form's serving job; a second visit's first
-answer (same profile, once the page's service worker has installed); and, while Python computed,
+answer (same profile, once the page's service worker has installed and the reader has read the
+last answer for ``--read-s`` seconds: Chromium keeps Python's compiled runtime for the next visit
+once no new optimised code came for 2 s, V8's ``--wasm-caching-timeout-ms`` in Chromium 156, which
+a visit left at once may not give it); and,
+while Python computed,
 the longest time the page's own thread was held (the longest gap between ticks asked for every
 20 ms): the page cannot scroll or take a key press meanwhile. It also prints the CPU seconds
 each of the browser's threads used from each visit's opening to its first answer (``/proc``,
@@ -284,8 +288,13 @@ def has_latency_row(browser, tab) -> bool:
     )
 
 
-def run(html: Path, throttle: float, fraction: float | None, timeout_s: float = 300) -> dict:
-    results = {"throttle": throttle, "cgroup_cpu_fraction": fraction, "load_average_before": load_average()}
+def run(html: Path, throttle: float, fraction: float | None, read_s: float, timeout_s: float = 300) -> dict:
+    results = {
+        "throttle": throttle,
+        "cgroup_cpu_fraction": fraction,
+        "read_s": read_s,
+        "load_average_before": load_average(),
+    }
     with contextlib.ExitStack() as stack:
         group = stack.enter_context(cpu_cgroup(fraction)) if fraction else None
         profile = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-live-"))
@@ -320,6 +329,7 @@ def run(html: Path, throttle: float, fraction: float | None, timeout_s: float = 
             results["latency_s"] = change(browser, tab, {"output_len": "150"}, "latency")
         # a later visit: the page's service worker (if it has one) done installing first
         results["kept_by_service_worker"] = sitecheck._evaluate(browser, tab, KEPT_JS, 150)
+        time.sleep(read_s)
         browser.call("Page.navigate", {"url": "about:blank"}, session_id=tab)
         time.sleep(1)
         before = cpu_by_thread(browser)
@@ -374,11 +384,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--slowdown", action="store_true", help="also measure the cgroup's slow-down of Python in the worker"
     )
+    parser.add_argument(
+        "--read-s",
+        type=float,
+        default=5.0,
+        help="seconds the reader stays on the first visit after its last answer (default 5)",
+    )
     parser.add_argument("--repeat", type=int, default=1, help="runs, each with a fresh profile")
     parser.add_argument("--json", type=Path, help="also write the figures here as JSON")
     args = parser.parse_args(argv)
     html = args.html.resolve()
-    runs = [run(html, args.throttle, args.cgroup_cpu_fraction) for _ in range(args.repeat)]
+    runs = [run(html, args.throttle, args.cgroup_cpu_fraction, args.read_s) for _ in range(args.repeat)]
     if args.slowdown and args.cgroup_cpu_fraction:
         runs.append(slowdown(html, args.cgroup_cpu_fraction))
     for result in runs:
