@@ -202,7 +202,7 @@ def _simulate(
     retired_lifetimes_s, retired_busy_s, started, restored = [], 0.0, 0, 0
     latencies = [0.0] * len(arrivals)
     waits, in_flight = [0.0] * len(arrivals), [1] * len(arrivals)
-    last_end_s, first_stop_s = 0.0, math.inf
+    first_stop_s = math.inf
     heappush, heappop, in_order = heapq.heappush, heapq.heappop, True
     # Once per request, so written inline: a flex worker stops at last_end_s + idle_timeout_s
     # (_Worker.stops_at), and a worker takes a request below (a method call per request costs).
@@ -210,12 +210,15 @@ def _simulate(
         # Workers whose idle window closed before this arrival have stopped: bill them. None can
         # have before `first_stop_s`, the earliest stop when last looked (stops only move later).
         if arrival > first_stop_s:
-            for worker in [w for w in workers if not w.active and w.last_end_s + idle_timeout_s < arrival]:
-                retired_lifetimes_s.append(worker.stops_at(idle_timeout_s) - worker.started_s)
-                retired_busy_s += worker.busy_s()
-                workers.remove(worker)
-            flex_stops_s = [w.last_end_s + idle_timeout_s for w in workers if not w.active]  # active: never
-            first_stop_s = min(flex_stops_s, default=math.inf)
+            first_stop_s = math.inf
+            for worker in [w for w in workers if not w.active]:  # active workers never stop
+                stop = worker.last_end_s + idle_timeout_s
+                if stop < arrival:
+                    retired_lifetimes_s.append(stop - worker.started_s)
+                    retired_busy_s += worker.busy_s()
+                    workers.remove(worker)
+                elif stop < first_stop_s:
+                    first_stop_s = stop
         for worker in workers:  # the longest-running with a free slot
             if worker.free_at_s <= arrival:
                 start = arrival
@@ -257,14 +260,15 @@ def _simulate(
         latencies[index] = end - arrival
         waits[index] = start - arrival
         in_flight[index] = batch
-        if end > last_end_s:
-            last_end_s = end
 
     if not (in_order or keep_jobs):
         return None
     flex = [w for w in workers if not w.active]
     lifetimes_s = retired_lifetimes_s + [w.stops_at(idle_timeout_s) - w.started_s for w in flex]
     billed_s = sum(math.ceil(lifetime) for lifetime in lifetimes_s)
+    # The last request ended on a worker still here: an arrival retires a worker after its last end,
+    # and that arrival's request ends later still. (ends_s is empty only on a worker never served.)
+    last_end_s = max([0.0] + [w.last_end_s for w in workers if w.ends_s])
     period_s = max([last_end_s] + [w.stops_at(idle_timeout_s) for w in flex])
     if duration_s is not None:
         period_s = max(period_s, checks.number("duration_s", duration_s, strict=False))
