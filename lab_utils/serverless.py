@@ -347,7 +347,8 @@ def shared_start_share(result: SimulationResult) -> float:
     another (``in_flight`` above 1); 0.0 when there were none."""
     if not result.in_flight:
         return 0.0
-    return sum(1 for n in result.in_flight if n > 1) / len(result.in_flight)
+    above_1 = sum(map(operator.gt, result.in_flight, itertools.repeat(1)))  # n > 1 of each, counted in C
+    return above_1 / len(result.in_flight)
 
 
 def latencies_with_worker_times_s(result: SimulationResult, in_worker_s) -> tuple[float, ...]:
@@ -365,8 +366,7 @@ def latencies_with_worker_times_s(result: SimulationResult, in_worker_s) -> tupl
     samples = [checks.number(f"in_worker_s[{i}]", t, strict=False) for i, t in enumerate(in_worker_s)]
     if not samples:
         raise ValueError("in_worker_s: give at least one worker time")
-    n = len(samples)
-    return tuple(wait + samples[i % n] for i, wait in enumerate(result.waits_s))
+    return tuple(map(operator.add, result.waits_s, itertools.cycle(samples)))  # the i-th, i mod N
 
 
 def pod_cost(usd_per_hour: float, duration_s: float) -> float:
