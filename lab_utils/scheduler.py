@@ -269,7 +269,8 @@ class Scheduler:
         """One step; False when nothing could be scheduled. A decode-only step goes on through
         the decode-only steps alike after it (:meth:`_decode_only`)."""
         if self.chunked:
-            self._grow_decodes()
+            if self.block_due and self.block_due[0][0] <= self.decode_steps:  # else nothing to grow
+                self._grow_decodes()
             chunks = self._chunks(self.budget - len(self.decoding) * self.decode_tokens)
             n = len(self.decoding)
         else:  # a prefill step when a prompt can start, else a decode step
