@@ -136,20 +136,20 @@ def _hybrid(job: _ServeJob, specs) -> list[Option]:
     for spec in specs:
         if spec.kind != "gpu" or not spec.bandwidth_bytes_per_s:
             continue
+        shape = dict(
+            gpu=spec, host=host, prompt_len=max(job.input_tokens, 1), context_len=job.tokens_per_request
+        )
         try:
-            placed = offload.fitting_placements(
-                job.config,
-                gpu=spec,
-                host=host,
-                prompt_len=max(job.input_tokens, 1),
-                context_len=job.input_tokens + job.output_tokens,
-            )
+            # It fits the GPU alone: always on covers it (fitting_placements would find it so, or
+            # nothing where the host cannot hold the rest: the fewer layers on the GPU, the more fit).
+            if offload.estimate(job.config, **shape).fits:
+                continue
+            placed = offload.fitting_placements(job.config, **shape)  # so each a split
         except ValueError:  # no PCIe link or peak in the catalog
             continue
-        split = [p for p in placed if p.placement != "all on the GPU"]
-        if not split or len(split) < len(placed):  # it fits the GPU alone: always on covers it
+        if not placed:
             continue
-        best = split[0]
+        best = placed[0]
         latency_s = (
             job.input_tokens / best.prefill_tokens_per_s + job.output_tokens / best.decode_tokens_per_s
         )

@@ -353,10 +353,11 @@ def figures(engine, *, weight_bytes_per_param, device=None, compute_dtype=None) 
 
 
 def _checked_bounds(prefill_s, batch_prefill_s, decode_step_s) -> tuple[float, float, float]:
-    """The three bounds :func:`apply` takes, each a number > 0 (checks.number)."""
-    names = ("prefill_s", "batch_prefill_s", "decode_step_s")
-    return tuple(
-        checks.number(name, value) for name, value in zip(names, (prefill_s, batch_prefill_s, decode_step_s))
+    """The three bounds :func:`apply` takes, each a number > 0 (checks.number), in this order."""
+    return (
+        checks.number("prefill_s", prefill_s),
+        checks.number("batch_prefill_s", batch_prefill_s),
+        checks.number("decode_step_s", decode_step_s),
     )
 
 

@@ -82,9 +82,12 @@ def requests_from(requests, per_request_s, prefix_hit, block_size) -> list[Reque
     for index, item in enumerate(checks.sequence("requests", requests)):
         if len(item) != 3:
             raise ValueError(f"requests[{index}]={item!r}: give (arrival_s, prompt_tokens, output_tokens)")
-        arrival = checks.number(f"requests[{index}] arrival_s", item[0], strict=False)
-        prompt = checks.count(f"requests[{index}] prompt_tokens", item[1])
-        output = checks.count(f"requests[{index}] output_tokens", item[2])
+        arrival, prompt, output = item[0], item[1], item[2]
+        plain = type(arrival) is float and 0.0 <= arrival < math.inf  # as the checks pass it, unnamed
+        if not (plain and type(prompt) is int and prompt >= 1 and type(output) is int and output >= 1):
+            arrival = checks.number(f"requests[{index}] arrival_s", arrival, strict=False)
+            prompt = checks.count(f"requests[{index}] prompt_tokens", prompt)
+            output = checks.count(f"requests[{index}] output_tokens", output)
         prefix = min((math.floor(prefix_hit * prompt) // block_size) * block_size, prompt - 1)
         made.append(Request(index, arrival, arrival + per_request_s, prompt, output, prefix))
     if not made:
@@ -266,7 +269,8 @@ class Scheduler:
         """One step; False when nothing could be scheduled. A decode-only step goes on through
         the decode-only steps alike after it (:meth:`_decode_only`)."""
         if self.chunked:
-            self._grow_decodes()
+            if self.block_due and self.block_due[0][0] <= self.decode_steps:  # else nothing to grow
+                self._grow_decodes()
             chunks = self._chunks(self.budget - len(self.decoding) * self.decode_tokens)
             n = len(self.decoding)
         else:  # a prefill step when a prompt can start, else a decode step

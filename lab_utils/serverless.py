@@ -35,7 +35,8 @@ the whole start when the worker lands on a host that holds a snapshot, a share o
 given by a hit rate; give ``simulate`` the :class:`ColdStart` itself and its k-th worker
 restores or starts plainly as the hit rate spreads them (:meth:`ColdStart.start_s`).
 
-Pure Python: no torch.
+Arrivals to simulate (steady, bursty, a nightly batch) come from ``lab_utils.arrivals``, named
+here. Pure Python: no torch.
 """
 
 from __future__ import annotations
@@ -44,10 +45,15 @@ import heapq
 import itertools
 import math
 import operator
-import random
 from dataclasses import dataclass
 
 from lab_utils import assumptions, checks, prices
+from lab_utils.arrivals import (  # noqa: F401 - the arrivals' module, named here as part of this one
+    MAX_ARRIVALS,
+    batch_arrivals,
+    bursty_arrivals,
+    poisson_arrivals,
+)
 
 
 @dataclass(frozen=True)
@@ -90,14 +96,14 @@ def _percentile_of_sorted(ordered: list, q: float) -> float:
 
 class _Worker:
     """One worker: when it started and is ready to serve, the end times of the requests it is
-    serving (a heap), the intervals it spent serving, whether it is always on."""
+    serving (a heap), the seconds it spent serving, whether it is always on."""
 
     __slots__ = (  # its attributes, read once per request: slots read faster than a dict
         "started_s", "ready_s", "concurrency", "spare_slots", "ends_s", "free_at_s", "last_end_s",
-        "jobs_s", "active",
+        "jobs_s", "active", "served_s", "extended_from_s",
     )  # fmt: skip
 
-    def __init__(self, started_s: float, ready_s: float, active: bool, concurrency: int):
+    def __init__(self, started_s: float, ready_s: float, active: bool, concurrency: int, keep_jobs: bool):
         self.started_s = started_s
         self.ready_s = ready_s
         self.concurrency = concurrency
@@ -105,14 +111,19 @@ class _Worker:
         self.ends_s: list[float] = []  # heap: end times of requests started, until a later start prunes them
         self.free_at_s = ready_s  # when the next request given to it can start (kept by simulate)
         self.last_end_s = ready_s
-        self.jobs_s: list[tuple[float, float]] = []
+        self.served_s = 0.0  # busy_s, summed by simulate as the requests come
+        self.extended_from_s = -math.inf  # the start of the last request that ended after all before it
+        self.jobs_s: list[tuple[float, float]] | None = [] if keep_jobs else None  # (start, end) of each
         self.active = active
 
     def stops_at(self, idle_timeout_s: float) -> float:
         return math.inf if self.active else self.last_end_s + idle_timeout_s
 
     def busy_s(self) -> float:
-        """Seconds in which it served at least one request."""
+        """Seconds in which it served at least one request: its requests in order of start, then
+        end, each adding the time it ends after all before it (``served_s`` without ``jobs_s``)."""
+        if self.jobs_s is None:
+            return self.served_s
         busy, covered_to = 0.0, -math.inf
         for start, end in sorted(self.jobs_s):
             if end > covered_to:  # else wholly covered already
@@ -149,7 +160,29 @@ def simulate(
     its last job; ``price_per_worker_s``: dollars per flex worker-second. See the module docstring
     for the rules.
     """
-    arrivals = list(arrival_times_s)
+    given = dict(locals())  # the keywords as given
+    arrivals = list(given.pop("arrival_times_s"))
+    return _simulate(arrivals, False, **given) or _simulate(arrivals, True, **given)
+
+
+def _simulate(
+    arrivals: list,
+    keep_jobs: bool,
+    *,
+    service_s,
+    cold_start_s,
+    idle_timeout_s,
+    max_workers,
+    price_per_worker_s,
+    active_workers,
+    active_price_per_worker_s,
+    duration_s,
+    concurrency,
+) -> SimulationResult | None:
+    """:func:`simulate`; None where two requests that started at once on a worker end in the
+    other order (a shorter time in a larger batch) and the workers did not keep their requests
+    (``keep_jobs``): each worker's busy time is summed as its requests come, which is the order
+    of start, then end, :meth:`_Worker.busy_s` sums them in, but there."""
     if not _plain_times(arrivals):  # name the first bad one
         arrivals = [checks.number(f"arrival_times_s[{i}]", t, strict=False) for i, t in enumerate(arrivals)]
     concurrency = checks.count("concurrency", concurrency, minimum=1)
@@ -165,24 +198,27 @@ def simulate(
     if active_workers > max_workers:
         raise ValueError(f"active_workers={active_workers} exceeds max_workers={max_workers}")
 
-    workers = [_Worker(0.0, 0.0, active=True, concurrency=concurrency) for _ in range(active_workers)]
+    workers = [_Worker(0.0, 0.0, True, concurrency, keep_jobs) for _ in range(active_workers)]
     retired_lifetimes_s, retired_busy_s, started, restored = [], 0.0, 0, 0
     latencies = [0.0] * len(arrivals)
     waits, in_flight = [0.0] * len(arrivals), [1] * len(arrivals)
-    last_end_s, first_stop_s = 0.0, math.inf
-    heappush, heappop = heapq.heappush, heapq.heappop
+    first_stop_s = math.inf
+    heappush, heappop, in_order = heapq.heappush, heapq.heappop, True
     # Once per request, so written inline: a flex worker stops at last_end_s + idle_timeout_s
     # (_Worker.stops_at), and a worker takes a request below (a method call per request costs).
     for index, arrival in _in_arrival_order(arrivals):  # the queue, first in first out
         # Workers whose idle window closed before this arrival have stopped: bill them. None can
         # have before `first_stop_s`, the earliest stop when last looked (stops only move later).
         if arrival > first_stop_s:
-            for worker in [w for w in workers if not w.active and w.last_end_s + idle_timeout_s < arrival]:
-                retired_lifetimes_s.append(worker.stops_at(idle_timeout_s) - worker.started_s)
-                retired_busy_s += worker.busy_s()
-                workers.remove(worker)
-            flex_stops_s = [w.last_end_s + idle_timeout_s for w in workers if not w.active]  # active: never
-            first_stop_s = min(flex_stops_s, default=math.inf)
+            first_stop_s = math.inf
+            for worker in [w for w in workers if not w.active]:  # active workers never stop
+                stop = worker.last_end_s + idle_timeout_s
+                if stop < arrival:
+                    retired_lifetimes_s.append(stop - worker.started_s)
+                    retired_busy_s += worker.busy_s()
+                    workers.remove(worker)
+                elif stop < first_stop_s:
+                    first_stop_s = stop
         for worker in workers:  # the longest-running with a free slot
             if worker.free_at_s <= arrival:
                 start = arrival
@@ -197,7 +233,7 @@ def simulate(
                 if len(workers) < max_workers:  # the request waits; a new worker boots meanwhile
                     seconds, was_restored = start_s(started)
                     started, restored = started + 1, restored + was_restored
-                    workers.append(_Worker(arrival, arrival + seconds, active=False, concurrency=concurrency))
+                    workers.append(_Worker(arrival, arrival + seconds, False, concurrency, keep_jobs))
                     first_stop_s = min(first_stop_s, workers[-1].stops_at(idle_timeout_s))
             worker = min(workers, key=_FREE_AT_S)  # the first with a warm, free slot (the earliest free)
             start = worker.free_at_s
@@ -211,20 +247,28 @@ def simulate(
         batch = len(ends) + 1
         end = start + service_s(batch)
         heappush(ends, end)
-        if end > worker.last_end_s:
-            worker.last_end_s = end
-        worker.jobs_s.append((start, end))
+        last = worker.last_end_s  # busy_s adds the time the request ends after all before it
+        if end > last:
+            worker.served_s += end - (start if start > last else last)
+            worker.last_end_s, worker.extended_from_s = end, start
+        elif end < last and start == worker.extended_from_s:  # busy_s adds it before a later end
+            in_order = False
+        if keep_jobs:
+            worker.jobs_s.append((start, end))
         free_at = worker.ready_s if batch < concurrency else ends[0]
         worker.free_at_s = free_at if free_at > start else start
         latencies[index] = end - arrival
         waits[index] = start - arrival
         in_flight[index] = batch
-        if end > last_end_s:
-            last_end_s = end
 
+    if not (in_order or keep_jobs):
+        return None
     flex = [w for w in workers if not w.active]
     lifetimes_s = retired_lifetimes_s + [w.stops_at(idle_timeout_s) - w.started_s for w in flex]
     billed_s = sum(math.ceil(lifetime) for lifetime in lifetimes_s)
+    # The last request ended on a worker still here: an arrival retires a worker after its last end,
+    # and that arrival's request ends later still. (ends_s is empty only on a worker never served.)
+    last_end_s = max([0.0] + [w.last_end_s for w in workers if w.ends_s])
     period_s = max([last_end_s] + [w.stops_at(idle_timeout_s) for w in flex])
     if duration_s is not None:
         period_s = max(period_s, checks.number("duration_s", duration_s, strict=False))
@@ -303,7 +347,8 @@ def shared_start_share(result: SimulationResult) -> float:
     another (``in_flight`` above 1); 0.0 when there were none."""
     if not result.in_flight:
         return 0.0
-    return sum(1 for n in result.in_flight if n > 1) / len(result.in_flight)
+    above_1 = sum(map(operator.gt, result.in_flight, itertools.repeat(1)))  # n > 1 of each, counted in C
+    return above_1 / len(result.in_flight)
 
 
 def latencies_with_worker_times_s(result: SimulationResult, in_worker_s) -> tuple[float, ...]:
@@ -321,8 +366,7 @@ def latencies_with_worker_times_s(result: SimulationResult, in_worker_s) -> tupl
     samples = [checks.number(f"in_worker_s[{i}]", t, strict=False) for i, t in enumerate(in_worker_s)]
     if not samples:
         raise ValueError("in_worker_s: give at least one worker time")
-    n = len(samples)
-    return tuple(wait + samples[i % n] for i, wait in enumerate(result.waits_s))
+    return tuple(map(operator.add, result.waits_s, itertools.cycle(samples)))  # the i-th, i mod N
 
 
 def pod_cost(usd_per_hour: float, duration_s: float) -> float:
@@ -330,59 +374,6 @@ def pod_cost(usd_per_hour: float, duration_s: float) -> float:
     usd_per_hour = checks.number("usd_per_hour", usd_per_hour, strict=False)
     duration_s = checks.number("duration_s", duration_s, strict=False)
     return math.ceil(duration_s) * usd_per_hour / prices.SECONDS_PER_HOUR
-
-
-MAX_ARRIVALS = 10_000_000  # a list of arrivals this long takes about a gigabyte and minutes to simulate
-
-
-def _at_most_max_arrivals(expected: float, what: str) -> None:
-    """ValueError naming ``what`` when a generator would make more than MAX_ARRIVALS arrivals."""
-    if expected > MAX_ARRIVALS:
-        raise ValueError(
-            f"{what} asks for about {expected:.3g} arrivals; at most {MAX_ARRIVALS:,} are simulated"
-        )
-
-
-def poisson_arrivals(rate_per_s: float, duration_s: float, seed: int = 0) -> tuple[float, ...]:
-    """Independent arrivals at an average ``rate_per_s`` over ``duration_s`` (steady traffic)."""
-    rate_per_s = checks.number("rate_per_s", rate_per_s, strict=False)
-    duration_s = checks.number("duration_s", duration_s, strict=False)
-    _at_most_max_arrivals(
-        rate_per_s * duration_s, f"rate_per_s={rate_per_s:g} over duration_s={duration_s:g}"
-    )
-    rng, times, t = random.Random(seed), [], 0.0
-    while rate_per_s > 0:
-        t += rng.expovariate(rate_per_s)
-        if t >= duration_s:
-            break
-        times.append(t)
-    return tuple(times)
-
-
-def bursty_arrivals(
-    burst_size: int, burst_every_s: float, duration_s: float, spread_s: float = 1.0, seed: int = 0
-) -> tuple[float, ...]:
-    """Bursts of ``burst_size`` requests every ``burst_every_s``, each burst within ``spread_s``."""
-    burst_size = checks.count("burst_size", burst_size, minimum=1)
-    burst_every_s = checks.number("burst_every_s", burst_every_s)
-    duration_s = checks.number("duration_s", duration_s, strict=False)
-    spread_s = checks.number("spread_s", spread_s, strict=False)
-    _at_most_max_arrivals(
-        burst_size * duration_s / burst_every_s,
-        f"burst_size={burst_size} every burst_every_s={burst_every_s:g} over duration_s={duration_s:g}",
-    )
-    rng = random.Random(seed)
-    starts = [k * burst_every_s for k in range(math.ceil(duration_s / burst_every_s))]
-    return tuple(sorted(s + rng.uniform(0, spread_s) for s in starts for _ in range(burst_size)))
-
-
-def batch_arrivals(n_requests: int, start_s: float = 0.0, spacing_s: float = 0.0) -> tuple[float, ...]:
-    """A nightly batch: ``n_requests`` submitted from ``start_s``, ``spacing_s`` apart."""
-    n_requests = checks.count("n_requests", n_requests, minimum=0)
-    start_s = checks.number("start_s", start_s, strict=False)
-    spacing_s = checks.number("spacing_s", spacing_s, strict=False)
-    _at_most_max_arrivals(n_requests, f"n_requests={n_requests}")
-    return tuple(start_s + k * spacing_s for k in range(n_requests))
 
 
 @dataclass(frozen=True)

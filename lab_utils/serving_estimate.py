@@ -284,19 +284,24 @@ class Estimates:
     def largest_batch(self, fits) -> int:
         """The largest batch in 1..``room`` whose estimate ``fits`` (latency and requests/s grow
         with the batch); 0 when none does."""
+        return self._largest(lambda batch: fits(self.at(batch)))
+
+    def _largest(self, fits) -> int:
+        """:meth:`largest_batch` of ``fits``, a function of the batch."""
         low, high = 0, self.room
         while low < high:
             middle = (low + high + 1) // 2
-            if fits(self.at(middle)):
+            if fits(middle):
                 low = middle
             else:
                 high = middle - 1
         return low
 
     def capacity(self, latency_target_s) -> ServingEstimate | None:
-        """:func:`capacity`: the estimate at the largest batch within ``latency_target_s``."""
+        """:func:`capacity`: the estimate at the largest batch within ``latency_target_s`` (the
+        batches tried on the way asked their latency alone, :meth:`latency_s`)."""
         latency_target_s = checks.number("latency_target_s", latency_target_s)
-        best = self.largest_batch(lambda e: e.latency_s <= latency_target_s)
+        best = self._largest(lambda batch: self.latency_s(batch) <= latency_target_s)
         return self.at(best) if best else None
 
     def at_load(self, requests_per_s) -> ServingEstimate | None:

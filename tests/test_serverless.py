@@ -217,6 +217,24 @@ def test_a_request_takes_the_time_of_the_batch_it_joins():
     assert result.busy_s == 12.0 - 10.0 + 15.0 - 12.0 + 2.0  # 10 -> 15 and 20 -> 22
 
 
+def test_busy_time_adds_requests_started_at_once_in_order_of_their_ends():
+    # Two start at 0.1 on an always-on worker: the second, in a batch of two, ends first. The busy
+    # time adds them in order of start, then end (simulate sums it as requests come, and goes
+    # again keeping each request where they come in the other order): 0.1 -> 0.2, then -> 0.8.
+    first_end, second_end = 0.1 + 0.7, 0.1 + 0.1
+    result = serverless.simulate(
+        [0.1, 0.1],
+        service_s={1: 0.7, 2: 0.1}.__getitem__,
+        cold_start_s=0.0,
+        idle_timeout_s=0.0,
+        max_workers=1,
+        price_per_worker_s=0.0,
+        active_workers=1,
+        concurrency=2,
+    )
+    assert result.busy_s == (second_end - 0.1) + (first_end - second_end) != first_end - 0.1
+
+
 def test_without_cold_starts_or_limits_every_latency_is_the_service_time():
     result = serverless.simulate(
         [0, 0.1, 0.2, 5, 5],
