@@ -4,9 +4,9 @@
 // - Pyodide, the course's wheels and Python's memory kept at build time, fetched once with
 //   their SHA-256 as Subresource Integrity (as the page first asks for them, or after its first
 //   answer for any it fetched before this worker controlled it) and then always answered from
-//   the cache (a new build with other files has another cache). Each is answered from the
-//   cache's copy even when just fetched: the browser keeps a WebAssembly module's compiled code
-//   beside that copy, so a second visit does not compile Python's runtime again;
+//   the cache (a new build with other files has another cache). The code among them is answered
+//   from the cache's copy even when just fetched: the browser keeps a WebAssembly module's
+//   compiled code beside that copy, so a second visit does not compile Python's runtime again;
 // - the page and whatever it loaded (the page sends the list): a file named by its digest from
 //   the cache once kept, the others from the network when there is one, else from the cache:
 //   the page works offline after its first visit.
@@ -15,18 +15,25 @@ const PINNED = __PINNED__;  // _static-relative path -> sha256
 const STATIC = new URL("_static/", self.location).href;
 const pinned = new Map(Object.entries(PINNED).map(([path, hash]) => [STATIC + path, hash]));
 
-// A pinned file from the network, kept in the cache (rejects when it cannot be had or its hash
-// is not the pinned one).
-async function keepPinned(cache, url) {
+// A pinned file from the network (rejects when it cannot be had or its hash is not the pinned one).
+async function fetchPinned(url) {
   const response = await fetch(new Request(url, { integrity: pinned.get(url), cache: "no-cache" }));
   if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
-  await cache.put(url, response);
+  return response;
 }
 
-async function pinnedFile(cache, url) {
+// A pinned file, from the cache once kept. Code (the runtime's WebAssembly, Pyodide's scripts) is
+// answered from the cache's copy even when just fetched: the browser keeps its compiled code
+// beside that copy; the other files are answered as they arrive and kept meanwhile.
+async function pinnedFile(event, cache, url) {
   const kept = await cache.match(url);
   if (kept) return kept;
-  await keepPinned(cache, url);
+  const response = await fetchPinned(url);
+  if (!/\.(wasm|m?js)$/.test(url)) {
+    event.waitUntil(cache.put(url, response.clone()));
+    return response;
+  }
+  await cache.put(url, response);
   return cache.match(url);
 }
 
@@ -48,7 +55,10 @@ self.addEventListener("message", (event) => {
   const sameOrigin = event.data.keep.filter((url) => new URL(url).origin === self.location.origin);
   event.waitUntil(caches.open(CACHE).then(async (cache) => {
     for (const url of pinned.keys()) {
-      if (!(await cache.match(url))) await keepPinned(cache, url).catch(() => {});  // offline: kept later
+      if (await cache.match(url)) continue;
+      try {
+        await cache.put(url, await fetchPinned(url));
+      } catch (error) { /* offline already: kept on a later visit */ }
     }
     await Promise.all(sameOrigin.map(async (url) => {
       if (pinned.has(url) || (await cache.match(url))) return;
@@ -66,7 +76,7 @@ self.addEventListener("fetch", (event) => {
   const url = request.url.split("#")[0];
   event.respondWith((async () => {
     const cache = await caches.open(CACHE);
-    if (pinned.has(url)) return pinnedFile(cache, url);
+    if (pinned.has(url)) return pinnedFile(event, cache, url);
     // A file named by its content's digest (Sphinx's ?v= and the theme's ?digest=: another
     // content, another address) from the cache once kept; the others from the network first
     if (/[?&](v|digest)=/.test(url)) {
@@ -75,7 +85,7 @@ self.addEventListener("fetch", (event) => {
     }
     try {
       const response = await fetch(request);
-      if (response.ok) await cache.put(url, response.clone());
+      if (response.ok) event.waitUntil(cache.put(url, response.clone()));  // kept while it is answered
       return response;
     } catch (offline) {
       const kept = await cache.match(url, { ignoreSearch: true });
