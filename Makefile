@@ -107,7 +107,7 @@ test-colab: $(INSTALLED)
 	$(BIN)/python scripts/standalone_notebooks.py --setup-cell --repository $(STANDALONE_REPOSITORY)
 
 # Each notebook alone, as Colab opens it: copied into an empty folder and run in the Colab-like
-# environment, the setup cell installing the course each time. 5-22 s a notebook here (151 s for
+# environment, the setup cell installing the course each time. 6-19 s a notebook here (136 s for
 # all thirteen, 2026-12-04): not in make test (.ci/run runs it after make test; CI_STANDALONE=0 skips it).
 test-standalone: $(INSTALLED)
 	$(BIN)/python scripts/standalone_notebooks.py --repository $(STANDALONE_REPOSITORY)
