@@ -478,6 +478,12 @@ def add_page_script(app: Sphinx, pagename: str, templatename: str, context: dict
         # inline with the page's meta tags, before its stylesheets (a script after them waits for
         # them): Python's worker starts before the rest of the page is fetched and parsed
         start = (HERE / "live_static" / "live-start.js").read_text(encoding="utf-8")
+        packages = Path(app.srcdir) / GENERATED / "live" / "packages.json"
+        for name, path in (
+            ("__WORKER__", HERE / "live_static" / "live-worker.js"),
+            ("__PACKAGES__", packages),
+        ):
+            start = start.replace(name, hashlib.sha256(path.read_bytes()).hexdigest()[:16])
         context["metatags"] = context.get("metatags", "") + f"\n<script>{start}</script>"
         app.add_js_file("live-figures.js", loading_method="defer")
         app.add_js_file("live-calculators.js", loading_method="defer")

@@ -11,7 +11,6 @@
   const form = box.querySelector("form");
   const status = box.querySelector(".live-status");
   const root = new URL(document.documentElement.dataset.content_root || "./", document.baseURI);
-  const staticUrl = new URL("_static/", root);
   const api = (window.liveCalculators = {
     state: "loading", formReadyMs: performance.now(), pythonReadyMs: null, firstAnswerMs: null,
     allAnswersMs: null, runs: 0, error: null, pending: Promise.resolve("loading"), timeline: [],
@@ -180,7 +179,7 @@
       .then(() => navigator.serviceWorker.ready)
       .then((registration) => {
         const keep = () => registration.active && registration.active.postMessage({
-          keep: [page, new URL("live-worker.js", staticUrl).href, new URL("live/packages.json", staticUrl).href,
+          keep: [page, start.workerUrl.href, start.packagesUrl.href,
                  ...performance.getEntriesByType("resource").map((r) => r.name.split("#")[0])],
         });
         if (document.readyState === "complete") keep(); else addEventListener("load", keep);

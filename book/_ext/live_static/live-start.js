@@ -22,8 +22,13 @@
     container.register(new URL("live-calculators-sw.js", root), { scope: page }).catch(resolve);
     setTimeout(resolve, CONTROL_WAIT_MS);
   });
-  const source = `import ${JSON.stringify(new URL("_static/live-worker.js", root).href)};`;
-  const start = (window.liveCalculatorsStart = { startedMs: null });  // when the worker was made
+  // the worker's script and packages.json, each addressed by its content's digest (the build
+  // writes them in: live_calculators.add_page_script), so the service worker answers them from
+  // its cache on a later visit without asking the network
+  const workerUrl = new URL("_static/live-worker.js?digest=__WORKER__&packages=__PACKAGES__", root);
+  const packagesUrl = new URL(`_static/live/packages.json?digest=${workerUrl.searchParams.get("packages")}`, root);
+  const source = `import ${JSON.stringify(workerUrl.href)};`;
+  const start = (window.liveCalculatorsStart = { startedMs: null, workerUrl, packagesUrl });
   const worker = controlled.then(() => {
     start.startedMs = performance.now();
     return new Worker(URL.createObjectURL(new Blob([source], { type: "text/javascript" })), { type: "module" });
@@ -35,5 +40,5 @@
     });
     started.addEventListener("error", (event) => reject(new Error(event.message || "the worker failed")));
   }));
-  Object.assign(start, { worker, ready });
+  Object.assign(start, { worker, ready });  // startedMs: when the worker was made
 })();

@@ -83,7 +83,8 @@ function wholeMemory(data) {
 }
 
 async function load() {
-  const manifest = await (await fetch(new URL("live/packages.json", staticUrl))).json();
+  const digest = new URL(import.meta.url).searchParams.get("packages");  // live-start.js's address
+  const manifest = await (await fetch(new URL(`live/packages.json?digest=${digest}`, staticUrl))).json();
   timings.manifestMs = performance.now();
   const pyodideUrl = new URL(manifest.pyodide, staticUrl);
   // Pyodide's scripts, the wheels and the kept memory fetched at once; Pyodide itself starts
