@@ -28,6 +28,7 @@
   const workerUrl = new URL("_static/live-worker.js?digest=__WORKER__&packages=__PACKAGES__", root);
   const packagesUrl = new URL(`_static/live/packages.json?digest=${workerUrl.searchParams.get("packages")}`, root);
   const source = `import ${JSON.stringify(workerUrl.href)};`;
+  // startedMs: when the worker was made
   const start = (window.liveCalculatorsStart = { startedMs: null, workerUrl, packagesUrl });
   const worker = controlled.then(() => {
     start.startedMs = performance.now();
@@ -40,5 +41,5 @@
     });
     started.addEventListener("error", (event) => reject(new Error(event.message || "the worker failed")));
   }));
-  Object.assign(start, { worker, ready });  // startedMs: when the worker was made
+  Object.assign(start, { worker, ready });
 })();
