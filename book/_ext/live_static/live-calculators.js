@@ -10,7 +10,6 @@
   if (!box) return;
   const form = box.querySelector("form");
   const status = box.querySelector(".live-status");
-  const root = new URL(document.documentElement.dataset.content_root || "./", document.baseURI);
   const api = (window.liveCalculators = {
     state: "loading", formReadyMs: performance.now(), pythonReadyMs: null, firstAnswerMs: null,
     allAnswersMs: null, runs: 0, error: null, pending: Promise.resolve("loading"), timeline: [],
@@ -168,18 +167,16 @@
     drop.value = await file.text();
     update();
   });
-  // The service worker: scope the page itself (its script sits at the site's root). live-start.js
-  // registered it on a first visit; registered again here (a newer build's is then installed) once
-  // the first answers are shown, and sent the page's files (and any of Python's it did not answer)
-  // to keep.
+  // The service worker (live-start.js registered it on a first visit): registered again once the
+  // first answers are shown (a newer build's is then installed), and sent the page's files (and
+  // any of Python's it did not answer) to keep.
   function keepForLater() {
     if (!("serviceWorker" in navigator)) return;
-    const page = location.href.split("#")[0].split("?")[0];
-    navigator.serviceWorker.register(new URL("live-calculators-sw.js", root), { scope: page })
+    start.registerServiceWorker()
       .then(() => navigator.serviceWorker.ready)
       .then((registration) => {
         const keep = () => registration.active && registration.active.postMessage({
-          keep: [page, start.workerUrl.href, start.packagesUrl.href,
+          keep: [start.page, start.workerUrl.href, start.packagesUrl.href,
                  ...performance.getEntriesByType("resource").map((r) => r.name.split("#")[0])],
         });
         if (document.readyState === "complete") keep(); else addEventListener("load", keep);

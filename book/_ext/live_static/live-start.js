@@ -13,13 +13,17 @@
 // from its start: the worker starts at once.
 (() => {
   const root = new URL(document.documentElement.dataset.content_root || "./", document.baseURI);
+  // the service worker, its scope the page itself (its script sits at the site's root); also
+  // registered by live-calculators.js once the first answers are shown
   const page = location.href.split("#")[0].split("?")[0];
+  const registerServiceWorker = () =>
+    navigator.serviceWorker.register(new URL("live-calculators-sw.js", root), { scope: page });
   const CONTROL_WAIT_MS = 3000;  // a browser slower to start the service worker: Python waits no longer
   const controlled = new Promise((resolve) => {
     const container = navigator.serviceWorker;
     if (!container || container.controller) return resolve();
     container.addEventListener("controllerchange", resolve, { once: true });
-    container.register(new URL("live-calculators-sw.js", root), { scope: page }).catch(resolve);
+    registerServiceWorker().catch(resolve);
     setTimeout(resolve, CONTROL_WAIT_MS);
   });
   // the worker's script and packages.json, each addressed by its content's digest (the build
@@ -29,7 +33,9 @@
   const packagesUrl = new URL(`_static/live/packages.json?digest=${workerUrl.searchParams.get("packages")}`, root);
   const source = `import ${JSON.stringify(workerUrl.href)};`;
   // startedMs: when the worker was made
-  const start = (window.liveCalculatorsStart = { startedMs: null, workerUrl, packagesUrl });
+  const start = (window.liveCalculatorsStart = {
+    startedMs: null, workerUrl, packagesUrl, page, registerServiceWorker,
+  });
   const worker = controlled.then(() => {
     start.startedMs = performance.now();
     return new Worker(URL.createObjectURL(new Blob([source], { type: "text/javascript" })), { type: "module" });
