@@ -2,8 +2,9 @@
 uses it: the form works while Python loads (in a Web Worker), then each answer equals what the
 `lab-utils` command prints for the same options, and each figure's data equals the command's
 --json, for several inputs; a pasted config.json of a mixture of experts and a bad one (the CLI's
-one-line error); the page again with the server stopped (the service worker's cache); the page at
-a phone's width. The page's download size and its time to the first answer are written to
+one-line error); the page again after another page, from the back-forward cache (Python started
+again); the page again with the server stopped (the service worker's cache); the page at a phone's
+width. The page's download size and its time to the first answer are written to
 _build/site-test/live-calculators.json, screenshots (the page, each figure, the phone) beside it."""
 
 from __future__ import annotations
@@ -87,6 +88,20 @@ WAIT_READY_JS = """
           files: resources.length, worker: api.workerTimings || null};
 })()
 """.replace("%d", str(PYTHON_TIMEOUT_S * 1000))
+
+
+# Waits until a worker other than the one made at firstStartMs (ms on the page's clock) answers.
+RESTARTED_JS = """
+(async (firstStartMs) => {
+  const deadline = Date.now() + %d;
+  const api = window.liveCalculators;
+  while (Date.now() < deadline && (window.liveCalculatorsStart.startedMs === firstStartMs
+                                    || !["ready", "error"].includes(api.state))) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {state: api.state, error: api.error, states: api.timeline.map((e) => e.state),
+          restarted: window.liveCalculatorsStart.startedMs !== firstStartMs};
+})""".replace("%d", str(PYTHON_TIMEOUT_S * 1000))
 
 
 def lab_utils_cli(argv: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -368,6 +383,46 @@ def test_the_page_fits_a_phone(opened):
     assert widths["viewport"] == 390
     assert widths["page"] <= 390, f"the page scrolls sideways at 390 px: {widths}"
     assert not widths["wide"], widths
+
+
+def test_coming_back_from_the_back_forward_cache_starts_python_again(opened):
+    """Leaving the page for another keeps it in Chromium's back-forward cache with its worker
+    ended (Chromium 156 crashed the tab's renderer now and then when it ended a worker left
+    frozen there: the cache holds six pages, so six pages later). Coming back starts Python
+    again, and the next answer is still the CLI's."""
+    browser, tab, _, ready, _ = opened
+    assert ready["state"] == "ready", f"the calculators did not answer: {ready['error']}"
+    first_start_ms, origin = sitecheck._evaluate(
+        browser, tab, "[window.liveCalculatorsStart.startedMs, location.origin]", 10
+    )
+    browser.events.clear()
+    browser.call("Page.navigate", {"url": f"{origin}/book/glossary.html"}, session_id=tab)
+    assert browser.wait_for_event("Page.loadEventFired", tab, 60), "the glossary did not load"
+    history = browser.call("Page.getNavigationHistory", session_id=tab)
+    browser.events.clear()
+    back = history["entries"][history["currentIndex"] - 1]
+    browser.call("Page.navigateToHistoryEntry", {"entryId": back["id"]}, session_id=tab)
+    arrived = browser.wait_for_event("Page.frameNavigated", tab, 60)
+    assert arrived and arrived["params"]["frame"]["url"].endswith(PAGE), arrived
+    assert arrived["params"].get("type") == "BackForwardCacheRestore", (
+        "the page came back without the back-forward cache, so this test checks nothing: "
+        f"{[e['params'] for e in browser.events if e['method'] == 'Page.backForwardCacheNotUsed']}"
+    )
+    again = sitecheck._evaluate(
+        browser, tab, f"{RESTARTED_JS}({json.dumps(first_start_ms)})", PYTHON_TIMEOUT_S + 10
+    )
+    assert again["restarted"] and again["state"] == "ready", again
+    states = again["states"]  # loading as it came back, after answers shown before
+    assert "loading" in states[states.index("ready") :] and states[-1] == "ready", states
+    memory = sitecheck._evaluate(browser, tab, SET_INPUTS_JS % json.dumps({"seq_len": "3000"}), 120)[0]
+    assert "--seq-len" in memory["argv"] and memory["argv"][memory["argv"].index("--seq-len") + 1] == "3000"
+    assert memory["status"] == 0 and memory["output"] == lab_utils_cli(memory["argv"]).stdout
+    problems = sitecheck._event_problems(browser.events, tab)
+    assert not problems, "\n".join(map(str, problems))
+    default = sitecheck._evaluate(
+        browser, tab, 'document.querySelector(".live-calculators form").elements.seq_len.defaultValue', 10
+    )
+    sitecheck._evaluate(browser, tab, SET_INPUTS_JS % json.dumps({"seq_len": default}), 120)
 
 
 def test_the_page_works_offline_after_the_first_visit(opened):

@@ -27,19 +27,22 @@
   const start = window.liveCalculatorsStart;
   api.pageOriginMs = performance.timeOrigin;  // the worker's marks are on its own clock (its timeOrigin)
   let nextId = 0, worker = null;
-  const waiting = new Map();
-  start.worker.then((started) => {
-    worker = api.worker = started;
-    worker.addEventListener("message", (event) => {
-      const settle = waiting.get(event.data.id);
-      waiting.delete(event.data.id);
-      if (settle) settle(event.data);
+  const waiting = new Map();  // id -> the question's { resolve, reject }
+  const STOPPED = new Error("the worker was stopped: the page was left");
+  function connect() {
+    start.worker.then((started) => {
+      worker = api.worker = started;
+      worker.addEventListener("message", (event) => {
+        const settle = waiting.get(event.data.id);
+        waiting.delete(event.data.id);
+        if (settle) settle.resolve(event.data);
+      });
     });
-  });
-  const workerReady = start.ready;
-  const ask = (message) => new Promise((resolve) => {
+    return start.ready;
+  }
+  const ask = (message) => new Promise((resolve, reject) => {
     const id = ++nextId;
-    waiting.set(id, resolve);
+    waiting.set(id, { resolve, reject });
     worker.postMessage({ id, ...message });
   });
 
@@ -149,6 +152,7 @@
     if (running) { dirty = true; return; }
     api.pending = round().catch((error) => {
       running = false;
+      if (error === STOPPED) return api.state;  // left mid-round: coming back asks again
       setState("error");
       api.error = String(error);
       status.textContent = "The calculators stopped: " + error;
@@ -186,23 +190,46 @@
   }
 
 
-  showCommands();
-  workerReady.then((timings) => {
-    python = true;
-    api.pythonReadyMs = performance.now();
-    api.workerTimings = timings;
-    update();
-    return api.pending;
-  }).then(() => {
-    keepForLater();
-    if (api.state !== "ready") return;
-    const seconds = (api.firstAnswerMs / 1000).toFixed(1);
-    status.textContent = `Computed in this page by lab_utils (first answer ${seconds} s after the page opened). ` +
-      "Change any input: the answers follow.";
-  }).catch((error) => {
-    setState("error");
-    api.error = String(error);
-    status.textContent = "Python could not load in this page (" + error + "). The commands above give the " +
-      "same answers in a terminal with the course installed.";
+  function answerOnceReady(workerReady) {
+    workerReady.then((timings) => {
+      python = true;
+      api.pythonReadyMs = performance.now();
+      api.workerTimings = timings;
+      update();
+      return api.pending;
+    }).then(() => {
+      keepForLater();
+      if (api.state !== "ready") return;
+      const seconds = (api.firstAnswerMs / 1000).toFixed(1);
+      status.textContent = `Computed in this page by lab_utils (first answer ${seconds} s after the page opened). ` +
+        "Change any input: the answers follow.";
+    }).catch((error) => {
+      setState("error");
+      api.error = String(error);
+      status.textContent = "Python could not load in this page (" + error + "). The commands above give the " +
+        "same answers in a terminal with the course installed.";
+    });
+  }
+
+  // A page the browser keeps in its back-forward cache keeps no Python: leaving it ends the worker
+  // (Chromium 156 crashed the tab's renderer now and then when it later ended a worker left frozen
+  // in that cache), and coming back starts another, which answers what the form then asks (the
+  // answers on show stay). A page left for good ends its worker as always.
+  addEventListener("pagehide", (event) => {
+    if (!event.persisted) return;
+    start.worker.then((stopping) => stopping.terminate());
+    python = false;
+    configSent = null;
+    for (const settle of waiting.values()) settle.reject(STOPPED);
+    waiting.clear();
   });
+  addEventListener("pageshow", (event) => {
+    if (!event.persisted) return;
+    setState("loading");
+    start.startWorker();
+    answerOnceReady(connect());
+  });
+
+  showCommands();
+  answerOnceReady(connect());
 })();

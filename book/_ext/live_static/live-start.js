@@ -32,20 +32,24 @@
   const workerUrl = new URL("_static/live-worker.js?digest=__WORKER__&packages=__PACKAGES__", root);
   const packagesUrl = new URL(`_static/live/packages.json?digest=${workerUrl.searchParams.get("packages")}`, root);
   const source = `import ${JSON.stringify(workerUrl.href)};`;
-  // startedMs: when the worker was made
+  // startedMs: when the worker was made; startWorker: makes another (live-calculators.js, when
+  // the page comes back from the browser's back-forward cache)
   const start = (window.liveCalculatorsStart = {
-    startedMs: null, workerUrl, packagesUrl, page, registerServiceWorker,
+    startedMs: null, workerUrl, packagesUrl, page, registerServiceWorker, startWorker,
   });
-  const worker = controlled.then(() => {
-    start.startedMs = performance.now();
-    return new Worker(URL.createObjectURL(new Blob([source], { type: "text/javascript" })), { type: "module" });
-  });
-  const ready = worker.then((started) => new Promise((resolve, reject) => {
-    started.addEventListener("message", (event) => {
-      if (!("ready" in event.data)) return;
-      if (event.data.ready) resolve(event.data.timings); else reject(new Error(event.data.error));
+  function startWorker() {
+    const worker = controlled.then(() => {
+      start.startedMs = performance.now();
+      return new Worker(URL.createObjectURL(new Blob([source], { type: "text/javascript" })), { type: "module" });
     });
-    started.addEventListener("error", (event) => reject(new Error(event.message || "the worker failed")));
-  }));
-  Object.assign(start, { worker, ready });
+    const ready = worker.then((started) => new Promise((resolve, reject) => {
+      started.addEventListener("message", (event) => {
+        if (!("ready" in event.data)) return;
+        if (event.data.ready) resolve(event.data.timings); else reject(new Error(event.data.error));
+      });
+      started.addEventListener("error", (event) => reject(new Error(event.message || "the worker failed")));
+    }));
+    Object.assign(start, { worker, ready });
+  }
+  startWorker();
 })();
