@@ -121,7 +121,7 @@ CHECK_JS = r"""
 @dataclass(frozen=True)
 class Problem:
     """One thing wrong on a page: ``kind`` (javascript, console, network, math, raw-latex,
-    empty-widget, image-alt, broken-image, load) and a human-readable ``detail``."""
+    empty-widget, image-alt, broken-image, load, crash) and a human-readable ``detail``."""
 
     kind: str
     detail: str
@@ -185,6 +185,14 @@ class BrowserError(RuntimeError):
     """The browser did not answer in time, answered with an error, or went away."""
 
 
+def _raise_if_crashed(event: dict, session_id: str | None, awaited: str) -> None:
+    if event["method"] == "Inspector.targetCrashed" and session_id and event.get("sessionId") == session_id:
+        raise BrowserError(
+            f"the tab's renderer crashed while waiting for {awaited}: the tab shows a crashed page, and "
+            "any other page of the site that the renderer held is gone too"
+        )
+
+
 class Browser:
     """A headless Chromium with a fresh profile in ``profile_dir``, driven over a pipe."""
 
@@ -208,11 +216,13 @@ class Browser:
         command_read, event_write = moved
         log = os.open(self.profile_dir / "chromium.log", os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
         argv = [self.executable, *CHROMIUM_FLAGS, f"--user-data-dir={self.profile_dir}", "about:blank"]
+        # its crash reports (Crash Reports/ under $XDG_CONFIG_HOME/chromium) stay in the profile too
+        environment = dict(os.environ, XDG_CONFIG_HOME=str(self.profile_dir / "config"))
         try:
             self.pid = os.posix_spawn(
                 self.executable,
                 argv,
-                os.environ,
+                environment,
                 setsid=True,
                 file_actions=[
                     (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
@@ -293,20 +303,29 @@ class Browser:
                     raise BrowserError(f"{method}: {message['error']}")
                 return message.get("result", {})
             if "method" in message:
-                self.events.append(message)
+                self._keep_event(message, session_id, method)
 
     def wait_for_event(self, method: str, session_id: str, timeout_s: float) -> dict | None:
         """The first event ``method`` of the session (already received or arriving in time)."""
         deadline = time.monotonic() + timeout_s
+        for event in self.events:
+            if event["method"] == method and event.get("sessionId") == session_id:
+                return event
+            _raise_if_crashed(event, session_id, method)
         while True:
-            for event in self.events:
-                if event["method"] == method and event.get("sessionId") == session_id:
-                    return event
             message = self._receive(deadline)
             if message is None:
                 return None
             if "method" in message:
-                self.events.append(message)
+                self._keep_event(message, session_id, method)
+                if message["method"] == method and message.get("sessionId") == session_id:
+                    return message
+
+    def _keep_event(self, event: dict, session_id: str | None, awaited: str) -> None:
+        """Keep ``event`` in ``events``; raises when it says that the renderer of the tab
+        ``session_id`` crashed, as nothing awaited there would come."""
+        self.events.append(event)
+        _raise_if_crashed(event, session_id, awaited)
 
     def drain(self, seconds: float) -> None:
         """Collect the events that arrive within ``seconds``."""
@@ -316,10 +335,11 @@ class Browser:
                 self.events.append(message)
 
     def new_page(self) -> str:
-        """Open a tab with the page domains enabled; returns its session id."""
+        """Open a tab with the page domains enabled (Inspector: it tells when the tab's renderer
+        crashes); returns its session id."""
         target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        for domain in ("Page", "Runtime", "Log"):
+        for domain in ("Page", "Runtime", "Log", "Inspector"):
             self.call(f"{domain}.enable", session_id=session)
         self.call("Emulation.setDeviceMetricsOverride", VIEWPORT, session_id=session)
         return session
@@ -376,7 +396,9 @@ def _event_problems(events: list[dict], session_id: str) -> list[Problem]:
         if event.get("sessionId") != session_id:
             continue
         params = event.get("params", {})
-        if event["method"] == "Runtime.exceptionThrown":
+        if event["method"] == "Inspector.targetCrashed":
+            problems.append(Problem("crash", "the tab's renderer crashed"))
+        elif event["method"] == "Runtime.exceptionThrown":
             details = params["exceptionDetails"]
             text = (details.get("exception") or {}).get("description") or details.get("text", "")
             where = (

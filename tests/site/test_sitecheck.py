@@ -7,6 +7,7 @@ import base64
 import html
 import json
 import sys
+from pathlib import Path
 
 import pytest
 import sitecheck
@@ -133,6 +134,20 @@ def test_the_sites_widget_manager_renders_offline(browser, tab, fixture_site):
     report = _check(browser, tab, url, "widget.html")
     slider.close()
     assert report.problems == () and report.widget_views == 1, report
+
+
+def test_a_crashed_tab_is_said_at_once(browser):
+    """A renderer that crashes (as Chromium 156's did, now and then, six pages after the live
+    calculators: a worker ended in the back-forward cache) fails the page at once, saying so,
+    instead of a wait for an answer that cannot come."""
+    crashing = browser.new_page()
+    browser.events.clear()
+    browser.call("Page.navigate", {"url": "chrome://crash", "transitionType": "typed"}, session_id=crashing)
+    with pytest.raises(sitecheck.BrowserError, match="renderer crashed"):
+        browser.wait_for_event("Page.loadEventFired", crashing, 60)
+    assert [p.kind for p in sitecheck._event_problems(browser.events, crashing)] == ["crash"]
+    crashes = Path(browser.profile_dir) / "config" / "chromium" / "Crash Reports"
+    assert crashes.is_dir(), "Chromium's crash reports are kept in the profile, not in ~/.config"
 
 
 def test_a_process_left_behind_would_be_found(tmp_path):
