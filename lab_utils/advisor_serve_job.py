@@ -48,7 +48,7 @@ class _ServeJob:
     price_bound_load_share: float
     cold_start_bound_ratio: float
     servers: dict = field(default_factory=dict, compare=False, repr=False)  # see estimates()
-    replica_bytes_by_precision: dict = field(default_factory=dict, compare=False, repr=False)
+    replicas: dict = field(default_factory=dict, compare=False, repr=False)  # see replica()
     simulated: dict = field(default_factory=dict, compare=False, repr=False)  # see replica_at()
 
     @property
@@ -73,14 +73,19 @@ class _ServeJob:
             engine=self.engine,
         )
 
-    def replica_bytes(self, precision: str) -> float:
-        """Bytes of the weights in ``precision`` and one request's KV cache (``memory.job_estimate``),
-        worked out once per precision: every device and serverless class asks."""
-        if precision not in self.replica_bytes_by_precision:
-            self.replica_bytes_by_precision[precision] = memory.job_estimate(
+    def replica(self, precision: str):
+        """``memory.job_estimate`` of the weights in ``precision`` and one request's KV cache,
+        worked out once per precision: every device and serverless class asks (its size, and the
+        weights a cold start loads)."""
+        if precision not in self.replicas:
+            self.replicas[precision] = memory.job_estimate(
                 self.config, method="inference", precision=precision, batch=1, seq_len=self.tokens_per_request
-            ).total_bytes
-        return self.replica_bytes_by_precision[precision]
+            )
+        return self.replicas[precision]
+
+    def replica_bytes(self, precision: str) -> float:
+        """Bytes of the weights in ``precision`` and one request's KV cache (:meth:`replica`)."""
+        return self.replica(precision).total_bytes
 
     def batch_bytes(self, precision: str, batch: int) -> float:
         """Bytes a replica holds serving ``batch`` requests: one request's plus the other caches."""

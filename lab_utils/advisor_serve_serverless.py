@@ -54,7 +54,6 @@ def _serverless(
     derived["simulated_window_s"] = window_s
     every_gpu = {s.name for s in hardware.catalog("gpu")} <= device_names
     starts_by_precision = {}  # the cold start of each precision some class kept (its plain start, restores)
-    cold_starts = {}  # the cold start of each precision, worked out once: the weights' load decides it
     simulated = []  # each simulation of these arrivals so far (_simulate_once)
     options = []
     for price in prices.serverless_prices():
@@ -81,10 +80,7 @@ def _serverless(
         spec = min(specs, key=lambda s: s.bandwidth_bytes_per_s)  # the slowest GPU of the class
         candidates, starts = [], {}
         for precision in job.precisions_for(spec):
-            if precision not in cold_starts:
-                weights = memory.job_estimate(job.config, "inference", precision, batch=1, seq_len=1)
-                cold_starts[precision] = serverless.cold_start(weights.part("weights"))
-            start = starts[precision] = cold_starts[precision]
+            start = starts[precision] = serverless.cold_start(job.replica(precision).part("weights"))
             if cold_start_s is None:
                 taken.update(start.assumptions)
             boot = start if cold_start_s is None else cold_start_s
