@@ -25,10 +25,9 @@ serve`` at 100,000 requests a day; ``latency`` for the form's serving job; a sec
 answer (same profile, once the page's service worker has installed and the reader has read the
 last answer for ``--read-s`` seconds: Chromium keeps Python's compiled runtime for the next visit
 once no new optimised code came for 2 s, V8's ``--wasm-caching-timeout-ms`` in Chromium 156, which
-a visit left at once may not give it); and,
-while Python computed,
-the longest time the page's own thread was held (the longest gap between ticks asked for every
-20 ms): the page cannot scroll or take a key press meanwhile. It also prints the CPU seconds
+a visit left at once may not give it); and, while Python computed, the longest time the page's
+own thread was held (the longest gap between ticks asked for every 20 ms): the page cannot scroll
+or take a key press meanwhile. It also prints the CPU seconds
 each of the browser's threads used from each visit's opening to its first answer (``/proc``,
 summed by thread name): where a slow CPU's time goes. The page is opened once the browser has
 settled (:func:`settle`), as a reader's browser has before a link is followed.
